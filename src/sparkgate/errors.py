@@ -1,0 +1,298 @@
+"""sparkgate's errors: a stable SCREAMING_SNAKE code, parameters, and a message that says what
+was tried, what the state is, and what to do. Only the API layer maps them to HTTP statuses.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SparkgateError(Exception):
+    code = "INTERNAL_ERROR"
+
+    def __init__(self, message: str, **params: Any) -> None:
+        super().__init__(message)
+        self.message = message
+        self.params = params
+
+    def __str__(self) -> str:
+        return f"[{self.code}] {self.message}"
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"code": self.code, "message": self.message, **self.params}
+
+
+class NotFound(SparkgateError):
+    code = "NOT_FOUND"
+
+
+class SessionNotFound(NotFound):
+    code = "SESSION_NOT_FOUND"
+
+    def __init__(self, session_id: int) -> None:
+        super().__init__(f"Session {session_id} does not exist.", session_id=session_id)
+
+
+class QueryNotFound(NotFound):
+    code = "QUERY_NOT_FOUND"
+
+    def __init__(self, query_id: int) -> None:
+        super().__init__(f"Query {query_id} does not exist.", query_id=query_id)
+
+
+class EngineNotFound(NotFound):
+    code = "ENGINE_NOT_FOUND"
+
+    def __init__(self, engine_id: int) -> None:
+        super().__init__(f"Engine {engine_id} does not exist.", engine_id=engine_id)
+
+
+class Conflict(SparkgateError):
+    """The request is valid but the object's current state refuses it."""
+
+    code = "INVALID_STATE"
+
+
+class SessionNotActive(Conflict):
+    code = "SESSION_NOT_ACTIVE"
+
+    def __init__(self, session_id: int, state: str) -> None:
+        super().__init__(
+            f"Session {session_id} is {state}; it takes no more statements. "
+            "Create a new session, or submit without a session to run as a batch.",
+            session_id=session_id,
+            state=state,
+        )
+
+
+class BatchSessionUsed(Conflict):
+    code = "BATCH_SESSION_USED"
+
+    def __init__(self, session_id: int) -> None:
+        super().__init__(
+            f"Session {session_id} is a batch session and already has its statement; "
+            "a batch runs one statement. Use an interactive session to run several.",
+            session_id=session_id,
+        )
+
+
+class ResultNotReady(Conflict):
+    code = "RESULT_NOT_AVAILABLE"
+
+    def __init__(self, query_id: int, state: str) -> None:
+        hint = {
+            "success": "it ran Python or a file and produced no rows; see its output",
+            "failed": "it failed; see its error",
+            "cancelled": "it was cancelled",
+            "cancelling": "it is being cancelled",
+        }.get(state, "wait for it to finish (GET /v1/queries/{id}?wait=30)")
+        super().__init__(
+            f"Query {query_id} is {state}: no result to read; {hint}.",
+            query_id=query_id,
+            state=state,
+        )
+
+
+class ResultGone(Conflict):
+    code = "RESULT_GONE"
+
+    def __init__(self, query_id: int, path: str) -> None:
+        super().__init__(
+            f"Query {query_id} succeeded but its result files are missing at {path}; "
+            "they were removed (result retention) or the results path is not shared "
+            "with this server node.",
+            query_id=query_id,
+            path=path,
+        )
+
+
+class InvalidRequest(SparkgateError):
+    code = "INVALID_REQUEST"
+
+
+class StoreConflict(SparkgateError):
+    """A compare-and-set lost to another writer; the caller decides whether that matters."""
+
+    code = "CONCURRENT_UPDATE"
+
+
+class ConfigurationError(SparkgateError):
+    code = "INVALID_CONFIGURATION"
+
+
+# -- streaming -----------------------------------------------------------------------------
+
+
+class StreamJobNotFound(NotFound):
+    code = "STREAM_JOB_NOT_FOUND"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(f"Stream job '{name}' does not exist.", name=name)
+
+
+class StreamQueryNotFound(NotFound):
+    code = "STREAM_QUERY_NOT_FOUND"
+
+    def __init__(self, query_id: int) -> None:
+        super().__init__(f"Streaming query {query_id} does not exist.", query_id=query_id)
+
+
+class StreamJobExists(Conflict):
+    code = "STREAM_JOB_EXISTS"
+
+    def __init__(self, name: str, state: str) -> None:
+        super().__init__(
+            f"A stream job named '{name}' already exists ({state}); pick another name, or "
+            f"delete it first (DELETE /v1/streams/{name}).",
+            name=name,
+            state=state,
+        )
+
+
+class StreamJobActive(Conflict):
+    """The job runs (or is on its way to or from running) and the request needs it at rest."""
+
+    code = "STREAM_JOB_ACTIVE"
+
+    def __init__(self, name: str, state: str, action: str) -> None:
+        super().__init__(
+            f"Stream job '{name}' is {state}; it must be stopped or failed to {action}. "
+            f"Stop it first (POST /v1/streams/{name}/stop) and wait for it to be stopped.",
+            name=name,
+            state=state,
+        )
+
+
+class StreamJobBusy(Conflict):
+    code = "STREAM_JOB_BUSY"
+
+    def __init__(self, name: str, state: str) -> None:
+        super().__init__(
+            f"Stream job '{name}' is {state}; wait until it is stopped, then start it.",
+            name=name,
+            state=state,
+        )
+
+
+class StreamQueryNameClash(InvalidRequest):
+    """Two streaming queries of one job (or one session) would share a name."""
+
+    code = "STREAM_QUERY_NAME_CLASH"
+
+    def __init__(self, name: str, first: str, second: str) -> None:
+        super().__init__(
+            f"Two streaming queries would both be named '{name}': {first} and {second}. "
+            "Query names must be unique within a stream job (and among a session's running "
+            f"queries); name them apart with IDENTIFIED BY, e.g. ... IDENTIFIED BY {name}_2.",
+            name=name,
+        )
+
+
+class StreamJobSuperseded(Conflict):
+    """A session tried to act for a stream job that another session (or nobody) runs now."""
+
+    code = "STREAM_JOB_SUPERSEDED"
+
+    def __init__(self, name: str, session_id: int, state: str) -> None:
+        super().__init__(
+            f"Session {session_id} no longer runs stream job '{name}' (the job is {state}); "
+            "its streaming queries are not started here.",
+            name=name,
+            session_id=session_id,
+            state=state,
+        )
+
+
+class StreamQueryNotRunning(NotFound):
+    code = "STREAM_QUERY_NOT_FOUND"
+
+    def __init__(self, name: str, session_id: int) -> None:
+        super().__init__(
+            f"No streaming query named '{name}' runs in session {session_id}; "
+            f"GET /v1/sessions/{session_id}/streams lists them.",
+            name=name,
+            session_id=session_id,
+        )
+
+
+# -- jobs and deploy -----------------------------------------------------------------------
+
+
+class JobNotFound(NotFound):
+    code = "JOB_NOT_FOUND"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"Job '{name}' does not exist; jobs come from manifests (sparkgate deploy PATH).",
+            name=name,
+        )
+
+
+class DeploymentNotFound(NotFound):
+    code = "DEPLOYMENT_NOT_FOUND"
+
+    def __init__(self, deployment_id: int) -> None:
+        super().__init__(f"Deployment {deployment_id} does not exist.", deployment_id=deployment_id)
+
+
+class JobRunNotFound(NotFound):
+    code = "JOB_RUN_NOT_FOUND"
+
+    def __init__(self, run_id: int) -> None:
+        super().__init__(f"Job run {run_id} does not exist.", run_id=run_id)
+
+
+class ManifestsInvalid(InvalidRequest):
+    """Manifests, the template or definition files have problems: nothing was deployed."""
+
+    code = "MANIFESTS_INVALID"
+
+    def __init__(self, errors: list[dict[str, Any]]) -> None:
+        lines = []
+        for e in errors:
+            where = str(e["file"]) + (f":{e['line']}" if e.get("line") else "")
+            what = f" {e['field']}:" if e.get("field") else ""
+            lines.append(f"{where}:{what} {e['message']}")
+        count = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}"
+        super().__init__(
+            f"Nothing was deployed: {count} in the manifests.\n" + "\n".join(lines),
+            errors=errors,
+        )
+
+
+class DeployInProgress(Conflict):
+    code = "DEPLOY_IN_PROGRESS"
+
+    def __init__(self, deployment_id: int | None, node_id: str | None, waited: float) -> None:
+        which = f"Deployment {deployment_id}" if deployment_id is not None else "Another deploy"
+        where = f" (on node {node_id})" if node_id else ""
+        follow = f"/v1/deployments/{deployment_id}" if deployment_id is not None else "it"
+        super().__init__(
+            f"{which}{where} is still running after waiting {waited:g}s; deploys run one at a "
+            f"time. Follow it (GET {follow}), or deploy again with a longer wait "
+            "(--wait SECONDS).",
+            deployment_id=deployment_id,
+            node_id=node_id,
+        )
+
+
+class JobNotBatch(Conflict):
+    code = "JOB_NOT_BATCH"
+
+    def __init__(self, name: str, mode: str) -> None:
+        super().__init__(
+            f"Job '{name}' is a {mode} job; only batch jobs run on request (a streaming job "
+            "runs as the stream job of the same name: sparkgate streams show NAME).",
+            name=name,
+            mode=mode,
+        )
+
+
+class JobRemoved(Conflict):
+    code = "JOB_REMOVED"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"Job '{name}' was removed by a deploy with --prune; declare it again to run it.",
+            name=name,
+        )

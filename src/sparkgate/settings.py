@@ -1,0 +1,182 @@
+"""One settings object, read once at start-up and passed down.
+
+Every field can be set from the environment as ``SPARKGATE_<FIELD>`` (``SPARKGATE_HOME``,
+``SPARKGATE_STORE_URL``, ``SPARKGATE_SPARK_MASTER``, ...). Engines launched by a server get the
+server's settings through the same variables, so both sides agree on paths and timeouts.
+Dict fields (``SPARKGATE_SPARK_CONF``) are JSON.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from sparkgate.sql.durations import parse_duration
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="SPARKGATE_", extra="ignore")
+
+    # Where everything lives when nothing else is said: store, results, warehouse, logs.
+    home: Path = Path(".sparkgate")
+    store_url: str | None = None  # default: SQLite file under home
+
+    host: str = "127.0.0.1"
+    port: int = 8998
+    # Seconds an idle HTTP connection is kept open. Longer than any client's polling interval:
+    # the livy client polls batches every 5 s, exactly uvicorn's default, and then races the
+    # server closing the connection it is about to reuse (a reset, a failed client call).
+    http_keep_alive: float = 75.0
+
+    # Spark
+    spark_master: str = "local[*]"
+    spark_conf: dict[str, str] = Field(default_factory=dict)  # applied to every engine
+    catalog: Literal["hive", "in-memory"] = "hive"
+    metastore_uri: str | None = None  # thrift://host:port of an existing Hive metastore
+    metastore_port: int = 9083  # for the metastore the server starts when no URI is given
+    warehouse_dir: Path | None = None
+    results_dir: Path | None = None
+    checkpoints_dir: Path | None = None
+    staging_dir: Path | None = None
+
+    # Engines
+    engine_heartbeat_interval: float = 2.0
+    engine_heartbeat_timeout: float = 30.0
+    engine_start_timeout: float = 300.0
+    engine_poll_interval: float = 0.01
+    engine_idle_timeout: float = 1800.0  # an engine with no sessions this long exits
+    engine_driver_memory: str | None = None
+    warm_engines: int = 1  # dedicated engines kept started, so a batch need not wait for a JVM
+    shared_engine: bool = True  # keep a shared engine for interactive sessions running
+    shared_engine_max_sessions: int = 64
+
+    # Sessions and queries
+    session_idle_timeout: float = 3600.0  # 0: never; an idle interactive session is ended
+    result_page_max: int = 10_000
+    result_retention: float = 7 * 86400.0  # seconds result files are kept; 0: forever
+    long_poll_max: float = 120.0
+    # What a pyspark statement prints is kept up to this many characters (then cut, with a
+    # note); a batch file's log keeps its last ``batch_log_max_chars``.
+    python_output_max_chars: int = 8_000_000
+    batch_log_max_chars: int = 1_000_000
+
+    # Livy-compatible API (/sessions, /batches)
+    # Rows a Livy ``sql`` statement returns inline. Livy's own cap is 1000, which users hit all
+    # the time; 10000 is one native result page (``result_page_max``), still a small response.
+    # The whole result stays pageable through /v1/queries/{id}/result.
+    livy_sql_row_limit: int = 10_000
+    livy_csrf_protection: bool = False  # require X-Requested-By on POST/DELETE, as Livy can
+    # Ended sessions stay in Livy's lists this long (Livy's state-retain.sec); by id, forever.
+    livy_session_retention: float = 600.0
+
+    # Tables. CREATE/REPLACE TABLE AS SELECT run two-phase (staged, then made visible whole)
+    # unless this is false; a session can say ``SET spark.sparkgate.ctas.atomic=false``.
+    atomic_ctas: bool = True
+    # Seconds a replaced table version is kept after the switch, so that queries still
+    # reading it finish; then the table janitor removes it.
+    table_version_grace: float = 3600.0
+    # How often an engine looks for table writes only it can finish (a staging table left
+    # in the catalog by a crash, a commit whose engine died mid-way).
+    table_recovery_interval: float = 5.0
+
+    # Background duties (reaper, placement, table janitor, stream supervision) held by leases
+    duty_interval: float = 1.0
+    lease_ttl: float = 15.0
+
+    # Streaming. Defaults of every streaming query's retry.* options (a query's OPTIONS win);
+    # durations in seconds, or written as in SQL: "1s", "500ms", "1h".
+    stream_retry_enabled: bool = True
+    stream_retry_max_attempts: int = 2_147_483_647
+    stream_retry_min_backoff: float = 1.0
+    stream_retry_max_backoff: float = 3600.0
+    stream_retry_random_factor: float = 0.0
+    stream_retry_stable_period: float = 60.0  # healthy this long: the failure count resets
+    stream_progress_interval: float = 2.0  # at most one progress write per query this often
+    stream_progress_history: int = 100  # progress samples kept per query
+    stream_stop_timeout: float = 60.0  # a graceful stop waits this long for the batch to end
+    stream_engine_max_jobs: int = 16  # stream jobs per streaming engine
+    # Deploys (job manifests): how long a deploy waits for one job to stop, or to start running,
+    # before it reports that job as not deployed (the job itself carries on).
+    deploy_timeout: float = 300.0
+    # Jobs a deploy stops and starts at the same time (each job's steps stay in order).
+    deploy_parallelism: int = 4
+
+    # Python modules whose register(spark) is called in every session an engine opens: how
+    # Python UDFs become available to SQL (e.g. ["mycompany.udfs"]).
+    udf_modules: list[str] = Field(default_factory=list)
+
+    @field_validator("spark_conf", mode="before")
+    @classmethod
+    def _parse_conf(cls, value: object) -> object:
+        if isinstance(value, str):
+            return json.loads(value) if value.strip() else {}
+        return value
+
+    @field_validator(
+        "stream_retry_min_backoff",
+        "stream_retry_max_backoff",
+        "stream_retry_stable_period",
+        mode="before",
+    )
+    @classmethod
+    def _parse_duration(cls, value: object) -> object:
+        if isinstance(value, str):
+            try:
+                return float(value)
+            except ValueError:
+                return parse_duration(value)
+        return value
+
+    @property
+    def resolved_home(self) -> Path:
+        return self.home.expanduser().resolve()
+
+    @property
+    def resolved_store_url(self) -> str:
+        if self.store_url:
+            return self.store_url
+        return f"sqlite:///{self.resolved_home / 'sparkgate.db'}"
+
+    def _under_home(self, value: Path | None, name: str) -> Path:
+        return (value or self.resolved_home / name).expanduser().resolve()
+
+    @property
+    def resolved_warehouse_dir(self) -> Path:
+        return self._under_home(self.warehouse_dir, "warehouse")
+
+    @property
+    def resolved_results_dir(self) -> Path:
+        return self._under_home(self.results_dir, "results")
+
+    @property
+    def resolved_checkpoints_dir(self) -> Path:
+        return self._under_home(self.checkpoints_dir, "checkpoints")
+
+    @property
+    def resolved_staging_dir(self) -> Path:
+        return self._under_home(self.staging_dir, "staging")
+
+    @property
+    def logs_dir(self) -> Path:
+        return self.resolved_home / "logs"
+
+    def to_env(self) -> dict[str, str]:
+        """The environment that gives a child process (an engine) these same settings."""
+        env: dict[str, str] = {}
+        for name, value in self.model_dump().items():
+            if value is None:
+                continue
+            if isinstance(value, (dict, list)):
+                text = json.dumps(value)
+            elif isinstance(value, Path):
+                text = str(value.expanduser().resolve())
+            else:
+                text = str(value)
+            env[f"SPARKGATE_{name.upper()}"] = text
+        env["SPARKGATE_HOME"] = str(self.resolved_home)
+        env["SPARKGATE_STORE_URL"] = self.resolved_store_url
+        return env

@@ -1,0 +1,51 @@
+"""The state store: one facade over the tables, used alike by server nodes and engines.
+
+store = Store.open("sqlite:///.sparkgate/sparkgate.db")
+store.migrate()
+session = store.sessions.add(SessionKind.INTERACTIVE, now=time.time())
+store.transitions.session(session.id, SessionState.STARTING, now=time.time())
+"""
+
+from __future__ import annotations
+
+from sparkgate.store import schema
+from sparkgate.store.database import Database
+from sparkgate.store.engines import Engines
+from sparkgate.store.jobs import Deployments, JobRuns, Jobs
+from sparkgate.store.leases import Leases
+from sparkgate.store.migrate import migrate
+from sparkgate.store.sessions import Sessions
+from sparkgate.store.statements import Statements
+from sparkgate.store.streams import StreamJobs, StreamQueries
+from sparkgate.store.table_transactions import TableTransactions
+from sparkgate.store.transitions import Outcome, Transitions
+
+
+class Store:
+    def __init__(self, db: Database) -> None:
+        self.db = db
+        self.sessions = Sessions(db)
+        self.statements = Statements(db)
+        self.engines = Engines(db)
+        self.leases = Leases(db)
+        self.table_txns = TableTransactions(db)
+        self.transitions = Transitions(db)
+        self.stream_jobs = StreamJobs(db)
+        self.stream_queries = StreamQueries(db, self.transitions)
+        self.jobs = Jobs(db)
+        self.deployments = Deployments(db)
+        self.job_runs = JobRuns(db)
+
+    @classmethod
+    def open(cls, url: str) -> Store:
+        return cls(Database(url))
+
+    def migrate(self) -> None:
+        """Bring the schema to the newest revision (safe to call from several nodes at once)."""
+        migrate(self.db)
+
+    def close(self) -> None:
+        self.db.dispose()
+
+
+__all__ = ["Database", "Outcome", "Store", "schema"]

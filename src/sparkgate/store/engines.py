@@ -1,0 +1,185 @@
+"""Engine records: the PySpark driver processes, their heartbeats and who they serve."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import sqlalchemy as sa
+
+from sparkgate.errors import EngineNotFound
+from sparkgate.states import ACTIVE_SESSION_STATES, LIVE_ENGINE_STATES, EngineKind, EngineState
+from sparkgate.store.database import Database
+from sparkgate.store.records import EngineRecord
+from sparkgate.store.schema import engines, sessions
+
+_LIVE = [s.value for s in LIVE_ENGINE_STATES]
+_TAKING_WORK = [EngineState.STARTING.value, EngineState.RUNNING.value]
+
+
+class Engines:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def add(
+        self,
+        kind: EngineKind,
+        *,
+        now: float,
+        conf: dict[str, str] | None = None,
+        node_id: str | None = None,
+        session_id: int | None = None,
+    ) -> EngineRecord:
+        stmt = (
+            engines.insert()
+            .values(
+                kind=kind.value,
+                state=EngineState.STARTING.value,
+                session_id=session_id,
+                conf=dict(conf or {}),
+                node_id=node_id,
+                version=1,
+                created_at=now,
+                updated_at=now,
+            )
+            .returning(*engines.c)
+        )
+        with self._db.begin() as conn:
+            row = conn.execute(stmt).mappings().one()
+        return EngineRecord.from_row(row)
+
+    def find(self, engine_id: int) -> EngineRecord | None:
+        with self._db.read() as conn:
+            row = (
+                conn.execute(sa.select(engines).where(engines.c.id == engine_id)).mappings().first()
+            )
+        return None if row is None else EngineRecord.from_row(row)
+
+    def get(self, engine_id: int) -> EngineRecord:
+        record = self.find(engine_id)
+        if record is None:
+            raise EngineNotFound(engine_id)
+        return record
+
+    def list_all(
+        self,
+        *,
+        states: Iterable[EngineState] | None = None,
+        kinds: Iterable[EngineKind] | None = None,
+    ) -> list[EngineRecord]:
+        query = sa.select(engines).order_by(engines.c.id)
+        if states is not None:
+            query = query.where(engines.c.state.in_([s.value for s in states]))
+        if kinds is not None:
+            query = query.where(engines.c.kind.in_([k.value for k in kinds]))
+        with self._db.read() as conn:
+            return [EngineRecord.from_row(r) for r in conn.execute(query).mappings()]
+
+    def set_process(
+        self, engine_id: int, *, pid: int, host: str, log_path: str, now: float
+    ) -> None:
+        """Record where an engine runs (launcher side, right after starting the process)."""
+        stmt = (
+            engines.update()
+            .where(engines.c.id == engine_id)
+            .values(pid=pid, host=host, log_path=log_path, updated_at=now)
+        )
+        with self._db.begin() as conn:
+            conn.execute(stmt)
+
+    def heartbeat(self, engine_id: int, *, now: float, **values: Any) -> EngineState | None:
+        """Record that the engine is alive; the engine's state now (STOPPING: finish and exit;
+        LOST or another final state: it was given up on, so exit at once)."""
+        stmt = (
+            engines.update()
+            .where(engines.c.id == engine_id, engines.c.state.in_(_LIVE))
+            .values(heartbeat_at=now, **values)
+        )
+        with self._db.begin() as conn:
+            conn.execute(stmt)
+            state = conn.execute(
+                sa.select(engines.c.state).where(engines.c.id == engine_id)
+            ).scalar()
+        return None if state is None else EngineState(state)
+
+    def claim_warm(self, session_id: int, *, now: float) -> EngineRecord | None:
+        """Give a session the oldest unassigned dedicated engine from the warm pool, if any."""
+        for _ in range(5):  # another node may grab the same engine; try the next one
+            with self._db.begin() as conn:
+                candidate = (
+                    sa.select(engines.c.id)
+                    .where(engines.c.kind == EngineKind.DEDICATED.value)
+                    .where(engines.c.session_id.is_(None))
+                    .where(engines.c.state.in_(_TAKING_WORK))
+                    .order_by(engines.c.state.desc(), engines.c.id)  # running before starting
+                    .limit(1)
+                )
+                if self._db.dialect == "postgresql":
+                    candidate = candidate.with_for_update(skip_locked=True)
+                engine_id = conn.execute(candidate).scalar()
+                if engine_id is None:
+                    return None
+                taken = conn.execute(
+                    engines.update()
+                    .where(engines.c.id == engine_id, engines.c.session_id.is_(None))
+                    .values(session_id=session_id, updated_at=now)
+                ).rowcount
+            if taken == 1:
+                return self.get(engine_id)
+        return None
+
+    def warm_count(self) -> int:
+        query = (
+            sa.select(sa.func.count())
+            .select_from(engines)
+            .where(engines.c.kind == EngineKind.DEDICATED.value)
+            .where(engines.c.session_id.is_(None))
+            .where(engines.c.state.in_(_TAKING_WORK))
+        )
+        with self._db.read() as conn:
+            return int(conn.execute(query).scalar_one())
+
+    def shared_with_room(
+        self, max_sessions: int, kind: EngineKind = EngineKind.SHARED
+    ) -> EngineRecord | None:
+        """A live engine of ``kind`` (shared, or streaming) hosting fewer than ``max_sessions``
+        active sessions."""
+        active = (
+            sa.select(sa.func.count())
+            .select_from(sessions)
+            .where(sessions.c.engine_id == engines.c.id)
+            .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]))
+            .scalar_subquery()
+        )
+        query = (
+            sa.select(engines)
+            .where(engines.c.kind == kind.value)
+            .where(engines.c.state.in_(_TAKING_WORK))
+            .where(active < max_sessions)
+            .order_by(engines.c.state.desc(), engines.c.id)
+            .limit(1)
+        )
+        with self._db.read() as conn:
+            row = conn.execute(query).mappings().first()
+        return None if row is None else EngineRecord.from_row(row)
+
+    def stale(
+        self, *, now: float, heartbeat_timeout: float, start_timeout: float
+    ) -> list[EngineRecord]:
+        """Live engines that stopped heartbeating, or never started, in time."""
+        beat_late = sa.and_(
+            engines.c.heartbeat_at.is_not(None),
+            engines.c.heartbeat_at < now - heartbeat_timeout,
+        )
+        never_beat = sa.and_(
+            engines.c.heartbeat_at.is_(None),
+            engines.c.created_at < now - start_timeout,
+        )
+        query = (
+            sa.select(engines)
+            .where(engines.c.state.in_(_LIVE))
+            .where(sa.or_(beat_late, never_beat))
+            .order_by(engines.c.id)
+        )
+        with self._db.read() as conn:
+            return [EngineRecord.from_row(r) for r in conn.execute(query).mappings()]

@@ -1,0 +1,76 @@
+"""Leases: who holds a background duty (reaping dead engines, placing sessions, ...).
+
+A lease is a row (name, owner, expires_at). The holder renews it well before it expires; when
+the holder dies, the lease lapses and the next node to ask takes it. Every function takes
+``now`` so tests can move time without sleeping.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from sqlalchemy.exc import IntegrityError
+
+from sparkgate.store.database import Database
+from sparkgate.store.records import LeaseRecord
+from sparkgate.store.schema import leases
+
+
+class Leases:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def acquire(self, name: str, owner: str, *, now: float, ttl: float) -> bool:
+        """Take the lease if it is free, expired, or already ours; True if we hold it now."""
+        taken = (
+            leases.update()
+            .where(leases.c.name == name)
+            .where(sa.or_(leases.c.owner == owner, leases.c.expires_at < now))
+            .values(
+                owner=owner,
+                expires_at=now + ttl,
+                acquired_at=sa.case((leases.c.owner == owner, leases.c.acquired_at), else_=now),
+            )
+        )
+        with self._db.begin() as conn:
+            if conn.execute(taken).rowcount == 1:
+                return True
+            exists = conn.execute(sa.select(leases.c.name).where(leases.c.name == name)).first()
+        if exists:
+            return False
+        try:
+            with self._db.begin() as conn:
+                conn.execute(
+                    leases.insert().values(
+                        name=name, owner=owner, acquired_at=now, expires_at=now + ttl
+                    )
+                )
+        except IntegrityError:
+            return False  # another node inserted it first
+        return True
+
+    def renew(self, name: str, owner: str, *, now: float, ttl: float) -> bool:
+        """Extend our lease; False means someone else holds it now: stop the duty."""
+        stmt = (
+            leases.update()
+            .where(leases.c.name == name, leases.c.owner == owner)
+            .values(expires_at=now + ttl)
+        )
+        with self._db.begin() as conn:
+            return conn.execute(stmt).rowcount == 1
+
+    def release(self, name: str, owner: str) -> None:
+        with self._db.begin() as conn:
+            conn.execute(leases.delete().where(leases.c.name == name, leases.c.owner == owner))
+
+    def get(self, name: str) -> LeaseRecord | None:
+        with self._db.read() as conn:
+            row = conn.execute(sa.select(leases).where(leases.c.name == name)).mappings().first()
+        return None if row is None else LeaseRecord(**row)
+
+    def reap_expired(self, *, now: float) -> list[str]:
+        """Delete lapsed leases; the names removed."""
+        with self._db.begin() as conn:
+            rows = conn.execute(
+                leases.delete().where(leases.c.expires_at < now).returning(leases.c.name)
+            )
+            return sorted(row.name for row in rows)

@@ -1,0 +1,388 @@
+"""Immutable snapshots of store rows, as the rest of sparkgate sees them."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from sparkgate.states import (
+    DeploymentState,
+    EngineKind,
+    EngineState,
+    JobRunState,
+    SessionKind,
+    SessionState,
+    StatementKind,
+    StatementState,
+    StreamJobState,
+    StreamQueryState,
+    TableOperation,
+    TableTxnState,
+)
+
+
+@dataclass(frozen=True)
+class EngineRecord:
+    id: int
+    kind: EngineKind
+    state: EngineState
+    session_id: int | None
+    conf: dict[str, str]
+    node_id: str | None
+    host: str | None
+    pid: int | None
+    app_id: str | None
+    log_path: str | None
+    error: dict[str, Any] | None
+    version: int
+    created_at: float
+    started_at: float | None
+    heartbeat_at: float | None
+    finished_at: float | None
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> EngineRecord:
+        values = dict(row)
+        values["kind"] = EngineKind(values["kind"])
+        values["state"] = EngineState(values["state"])
+        values["conf"] = dict(values["conf"] or {})
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class SessionRecord:
+    id: int
+    kind: SessionKind
+    name: str | None
+    state: SessionState
+    engine_id: int | None
+    conf: dict[str, str]
+    owner: str | None
+    proxy_user: str | None
+    attributes: dict[str, Any]
+    error: dict[str, Any] | None
+    statement_count: int
+    version: int
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    last_activity_at: float
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> SessionRecord:
+        values = dict(row)
+        values["kind"] = SessionKind(values["kind"])
+        values["state"] = SessionState(values["state"])
+        values["conf"] = dict(values["conf"] or {})
+        values["attributes"] = dict(values["attributes"] or {})
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class StatementRecord:
+    id: int
+    session_id: int
+    seq: int
+    kind: StatementKind
+    code: str
+    state: StatementState
+    error: dict[str, Any] | None
+    result: dict[str, Any] | None
+    output: dict[str, Any] | None
+    progress: float
+    version: int
+    created_at: float
+    started_at: float | None
+    finished_at: float | None
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> StatementRecord:
+        values = dict(row)
+        values["kind"] = StatementKind(values["kind"])
+        values["state"] = StatementState(values["state"])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class TableTxnRecord:
+    """A two-phase table write: see ``sparkgate.tables``."""
+
+    id: int
+    statement_id: int
+    engine_id: int | None
+    operation: TableOperation
+    database_name: str
+    table_name: str
+    staging_table: str | None
+    staging_location: str
+    target_location: str
+    previous_location: str | None
+    state: TableTxnState
+    error: dict[str, Any] | None
+    catalog_clean: bool
+    staging_removed_at: float | None
+    retire_after: float | None
+    retired_at: float | None
+    version: int
+    created_at: float
+    finished_at: float | None
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> TableTxnRecord:
+        values = dict(row)
+        values["operation"] = TableOperation(values["operation"])
+        values["state"] = TableTxnState(values["state"])
+        values["catalog_clean"] = bool(values["catalog_clean"])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class TableTxnFacts:
+    """A table write with the state of the query and the engine running it (None: gone)."""
+
+    txn: TableTxnRecord
+    statement_state: StatementState | None
+    engine_state: EngineState | None
+
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Page(Generic[T]):
+    items: list[T]
+    total: int
+    offset: int
+    limit: int
+
+
+@dataclass(frozen=True)
+class LeaseRecord:
+    name: str
+    owner: str
+    acquired_at: float
+    expires_at: float
+
+
+@dataclass(frozen=True)
+class StreamJobRecord:
+    id: int
+    name: str
+    state: StreamJobState
+    sql: str
+    conf: dict[str, str]
+    checkpoint_root: str | None
+    revision: int
+    session_id: int | None
+    failures: int
+    restarts: int
+    next_restart_at: float | None
+    error: dict[str, Any] | None
+    version: int
+    created_at: float
+    started_at: float | None
+    running_since: float | None
+    finished_at: float | None
+    updated_at: float
+    # With Python steps: the whole script, in order ([{"kind", "code"}]); None: ``sql``'s.
+    steps: list[dict[str, str]] | None = None
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> StreamJobRecord:
+        values = dict(row)
+        values["state"] = StreamJobState(values["state"])
+        values["conf"] = dict(values["conf"] or {})
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class StreamQueryRecord:
+    id: int
+    job_id: int | None
+    session_id: int
+    statement_id: int | None
+    engine_id: int | None
+    name: str
+    state: StreamQueryState
+    spec: dict[str, Any]
+    checkpoint: str | None
+    spark_id: str | None
+    run_id: str | None
+    failures: int
+    restarts: int
+    next_restart_at: float | None
+    error: dict[str, Any] | None
+    last_progress: dict[str, Any] | None
+    progress_at: float | None
+    version: int
+    created_at: float
+    started_at: float | None
+    run_started_at: float | None
+    finished_at: float | None
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> StreamQueryRecord:
+        values = dict(row)
+        values["state"] = StreamQueryState(values["state"])
+        values["spec"] = dict(values["spec"] or {})
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class StreamProgressRecord:
+    id: int
+    query_id: int
+    run_id: str | None
+    batch_id: int
+    at: float
+    input_rows: int
+    input_rows_per_second: float | None
+    processed_rows_per_second: float | None
+    batch_duration_ms: int | None
+    watermark: str | None
+    state_rows: int | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> StreamProgressRecord:
+        return cls(**dict(row))
+
+
+@dataclass(frozen=True)
+class StreamRestartRecord:
+    id: int
+    job_id: int | None
+    query_id: int | None
+    attempt: int
+    failed_at: float
+    delay: float
+    restart_at: float
+    restarted_at: float | None
+    error: dict[str, Any] | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> StreamRestartRecord:
+        return cls(**dict(row))
+
+
+@dataclass(frozen=True)
+class JobRecord:
+    id: int
+    name: str
+    mode: str  # streaming | batch
+    version: int
+    manifest: dict[str, Any]
+    steps: list[dict[str, str]]
+    query_fingerprint: str
+    config_fingerprint: str
+    supervision_fingerprint: str
+    query_id: str
+    query_created_at: float
+    started_before: bool
+    removed: bool
+    created_at: float
+    updated_at: float
+
+    @property
+    def batch(self) -> bool:
+        return self.mode == "batch"
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> JobRecord:
+        values = dict(row)
+        values["manifest"] = dict(values["manifest"] or {})
+        values["steps"] = list(values["steps"] or [])
+        values["started_before"] = bool(values["started_before"])
+        values["removed"] = bool(values["removed"])
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class JobVersionRecord:
+    id: int
+    name: str
+    version: int
+    manifest: dict[str, Any]
+    query_id: str
+    created_at: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> JobVersionRecord:
+        values = dict(row)
+        values["manifest"] = dict(values["manifest"] or {})
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class DeploymentRecord:
+    id: int
+    state: DeploymentState
+    plan_only: bool
+    prune: bool
+    node_id: str | None
+    lease_owner: str | None
+    files: dict[str, Any]
+    error: dict[str, Any] | None
+    version: int
+    created_at: float
+    finished_at: float | None
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> DeploymentRecord:
+        values = dict(row)
+        values["state"] = DeploymentState(values["state"])
+        values["plan_only"] = bool(values["plan_only"])
+        values["prune"] = bool(values["prune"])
+        values["files"] = dict(values["files"] or {})
+        return cls(**values)
+
+
+@dataclass(frozen=True)
+class JobDecisionRecord:
+    id: int
+    deployment_id: int
+    seq: int
+    job: str
+    from_version: int | None
+    to_version: int | None
+    action: str
+    reason: str
+    outcome: str  # planned | in_progress | done | failed | skipped | plan-only
+    note: str | None
+    error: dict[str, Any] | None
+    started_at: float | None
+    finished_at: float | None
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> JobDecisionRecord:
+        return cls(**dict(row))
+
+
+@dataclass(frozen=True)
+class JobRunRecord:
+    id: int
+    job: str
+    job_version: int
+    state: JobRunState
+    session_id: int | None
+    steps: list[dict[str, str]]
+    step: int
+    statement_id: int | None
+    error: dict[str, Any] | None
+    version: int
+    created_at: float
+    finished_at: float | None
+    updated_at: float
+
+    @classmethod
+    def from_row(cls, row: Mapping[Any, Any]) -> JobRunRecord:
+        values = dict(row)
+        values["state"] = JobRunState(values["state"])
+        values["steps"] = list(values["steps"] or [])
+        return cls(**values)

@@ -1,0 +1,168 @@
+"""Reading and creating sessions. State changes go through ``transitions``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from sparkgate.errors import SessionNotFound
+from sparkgate.states import ACTIVE_SESSION_STATES, SessionKind, SessionState, StatementState
+from sparkgate.store.database import Database
+from sparkgate.store.records import Page, SessionRecord
+from sparkgate.store.schema import sessions, statements
+
+
+class Sessions:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def add(
+        self,
+        kind: SessionKind,
+        *,
+        now: float,
+        name: str | None = None,
+        conf: dict[str, str] | None = None,
+        owner: str | None = None,
+        proxy_user: str | None = None,
+        attributes: dict[str, Any] | None = None,
+        conn: Connection | None = None,
+    ) -> SessionRecord:
+        """Record a new session in ``not_started``; placing it on an engine comes next.
+        With ``conn``, inside the caller's transaction."""
+        stmt = (
+            sessions.insert()
+            .values(
+                kind=kind.value,
+                name=name,
+                state=SessionState.NOT_STARTED.value,
+                conf=dict(conf or {}),
+                owner=owner,
+                proxy_user=proxy_user,
+                attributes=dict(attributes or {}),
+                statement_count=0,
+                version=1,
+                created_at=now,
+                last_activity_at=now,
+                updated_at=now,
+            )
+            .returning(*sessions.c)
+        )
+        with self._db.within(conn) as c:
+            row = c.execute(stmt).mappings().one()
+        return SessionRecord.from_row(row)
+
+    def find(self, session_id: int) -> SessionRecord | None:
+        with self._db.read() as conn:
+            row = (
+                conn.execute(sa.select(sessions).where(sessions.c.id == session_id))
+                .mappings()
+                .first()
+            )
+        return None if row is None else SessionRecord.from_row(row)
+
+    def get(self, session_id: int) -> SessionRecord:
+        record = self.find(session_id)
+        if record is None:
+            raise SessionNotFound(session_id)
+        return record
+
+    def list_page(
+        self,
+        *,
+        states: Iterable[SessionState] | None = None,
+        kinds: Iterable[SessionKind] | None = None,
+        engine_id: int | None = None,
+        ended_since: float | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> Page[SessionRecord]:
+        """Sessions by id; ``ended_since``: only active ones and those ended since then."""
+        where: list[sa.ColumnElement[bool]] = []
+        if states is not None:
+            where.append(sessions.c.state.in_([s.value for s in states]))
+        if kinds is not None:
+            where.append(sessions.c.kind.in_([k.value for k in kinds]))
+        if engine_id is not None:
+            where.append(sessions.c.engine_id == engine_id)
+        if ended_since is not None:
+            where.append(
+                sa.or_(
+                    sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]),
+                    sessions.c.finished_at >= ended_since,
+                )
+            )
+        query = sa.select(sessions).where(*where).order_by(sessions.c.id)
+        count = sa.select(sa.func.count()).select_from(sessions).where(*where)
+        with self._db.read() as conn:
+            total = conn.execute(count).scalar_one()
+            rows = conn.execute(query.offset(offset).limit(limit)).mappings().all()
+        return Page([SessionRecord.from_row(r) for r in rows], total, offset, limit)
+
+    def of_engine(
+        self, engine_id: int, states: Iterable[SessionState] = ACTIVE_SESSION_STATES
+    ) -> list[SessionRecord]:
+        query = (
+            sa.select(sessions)
+            .where(sessions.c.engine_id == engine_id)
+            .where(sessions.c.state.in_([s.value for s in states]))
+            .order_by(sessions.c.id)
+        )
+        with self._db.read() as conn:
+            return [SessionRecord.from_row(r) for r in conn.execute(query).mappings()]
+
+    def work_of_engine(self, engine_id: int) -> list[tuple[SessionRecord, int | None]]:
+        """The engine's active sessions, each with the id of its oldest waiting statement.
+
+        One read per engine tick: this is what an engine polls, so it is kept to one query.
+        """
+        next_waiting = (
+            sa.select(sa.func.min(statements.c.id))
+            .where(statements.c.session_id == sessions.c.id)
+            .where(statements.c.state == StatementState.WAITING.value)
+            .scalar_subquery()
+        )
+        query = (
+            sa.select(sessions, next_waiting.label("next_statement_id"))
+            .where(sessions.c.engine_id == engine_id)
+            .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]))
+            .order_by(sessions.c.id)
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(query).mappings().all()
+        work = []
+        for row in rows:
+            values = dict(row)
+            next_id = values.pop("next_statement_id")
+            work.append((SessionRecord.from_row(values), next_id))
+        return work
+
+    def unplaced(self, *, created_before: float) -> list[SessionRecord]:
+        """Sessions nobody put on an engine yet (their node may have died while placing them)."""
+        query = (
+            sa.select(sessions)
+            .where(sessions.c.state == SessionState.NOT_STARTED.value)
+            .where(sessions.c.created_at < created_before)
+            .order_by(sessions.c.id)
+        )
+        with self._db.read() as conn:
+            return [SessionRecord.from_row(r) for r in conn.execute(query).mappings()]
+
+    def idle_since(self, cutoff: float, kind: SessionKind) -> list[SessionRecord]:
+        query = (
+            sa.select(sessions)
+            .where(sessions.c.state == SessionState.IDLE.value)
+            .where(sessions.c.kind == kind.value)
+            .where(sessions.c.last_activity_at < cutoff)
+        )
+        with self._db.read() as conn:
+            return [SessionRecord.from_row(r) for r in conn.execute(query).mappings()]
+
+    def touch(self, session_id: int, *, now: float) -> None:
+        with self._db.begin() as conn:
+            conn.execute(
+                sessions.update().where(sessions.c.id == session_id).values(last_activity_at=now)
+            )

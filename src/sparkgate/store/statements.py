@@ -1,0 +1,198 @@
+"""Reading and creating statements (queries). State changes go through ``transitions``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from sparkgate.errors import BatchSessionUsed, QueryNotFound, SessionNotActive, SessionNotFound
+from sparkgate.states import (
+    ACTIVE_SESSION_STATES,
+    SessionKind,
+    StatementKind,
+    StatementState,
+)
+from sparkgate.store.database import Database
+from sparkgate.store.records import Page, StatementRecord
+from sparkgate.store.schema import sessions, statements
+
+
+class Statements:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def add(
+        self,
+        session_id: int,
+        code: str,
+        *,
+        now: float,
+        kind: StatementKind = StatementKind.SQL,
+        conn: Connection | None = None,
+    ) -> StatementRecord:
+        """Queue a statement in its session, numbered after the session's previous ones.
+
+        The session must be active, and a batch session takes only its first statement; both
+        are checked in the same UPDATE that numbers the statement, so a session ending
+        concurrently cannot gain a statement that nothing would ever run. With ``conn``, inside
+        the caller's transaction.
+        """
+        bump = (
+            sessions.update()
+            .where(sessions.c.id == session_id)
+            .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]))
+            .where(
+                sa.or_(
+                    sessions.c.kind != SessionKind.BATCH.value,
+                    sessions.c.statement_count == 0,
+                )
+            )
+            .values(statement_count=sessions.c.statement_count + 1, last_activity_at=now)
+            .returning(sessions.c.statement_count)
+        )
+        with self._db.within(conn) as c:
+            count = c.execute(bump).scalar()
+            if count is None:
+                session = (
+                    c.execute(
+                        sa.select(sessions.c.state, sessions.c.kind).where(
+                            sessions.c.id == session_id
+                        )
+                    )
+                    .mappings()
+                    .first()
+                )
+                if session is None:
+                    raise SessionNotFound(session_id)
+                if session["state"] in {s.value for s in ACTIVE_SESSION_STATES}:
+                    raise BatchSessionUsed(session_id)
+                raise SessionNotActive(session_id, session["state"])
+            row = (
+                c.execute(
+                    statements.insert()
+                    .values(
+                        session_id=session_id,
+                        seq=count - 1,
+                        kind=kind.value,
+                        code=code,
+                        state=StatementState.WAITING.value,
+                        progress=0.0,
+                        version=1,
+                        created_at=now,
+                        updated_at=now,
+                    )
+                    .returning(*statements.c)
+                )
+                .mappings()
+                .one()
+            )
+        return StatementRecord.from_row(row)
+
+    def find(self, statement_id: int) -> StatementRecord | None:
+        with self._db.read() as conn:
+            row = (
+                conn.execute(sa.select(statements).where(statements.c.id == statement_id))
+                .mappings()
+                .first()
+            )
+        return None if row is None else StatementRecord.from_row(row)
+
+    def get(self, statement_id: int) -> StatementRecord:
+        record = self.find(statement_id)
+        if record is None:
+            raise QueryNotFound(statement_id)
+        return record
+
+    def find_by_seq(self, session_id: int, seq: int) -> StatementRecord | None:
+        query = sa.select(statements).where(
+            statements.c.session_id == session_id, statements.c.seq == seq
+        )
+        with self._db.read() as conn:
+            row = conn.execute(query).mappings().first()
+        return None if row is None else StatementRecord.from_row(row)
+
+    def first_of_sessions(self, session_ids: Iterable[int]) -> dict[int, StatementRecord]:
+        """Each given session's first statement (a batch's only one), by session id."""
+        ids = list(session_ids)
+        if not ids:
+            return {}
+        query = (
+            sa.select(statements)
+            .where(statements.c.session_id.in_(ids))
+            .where(statements.c.seq == 0)
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(query).mappings().all()
+        return {row["session_id"]: StatementRecord.from_row(row) for row in rows}
+
+    def list_page(
+        self,
+        *,
+        session_id: int | None = None,
+        states: Iterable[StatementState] | None = None,
+        offset: int = 0,
+        limit: int = 100,
+        newest_first: bool = False,
+    ) -> Page[StatementRecord]:
+        where: list[sa.ColumnElement[bool]] = []
+        if session_id is not None:
+            where.append(statements.c.session_id == session_id)
+        if states is not None:
+            where.append(statements.c.state.in_([s.value for s in states]))
+        order = statements.c.id.desc() if newest_first else statements.c.id
+        query = sa.select(statements).where(*where).order_by(order)
+        count = sa.select(sa.func.count()).select_from(statements).where(*where)
+        with self._db.read() as conn:
+            total = conn.execute(count).scalar_one()
+            rows = conn.execute(query.offset(offset).limit(limit)).mappings().all()
+        return Page([StatementRecord.from_row(r) for r in rows], total, offset, limit)
+
+    def next_waiting(self, session_ids: Iterable[int]) -> dict[int, StatementRecord]:
+        """For each given session, its oldest waiting statement (sessions run in order)."""
+        ids = list(session_ids)
+        if not ids:
+            return {}
+        first = (
+            sa.select(statements.c.session_id, sa.func.min(statements.c.id).label("id"))
+            .where(statements.c.session_id.in_(ids))
+            .where(statements.c.state == StatementState.WAITING.value)
+            .group_by(statements.c.session_id)
+            .subquery()
+        )
+        query = sa.select(statements).join(first, statements.c.id == first.c.id)
+        with self._db.read() as conn:
+            rows = conn.execute(query).mappings().all()
+        return {row["session_id"]: StatementRecord.from_row(row) for row in rows}
+
+    def states(self, statement_ids: Iterable[int]) -> dict[int, StatementState]:
+        """The current state of each statement that exists (one cheap read for watchers)."""
+        ids = list(statement_ids)
+        if not ids:
+            return {}
+        query = sa.select(statements.c.id, statements.c.state).where(statements.c.id.in_(ids))
+        with self._db.read() as conn:
+            return {row.id: StatementState(row.state) for row in conn.execute(query)}
+
+    def set_progress(self, statement_id: int, progress: float, *, now: float) -> None:
+        stmt = (
+            statements.update()
+            .where(statements.c.id == statement_id)
+            .where(statements.c.state == StatementState.RUNNING.value)
+            .values(progress=max(0.0, min(1.0, progress)), updated_at=now)
+        )
+        with self._db.begin() as conn:
+            conn.execute(stmt)
+
+    def merge_output(self, statement_id: int, values: dict[str, Any]) -> None:
+        """Add keys to a statement's output record (not a state change)."""
+        with self._db.begin() as conn:
+            current = conn.execute(
+                sa.select(statements.c.output).where(statements.c.id == statement_id)
+            ).scalar()
+            merged = {**(current or {}), **values}
+            conn.execute(
+                statements.update().where(statements.c.id == statement_id).values(output=merged)
+            )

@@ -1,0 +1,421 @@
+"""The one writer of state columns.
+
+Every change of the state of a session, statement, engine, two-phase table write, stream job,
+stream query, deployment or batch job run goes through here, as compare-and-set:
+``UPDATE ... SET state = :to WHERE id = :id AND state IN (:allowed)``, where ``allowed`` comes
+from the transition tables in ``sparkgate.states`` (optionally narrowed by the caller). Two
+writers racing for the same row cannot both win: the loser's WHERE no longer matches, and it
+gets an ``Outcome`` saying so and what the state is now. Timestamps that belong to a state
+(``started_at``, ``finished_at``) are written in the same statement.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from contextlib import AbstractContextManager, nullcontext
+from dataclasses import dataclass
+from enum import Enum
+from typing import Any, Generic, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from sparkgate.states import (
+    DEPLOYMENT_TRANSITIONS,
+    ENGINE_TRANSITIONS,
+    INACTIVE_STREAM_JOB_STATES,
+    INACTIVE_STREAM_QUERY_STATES,
+    JOB_RUN_TRANSITIONS,
+    SESSION_TRANSITIONS,
+    STATEMENT_TRANSITIONS,
+    STREAM_JOB_TRANSITIONS,
+    STREAM_QUERY_TRANSITIONS,
+    TABLE_TXN_TRANSITIONS,
+    TERMINAL_DEPLOYMENT_STATES,
+    TERMINAL_ENGINE_STATES,
+    TERMINAL_JOB_RUN_STATES,
+    TERMINAL_SESSION_STATES,
+    TERMINAL_STATEMENT_STATES,
+    TERMINAL_TABLE_TXN_STATES,
+    DeploymentState,
+    EngineState,
+    JobRunState,
+    SessionState,
+    StatementState,
+    StreamJobState,
+    StreamQueryState,
+    TableTxnState,
+    sources_of,
+)
+from sparkgate.store import schema
+from sparkgate.store.database import Database
+
+S = TypeVar("S", bound=Enum)
+
+
+@dataclass(frozen=True)
+class Outcome(Generic[S]):
+    """What a transition did. ``state`` is the state now; None when the row does not exist."""
+
+    applied: bool
+    state: S | None
+
+    @property
+    def missing(self) -> bool:
+        return self.state is None
+
+
+@dataclass(frozen=True)
+class _Machine(Generic[S]):
+    table: sa.Table
+    transitions: Mapping[S, frozenset[S]]
+    enum: type[S]
+    started: frozenset[S]  # entering these sets started_at (once)
+    terminal: frozenset[S]  # entering these sets finished_at
+
+    def allowed_sources(self, to: S, expected: Iterable[S] | None) -> list[str]:
+        allowed = sources_of(self.transitions, to)
+        if expected is not None:
+            wanted = frozenset(expected)
+            if not wanted <= allowed:
+                bad = ", ".join(sorted(s.value for s in wanted - allowed))
+                raise ValueError(f"{self.table.name}: {bad} -> {to.value} is not a legal move")
+            allowed = wanted
+        return sorted(s.value for s in allowed)
+
+    def values_for(self, to: S, now: float, extra: Mapping[str, Any]) -> dict[str, Any]:
+        table = self.table
+        values: dict[str, Any] = {
+            "state": to.value,
+            "updated_at": now,
+            "version": table.c.version + 1,
+            **extra,
+        }
+        if to in self.started and "started_at" not in extra:
+            values["started_at"] = sa.func.coalesce(table.c.started_at, now)
+        if to in self.terminal and "finished_at" not in extra:
+            values["finished_at"] = now
+        return values
+
+
+_STATEMENT = _Machine(
+    schema.statements,
+    STATEMENT_TRANSITIONS,
+    StatementState,
+    frozenset({StatementState.RUNNING}),
+    TERMINAL_STATEMENT_STATES,
+)
+_SESSION = _Machine(
+    schema.sessions,
+    SESSION_TRANSITIONS,
+    SessionState,
+    frozenset({SessionState.IDLE}),
+    TERMINAL_SESSION_STATES,
+)
+_ENGINE = _Machine(
+    schema.engines,
+    ENGINE_TRANSITIONS,
+    EngineState,
+    frozenset({EngineState.RUNNING}),
+    TERMINAL_ENGINE_STATES,
+)
+
+_TABLE_TXN = _Machine(
+    schema.table_transactions,
+    TABLE_TXN_TRANSITIONS,
+    TableTxnState,
+    frozenset(),
+    TERMINAL_TABLE_TXN_STATES,
+)
+_STREAM_JOB = _Machine(
+    schema.stream_jobs,
+    STREAM_JOB_TRANSITIONS,
+    StreamJobState,
+    frozenset({StreamJobState.RUNNING}),
+    INACTIVE_STREAM_JOB_STATES,
+)
+_STREAM_QUERY = _Machine(
+    schema.stream_queries,
+    STREAM_QUERY_TRANSITIONS,
+    StreamQueryState,
+    frozenset({StreamQueryState.RUNNING}),
+    INACTIVE_STREAM_QUERY_STATES,
+)
+
+_DEPLOYMENT = _Machine(
+    schema.deployments,
+    DEPLOYMENT_TRANSITIONS,
+    DeploymentState,
+    frozenset(),
+    TERMINAL_DEPLOYMENT_STATES,
+)
+_JOB_RUN = _Machine(
+    schema.job_runs, JOB_RUN_TRANSITIONS, JobRunState, frozenset(), TERMINAL_JOB_RUN_STATES
+)
+
+
+class Transitions:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def statement(
+        self,
+        statement_id: int,
+        to: StatementState,
+        *,
+        now: float,
+        expected: Iterable[StatementState] | None = None,
+        conn: Connection | None = None,
+        expected_version: int | None = None,
+        **values: Any,
+    ) -> Outcome[StatementState]:
+        """Move one statement to ``to``; e.g. ``statement(7, RUNNING, now=t)``."""
+        return self._one(
+            _STATEMENT, statement_id, to, now, expected, expected_version, conn, values
+        )
+
+    def session(
+        self,
+        session_id: int,
+        to: SessionState,
+        *,
+        now: float,
+        expected: Iterable[SessionState] | None = None,
+        conn: Connection | None = None,
+        expected_version: int | None = None,
+        **values: Any,
+    ) -> Outcome[SessionState]:
+        return self._one(_SESSION, session_id, to, now, expected, expected_version, conn, values)
+
+    def engine(
+        self,
+        engine_id: int,
+        to: EngineState,
+        *,
+        now: float,
+        expected: Iterable[EngineState] | None = None,
+        conn: Connection | None = None,
+        expected_version: int | None = None,
+        **values: Any,
+    ) -> Outcome[EngineState]:
+        return self._one(_ENGINE, engine_id, to, now, expected, expected_version, conn, values)
+
+    def table_txn(
+        self,
+        txn_id: int,
+        to: TableTxnState,
+        *,
+        now: float,
+        expected: Iterable[TableTxnState] | None = None,
+        conn: Connection | None = None,
+        expected_version: int | None = None,
+        **values: Any,
+    ) -> Outcome[TableTxnState]:
+        """Move a two-phase table write; e.g. ``table_txn(4, ABORTED, now=t, error={...})``."""
+        return self._one(_TABLE_TXN, txn_id, to, now, expected, expected_version, conn, values)
+
+    def stream_job(
+        self,
+        job_id: int,
+        to: StreamJobState,
+        *,
+        now: float,
+        expected: Iterable[StreamJobState] | None = None,
+        conn: Connection | None = None,
+        expected_version: int | None = None,
+        **values: Any,
+    ) -> Outcome[StreamJobState]:
+        """Move a stream job; e.g. ``stream_job(3, STOPPING, now=t, expected=[RUNNING])``."""
+        return self._one(_STREAM_JOB, job_id, to, now, expected, expected_version, conn, values)
+
+    def stream_query(
+        self,
+        query_id: int,
+        to: StreamQueryState,
+        *,
+        now: float,
+        expected: Iterable[StreamQueryState] | None = None,
+        conn: Connection | None = None,
+        expected_version: int | None = None,
+        guard: Mapping[str, Any] | None = None,
+        **values: Any,
+    ) -> Outcome[StreamQueryState]:
+        """Move a streaming query. ``guard`` adds equality conditions: an engine passes
+        ``{"session_id": its session}`` so a superseded run can never move the row."""
+        return self._one(
+            _STREAM_QUERY, query_id, to, now, expected, expected_version, conn, values, guard
+        )
+
+    def deployment(
+        self,
+        deployment_id: int,
+        to: DeploymentState,
+        *,
+        now: float,
+        expected: Iterable[DeploymentState] | None = None,
+        conn: Connection | None = None,
+        expected_version: int | None = None,
+        **values: Any,
+    ) -> Outcome[DeploymentState]:
+        """End a deploy; e.g. ``deployment(5, FAILED, now=t, error={...})``."""
+        return self._one(
+            _DEPLOYMENT, deployment_id, to, now, expected, expected_version, conn, values
+        )
+
+    def job_run(
+        self,
+        run_id: int,
+        to: JobRunState,
+        *,
+        now: float,
+        expected: Iterable[JobRunState] | None = None,
+        conn: Connection | None = None,
+        expected_version: int | None = None,
+        **values: Any,
+    ) -> Outcome[JobRunState]:
+        """End a batch job's run; e.g. ``job_run(3, SUCCEEDED, now=t)``."""
+        return self._one(_JOB_RUN, run_id, to, now, expected, expected_version, conn, values)
+
+    def stream_queries_of_job(
+        self,
+        job_id: int,
+        to: StreamQueryState,
+        *,
+        now: float,
+        expected: Iterable[StreamQueryState] | None = None,
+        conn: Connection | None = None,
+        **values: Any,
+    ) -> list[int]:
+        """Move every query of a stream job that may move to ``to``; the ids moved."""
+        return self._many(_STREAM_QUERY, "job_id", job_id, to, now, expected, conn, values)
+
+    def stream_queries_of_session(
+        self,
+        session_id: int,
+        to: StreamQueryState,
+        *,
+        now: float,
+        expected: Iterable[StreamQueryState] | None = None,
+        conn: Connection | None = None,
+        **values: Any,
+    ) -> list[int]:
+        """Move every query run by a session that may move to ``to``; the ids moved."""
+        return self._many(_STREAM_QUERY, "session_id", session_id, to, now, expected, conn, values)
+
+    def _many(
+        self,
+        machine: _Machine[S],
+        column: str,
+        key: int,
+        to: S,
+        now: float,
+        expected: Iterable[S] | None,
+        conn: Connection | None,
+        values: Mapping[str, Any],
+    ) -> list[int]:
+        table = machine.table
+        stmt = (
+            table.update()
+            .where(table.c[column] == key)
+            .where(table.c.state.in_(machine.allowed_sources(to, expected)))
+            .values(machine.values_for(to, now, values))
+            .returning(table.c.id)
+        )
+        with self._conn(conn) as c:
+            return sorted(row.id for row in c.execute(stmt))
+
+    def statements_of_session(
+        self,
+        session_id: int,
+        to: StatementState,
+        *,
+        now: float,
+        expected: Iterable[StatementState] | None = None,
+        conn: Connection | None = None,
+        **values: Any,
+    ) -> list[int]:
+        """Move every statement of a session that may move to ``to``; the ids moved."""
+        machine = _STATEMENT
+        table = machine.table
+        stmt = (
+            table.update()
+            .where(table.c.session_id == session_id)
+            .where(table.c.state.in_(machine.allowed_sources(to, expected)))
+            .values(machine.values_for(to, now, values))
+            .returning(table.c.id)
+        )
+        with self._conn(conn) as c:
+            return sorted(row.id for row in c.execute(stmt))
+
+    def end_statements_of_session(
+        self, session_id: int, error: dict[str, Any], *, now: float, conn: Connection
+    ) -> None:
+        """The session's work cannot go on (its engine is lost or stopped): waiting and running
+        statements fail with ``error``; those being cancelled are cancelled, as was asked."""
+        self.statements_of_session(
+            session_id,
+            StatementState.FAILED,
+            now=now,
+            expected=[StatementState.WAITING, StatementState.RUNNING],
+            error=error,
+            conn=conn,
+        )
+        self.statements_of_session(
+            session_id,
+            StatementState.CANCELLED,
+            now=now,
+            expected=[StatementState.CANCELLING],
+            conn=conn,
+        )
+
+    def sessions_of_engine(
+        self,
+        engine_id: int,
+        to: SessionState,
+        *,
+        now: float,
+        expected: Iterable[SessionState] | None = None,
+        conn: Connection | None = None,
+        **values: Any,
+    ) -> list[int]:
+        """Move every session hosted by an engine that may move to ``to``; the ids moved."""
+        machine = _SESSION
+        table = machine.table
+        stmt = (
+            table.update()
+            .where(table.c.engine_id == engine_id)
+            .where(table.c.state.in_(machine.allowed_sources(to, expected)))
+            .values(machine.values_for(to, now, values))
+            .returning(table.c.id)
+        )
+        with self._conn(conn) as c:
+            return sorted(row.id for row in c.execute(stmt))
+
+    def _one(
+        self,
+        machine: _Machine[S],
+        row_id: int,
+        to: S,
+        now: float,
+        expected: Iterable[S] | None,
+        expected_version: int | None,
+        conn: Connection | None,
+        values: Mapping[str, Any],
+        guard: Mapping[str, Any] | None = None,
+    ) -> Outcome[S]:
+        table = machine.table
+        where = [table.c.id == row_id, table.c.state.in_(machine.allowed_sources(to, expected))]
+        if expected_version is not None:
+            where.append(table.c.version == expected_version)
+        for column, value in (guard or {}).items():
+            where.append(table.c[column] == value)
+        stmt = table.update().where(*where).values(machine.values_for(to, now, values))
+        with self._conn(conn) as c:
+            if c.execute(stmt).rowcount == 1:
+                return Outcome(True, to)
+            current = c.execute(sa.select(table.c.state).where(table.c.id == row_id)).scalar()
+        return Outcome(False, None if current is None else machine.enum(current))
+
+    def _conn(self, conn: Connection | None) -> AbstractContextManager[Connection]:
+        """The caller's transaction when given one, else a write transaction of our own."""
+        return nullcontext(conn) if conn is not None else self._db.begin()

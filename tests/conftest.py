@@ -1,0 +1,210 @@
+"""Fixtures shared by the whole suite.
+
+Expensive things are started once per test run and shared: the Hive metastore, an in-process
+Spark session for engine unit tests, and one sparkgate server (with its engines) for the
+end-to-end tests that do not need a server of their own.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+import sqlalchemy as sa
+
+from sparkgate.catalog.metastore import ensure_metastore, stop_metastore
+from sparkgate.engine.spark import quiet_query_error_logs
+from sparkgate.settings import Settings
+from sparkgate.states import EngineKind, SessionKind, SessionState
+from sparkgate.store import Store
+from sparkgate.store.records import EngineRecord, SessionRecord
+from sparkgate.testing import (
+    TEST_SPARK_CONF,
+    ServerProcess,
+    free_port,
+    kill_engines,
+    local_test_settings,
+)
+
+PG_URL = os.environ.get(
+    "SPARKGATE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+
+
+def _pg_reachable() -> str | None:
+    engine = sa.create_engine(PG_URL)
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("SELECT 1"))
+        return None
+    except Exception as exc:
+        return (
+            f"no PostgreSQL reachable at {PG_URL} ({type(exc).__name__}); set SPARKGATE_TEST_PG_URL"
+        )
+    finally:
+        engine.dispose()
+
+
+@contextlib.contextmanager
+def _pg_schema() -> Iterator[str]:
+    """A PostgreSQL URL whose search_path is a fresh schema, dropped afterwards."""
+    schema = f"sgtest_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(PG_URL)
+    with admin.begin() as conn:
+        conn.execute(sa.text(f'CREATE SCHEMA "{schema}"'))
+    separator = "&" if "?" in PG_URL else "?"
+    try:
+        yield f"{PG_URL}{separator}options=-csearch_path%3D{schema}"
+    finally:
+        with admin.begin() as conn:
+            conn.execute(sa.text(f'DROP SCHEMA "{schema}" CASCADE'))
+        admin.dispose()
+
+
+@pytest.fixture(scope="session")
+def pg_available() -> None:
+    reason = _pg_reachable()
+    if reason:
+        pytest.skip(reason)
+
+
+@pytest.fixture
+def pg_url(pg_available: None) -> Iterator[str]:
+    """A PostgreSQL store URL with an empty schema of its own, for one test."""
+    with _pg_schema() as url:
+        yield url
+
+
+@pytest.fixture(scope="session")
+def metastore_uri(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """One Hive metastore service for every server and engine in the run."""
+    home = tmp_path_factory.mktemp("metastore-home")
+    settings = Settings(home=home, metastore_port=free_port())
+    uri = ensure_metastore(settings)
+    assert uri is not None
+    try:
+        yield uri
+    finally:
+        stop_metastore(settings)
+
+
+@pytest.fixture(scope="session")
+def spark() -> Iterator[Any]:
+    """One in-process SparkSession for engine unit tests (the JVM costs ~10 s to start)."""
+    from pyspark.sql import SparkSession
+
+    builder = SparkSession.builder.master("local[2]").appName("sparkgate-tests")
+    for key, value in TEST_SPARK_CONF.items():
+        builder = builder.config(key, value)
+    session = builder.config("spark.sql.catalogImplementation", "in-memory").getOrCreate()
+    quiet_query_error_logs()
+    try:
+        yield session
+    finally:
+        session.stop()
+
+
+@pytest.fixture(scope="session")
+def server(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[ServerProcess]:
+    """The shared end-to-end server: SQLite store, one shared and one warm engine."""
+    home = tmp_path_factory.mktemp("server-home")
+    settings = local_test_settings(home, metastore_uri=metastore_uri)
+    process = ServerProcess(settings).start()
+    try:
+        process.wait_engines_running()
+        yield process
+    finally:
+        process.stop()
+        kill_engines(settings, signal.SIGKILL)
+
+
+@pytest.fixture
+def make_server(tmp_path: Path, metastore_uri: str) -> Iterator[Any]:
+    """Start servers of a test's own; all of them and their engines are stopped afterwards."""
+    started: list[ServerProcess] = []
+
+    def make(home: Path | None = None, **overrides: Any) -> ServerProcess:
+        settings = local_test_settings(
+            home or tmp_path / "home", **{"metastore_uri": metastore_uri, **overrides}
+        )
+        process = ServerProcess(settings).start()
+        started.append(process)
+        return process
+
+    try:
+        yield make
+    finally:
+        for process in started:
+            process.stop()
+        for process in started:
+            with contextlib.suppress(Exception):
+                kill_engines(process.settings, signal.SIGKILL)
+            if process.settings.metastore_uri is None:
+                stop_metastore(process.settings)  # the embedded one its node started
+
+
+# -- stores, on each backend ----------------------------------------------------------
+
+NOW = 1_800_000_000.0
+
+
+@pytest.fixture(params=["sqlite", "postgresql"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
+    if request.param == "sqlite":
+        url = f"sqlite:///{tmp_path / 'store.db'}"
+    else:
+        url = request.getfixturevalue("pg_url")
+    store = Store.open(url)
+    store.migrate()
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+@pytest.fixture
+def make_session(store: Store) -> Any:
+    """``make_session(state=SessionState.IDLE, kind=SessionKind.INTERACTIVE, engine_id=None)``"""
+
+    def make(
+        state: SessionState = SessionState.IDLE,
+        kind: SessionKind = SessionKind.INTERACTIVE,
+        engine_id: int | None = None,
+        now: float = NOW,
+    ) -> SessionRecord:
+        session = store.sessions.add(kind, now=now)
+        if engine_id is not None or state is not SessionState.NOT_STARTED:
+            force_state(store, "sessions", session.id, state.value, engine_id=engine_id)
+        return store.sessions.get(session.id)
+
+    return make
+
+
+@pytest.fixture
+def make_engine(store: Store) -> Any:
+    def make(
+        kind: EngineKind = EngineKind.SHARED,
+        state: str = "running",
+        heartbeat_at: float | None = NOW,
+        session_id: int | None = None,
+    ) -> EngineRecord:
+        engine = store.engines.add(kind, now=NOW, session_id=session_id)
+        force_state(store, "engines", engine.id, state, heartbeat_at=heartbeat_at)
+        return store.engines.get(engine.id)
+
+    return make
+
+
+def force_state(store: Store, table_name: str, row_id: int, state: str, **values: Any) -> None:
+    """Put a row in any state directly (fixtures only: tests of transitions need every start)."""
+    from sparkgate.store import schema
+
+    table = schema.metadata.tables[table_name]
+    with store.db.begin() as conn:
+        conn.execute(table.update().where(table.c.id == row_id).values(state=state, **values))
