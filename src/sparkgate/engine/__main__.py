@@ -1,0 +1,31 @@
+"""``python -m sparkgate.engine --engine-id N``: run one engine (the launcher starts this)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import sys
+
+from sparkgate.engine.process import Engine
+from sparkgate.settings import Settings
+from sparkgate.store import Store
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sparkgate.engine")
+    parser.add_argument("--engine-id", type=int, required=True)
+    args = parser.parse_args(argv)
+    logging.basicConfig(
+        level=logging.INFO,
+        format="%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s",
+    )
+    settings = Settings()
+    store = Store.open(settings.resolved_store_url)
+    try:
+        return Engine(settings, store, args.engine_id).run()
+    finally:
+        store.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

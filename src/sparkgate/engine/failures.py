@@ -1,0 +1,92 @@
+"""Turning what a statement raised into the error record the store and the API show."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from sparkgate.errors import SparkgateError
+
+_PARSE_POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
+# Spark appends the analyzed plan to analysis errors ("...; line 1 pos 14;\n'Project ..."):
+# useful in a log, noise in an API answer.
+_PLAN_TAIL = re.compile(r";\s*(line \d+ pos \d+;)?\s*\n'.*", re.DOTALL)
+
+
+class DescribedError(Exception):
+    """A failure whose record is already worked out, stored as given: a Python statement's
+    traceback, the line of a SQL script that failed, an error of SQL sparkgate ran on the
+    user's behalf with positions moved back onto the statement the user wrote.
+
+    raise DescribedError({"code": "ZeroDivisionError", "message": "division by zero"})
+    """
+
+    def __init__(self, error: dict[str, Any]) -> None:
+        super().__init__(f"[{error.get('code')}] {error.get('message')}")
+        self.error = error
+
+
+def describe_failure(exc: BaseException, code_text: str | None = None) -> dict[str, Any]:
+    """``{"code", "message", "sql_state"?, "line"?, "position"?, "fragment"?, ...}``.
+
+    ``code`` is Spark's error condition (``TABLE_OR_VIEW_NOT_FOUND``) when Spark gives one,
+    sparkgate's own code for its errors, else the exception's class name. ``line`` and
+    ``position`` are 1-based.
+    """
+    if isinstance(exc, DescribedError):
+        return dict(exc.error)
+    if isinstance(exc, SparkgateError):
+        return exc.to_dict()
+    error: dict[str, Any] = {"code": type(exc).__name__, "message": _first_message(exc)}
+    condition = _call(exc, "getCondition")
+    if condition:
+        error["code"] = condition
+        message = _call(exc, "getMessage")
+        if message:
+            # Spark prefixes the condition ("[DIVIDE_BY_ZERO] ..."); it is already in "code".
+            error["message"] = message.removeprefix(f"[{condition}]").strip()
+        sql_state = _call(exc, "getSqlState")
+        if sql_state:
+            error["sql_state"] = sql_state
+        params = _call(exc, "getMessageParameters")
+        if params:
+            error["parameters"] = dict(params)
+    error.update(_position(exc, code_text))
+    return error
+
+
+def _position(exc: BaseException, code_text: str | None) -> dict[str, Any]:
+    for context in _call(exc, "getQueryContext") or []:
+        start = _call(context, "startIndex")
+        if start is None or start < 0:
+            continue
+        found: dict[str, Any] = {
+            "start_index": start,
+            "stop_index": _call(context, "stopIndex"),
+            "fragment": _call(context, "fragment"),
+        }
+        if code_text is not None:
+            before = code_text[:start]
+            found["line"] = before.count("\n") + 1
+            found["position"] = start - (before.rfind("\n") + 1) + 1
+        return found
+    match = _PARSE_POSITION.search(str(getattr(exc, "_desc", "")) or str(exc))
+    if match:
+        line, pos = int(match.group(1)), int(match.group(2))
+        return {"line": line, "position": pos + 1}
+    return {}
+
+
+def _first_message(exc: BaseException) -> str:
+    text = str(getattr(exc, "_desc", None) or exc) or type(exc).__name__
+    return _PLAN_TAIL.sub("", text).strip()
+
+
+def _call(obj: Any, name: str) -> Any:
+    method = getattr(obj, name, None)
+    if method is None:
+        return None
+    try:
+        return method()
+    except Exception:
+        return None

@@ -1,0 +1,575 @@
+"""The engine process: one Spark driver serving the sessions the store assigns to it.
+
+Loop: stop requested? -> read this engine's sessions and their next waiting statements ->
+open new sessions -> claim and start statements -> pass on cancels -> repeat. A separate
+thread heartbeats (so a long query never makes the engine look dead) and records progress.
+Every state change is written to the store as it happens; nothing asks the engine for state.
+
+Signals: the first SIGTERM stops taking work and exits once running statements finish; a
+second one cancels them and exits now.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import socket
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from functools import partial
+from typing import TYPE_CHECKING, Any
+
+from sparkgate.engine import hooks
+from sparkgate.engine.executors import EXECUTORS, ExecResult, ExecutionContext
+from sparkgate.engine.failures import describe_failure
+from sparkgate.engine.session import OpenSession
+from sparkgate.engine.udfs import register_udfs
+from sparkgate.results import delete as delete_result
+from sparkgate.settings import Settings
+from sparkgate.states import (
+    TERMINAL_ENGINE_STATES,
+    EngineKind,
+    EngineState,
+    SessionKind,
+    SessionState,
+    StatementState,
+)
+from sparkgate.store import Store
+from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
+from sparkgate.streaming.supervisor import StreamSupervisor
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+log = logging.getLogger("sparkgate.engine")
+
+# How long to keep repeating a cancel: a query between two Spark jobs (planning, or a
+# broadcast then the main job) is not hit by a single cancel. See SPARK-NOTES.md.
+_CANCEL_REPEAT = 0.2
+
+
+class _ClaimRefused(Exception):
+    pass
+
+
+@dataclass
+class Execution:
+    statement: StatementRecord
+    session: OpenSession
+    tag: str
+    thread: threading.Thread | None = None
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    last_cancel: float = 0.0
+
+    @property
+    def done(self) -> bool:
+        return self.thread is not None and not self.thread.is_alive()
+
+
+class Engine:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        engine_id: int,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.engine_id = engine_id
+        self.clock = clock
+        self.spark: SparkSession | None = None
+        self.streams: StreamSupervisor | None = None
+        self.record: EngineRecord | None = None
+        self._sessions: dict[int, OpenSession] = {}
+        self._running: dict[int, Execution] = {}
+        self._lock = threading.Lock()
+        self._stop = threading.Event()  # graceful: finish running statements, take no more
+        self._stop_now = threading.Event()
+        self._exit_reason = "stopped"
+        self._last_busy = clock()
+        self._served_session = False
+        self._last_table_recovery = 0.0
+
+    # -- lifecycle -----------------------------------------------------------------------
+
+    def run(self) -> int:
+        self.record = self.store.engines.get(self.engine_id)
+        self._install_signal_handlers()
+        log.info("engine %s (%s) starting Spark", self.engine_id, self.record.kind.value)
+        try:
+            self.spark = self._start_spark(self.record)
+        except BaseException as exc:
+            log.exception("engine %s could not start Spark", self.engine_id)
+            self._fail_start(exc)
+            return 1
+        now = self.clock()
+        started = self.store.transitions.engine(
+            self.engine_id,
+            EngineState.RUNNING,
+            now=now,
+            expected=[EngineState.STARTING],
+            heartbeat_at=now,
+            app_id=self.spark.sparkContext.applicationId,
+        )
+        if not started.applied:
+            log.warning("engine %s is %s before it ran; exiting", self.engine_id, started.state)
+            # Asked to stop while it started: it has stopped, and says so.
+            self.store.transitions.engine(
+                self.engine_id,
+                EngineState.STOPPED,
+                now=self.clock(),
+                expected=[EngineState.STOPPING],
+            )
+            self._stop_spark()
+            return 0
+        log.info("engine %s running (%s)", self.engine_id, self.spark.sparkContext.applicationId)
+        self.streams = StreamSupervisor(
+            self.settings, self.store, self.engine_id, clock=self.clock, hurry=self._stop_now
+        )
+        heartbeat = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
+        heartbeat.start()
+        try:
+            while not self._should_exit():
+                busy = self._tick()
+                self._pause(busy)
+        except BaseException as exc:
+            log.exception("engine %s loop failed", self.engine_id)
+            self._exit_reason = f"crashed: {exc}"
+            self._stop_now.set()
+            self._shutdown(failed=describe_failure(exc))
+            return 1
+        self._shutdown()
+        return 0
+
+    def _start_spark(self, record: EngineRecord) -> SparkSession:
+        from sparkgate.engine.spark import build_spark
+
+        return build_spark(self.settings, f"sparkgate-engine-{record.id}", record.conf)
+
+    def _fail_start(self, exc: BaseException) -> None:
+        now = self.clock()
+        error = {**describe_failure(exc), "code": "ENGINE_START_FAILED"}
+        self.store.transitions.engine(self.engine_id, EngineState.FAILED, now=now, error=error)
+        for session in self.store.sessions.of_engine(self.engine_id):
+            self._end_session(session.id, SessionState.ERROR, error)
+
+    def _install_signal_handlers(self) -> None:
+        if threading.current_thread() is not threading.main_thread():
+            return
+
+        def on_term(_signum: int, _frame: Any) -> None:
+            if self._stop.is_set():
+                self._stop_now.set()
+            self._stop.set()
+
+        signal.signal(signal.SIGTERM, on_term)
+        signal.signal(signal.SIGINT, on_term)
+
+    def request_stop(self, *, now: bool = False) -> None:
+        self._stop.set()
+        if now:
+            self._stop_now.set()
+
+    def _should_exit(self) -> bool:
+        if self._stop_now.is_set():
+            return True
+        with self._lock:
+            running = bool(self._running)
+        if self._stop.is_set():
+            return not running
+        assert self.record is not None
+        dedicated = self.record.kind is EngineKind.DEDICATED
+        if dedicated and self._served_session and not self._sessions and not running:
+            self._exit_reason = "its session ended"  # a dedicated engine lives for one session
+            return True
+        idle_for = self.clock() - self._last_busy
+        if not self._sessions and not running and idle_for > self.settings.engine_idle_timeout:
+            self._exit_reason = f"idle for {idle_for:.0f}s"
+            return True
+        return False
+
+    def _pause(self, busy: bool) -> None:
+        # Poll fast while there is work about; back off to 5x when idle, so idle engines cost
+        # next to nothing and a first statement still starts within tens of milliseconds.
+        idle = self.clock() - self._last_busy > 5.0 and not busy
+        interval = self.settings.engine_poll_interval * (5 if idle else 1)
+        self._stop_now.wait(interval)
+
+    def _shutdown(self, failed: dict[str, Any] | None = None) -> None:
+        with self._lock:
+            executions = list(self._running.values())
+        for execution in executions:
+            execution.cancelled.set()
+        deadline = self.clock() + 15
+        for execution in executions:
+            while execution.thread is not None and execution.thread.is_alive():
+                self._cancel_jobs(execution)
+                execution.thread.join(_CANCEL_REPEAT)
+                if self.clock() > deadline:
+                    break
+        if self.streams is not None:
+            # Stop streaming queries at a batch boundary while Spark still runs.
+            self.streams.shutdown()
+        error = failed or {
+            "code": "ENGINE_STOPPED",
+            "message": f"Engine {self.engine_id} stopped ({self._exit_reason}).",
+        }
+        for session in self.store.sessions.of_engine(self.engine_id):
+            self._end_session(session.id, SessionState.DEAD, error)
+        now = self.clock()
+        final = EngineState.FAILED if failed else EngineState.STOPPED
+        self.store.transitions.engine(self.engine_id, final, now=now, error=failed)
+        log.info("engine %s %s (%s)", self.engine_id, final.value, self._exit_reason)
+        self._stop_spark()
+
+    def _stop_spark(self) -> None:
+        if self.spark is not None:
+            try:
+                self.spark.stop()
+            except Exception:
+                log.exception("stopping Spark failed")
+
+    def _end_session(self, session_id: int, to: SessionState, error: dict[str, Any]) -> None:
+        now = self.clock()
+        with self.store.db.begin() as conn:
+            self.store.transitions.session(session_id, to, now=now, error=error, conn=conn)
+            self.store.transitions.end_statements_of_session(session_id, error, now=now, conn=conn)
+
+    # -- the loop ------------------------------------------------------------------------
+
+    def _tick(self) -> bool:
+        """One pass over this engine's work; True if anything happened."""
+        busy = False
+        work = self.store.sessions.work_of_engine(self.engine_id)
+        active_ids = {session.id for session, _ in work}
+        for session_id in list(self._sessions):
+            if session_id not in active_ids:
+                self._close_session(session_id)
+                busy = True
+        for session, next_statement_id in work:
+            if session.state is SessionState.STARTING and session.id not in self._sessions:
+                self._open_session(session)
+                busy = True
+            if (
+                next_statement_id is not None
+                and not self._stop.is_set()
+                and session.id in self._sessions
+                and not self._session_running(session.id)
+            ):
+                busy |= self._claim(session.id, next_statement_id)
+        busy |= self._pass_on_cancels()
+        self._reap_executions()
+        self._recover_tables()
+        if busy or self._running:
+            self._last_busy = self.clock()
+        return busy
+
+    def _recover_tables(self) -> None:
+        """Now and then, finish table writes a crash left needing the catalog (any engine
+        may; see ``tables.recovery``)."""
+        now = self.clock()
+        if now - self._last_table_recovery < self.settings.table_recovery_interval:
+            return
+        self._last_table_recovery = now
+        from sparkgate.tables.recovery import recover
+
+        try:
+            assert self.spark is not None
+            recover(self.spark, self.store, self.settings, now=now)
+        except Exception:
+            log.exception("table recovery failed")
+
+    def _session_running(self, session_id: int) -> bool:
+        with self._lock:
+            return any(e.session.record.id == session_id for e in self._running.values())
+
+    def _open_session(self, session: SessionRecord) -> None:
+        assert self.spark is not None and self.record is not None
+        try:
+            if self.record.kind is EngineKind.DEDICATED:
+                spark = self.spark  # the session owns this engine: static conf already applied
+                conf = {k: v for k, v in session.conf.items() if self.record.conf.get(k) != v}
+            else:
+                spark = self.spark.newSession()
+                conf = session.conf
+            for key, value in conf.items():
+                spark.conf.set(key, value)
+            register_udfs(spark, self.settings.udf_modules)
+        except Exception as exc:
+            log.exception("session %s could not start", session.id)
+            self._end_session(
+                session.id,
+                SessionState.ERROR,
+                {**describe_failure(exc), "code": "SESSION_START_FAILED"},
+            )
+            return
+        self._sessions[session.id] = OpenSession(session, spark)
+        self._served_session = True
+        outcome = self.store.transitions.session(
+            session.id, SessionState.IDLE, now=self.clock(), expected=[SessionState.STARTING]
+        )
+        if not outcome.applied:
+            self._sessions.pop(session.id, None)
+        log.info("session %s open (%s)", session.id, outcome)
+
+    def _close_session(self, session_id: int) -> None:
+        """The session ended in the store (killed, timed out): stop its work and forget it."""
+        open_session = self._sessions.pop(session_id, None)
+        with self._lock:
+            for execution in self._running.values():
+                if execution.session.record.id == session_id:
+                    execution.cancelled.set()
+        if self.streams is not None:
+            self.streams.session_closed(session_id)  # its streaming queries end with it
+        if open_session is not None:
+            log.info("session %s closed", session_id)
+
+    def _claim(self, session_id: int, statement_id: int) -> bool:
+        now = self.clock()
+        session = self._sessions[session_id]
+        try:
+            with self.store.db.begin() as conn:
+                claimed = self.store.transitions.statement(
+                    statement_id,
+                    StatementState.RUNNING,
+                    now=now,
+                    expected=[StatementState.WAITING],
+                    conn=conn,
+                )
+                if not claimed.applied:
+                    return False  # cancelled before it started
+                busy = self.store.transitions.session(
+                    session_id,
+                    SessionState.BUSY,
+                    now=now,
+                    expected=[SessionState.IDLE],
+                    conn=conn,
+                    last_activity_at=now,
+                )
+                if not busy.applied:
+                    raise _ClaimRefused  # the session ended meanwhile: undo the claim
+        except _ClaimRefused:
+            return False
+        statement = self.store.statements.get(statement_id)
+        execution = Execution(statement, session, tag=f"sparkgate-statement-{statement_id}")
+        thread = threading.Thread(
+            target=self._execute, args=(execution,), name=f"statement-{statement_id}", daemon=True
+        )
+        execution.thread = thread
+        with self._lock:
+            self._running[statement_id] = execution
+        thread.start()
+        return True
+
+    def _pass_on_cancels(self) -> bool:
+        with self._lock:
+            executions = list(self._running.values())
+        if not executions:
+            return False
+        states = self.store.statements.states(e.statement.id for e in executions)
+        acted = False
+        now = self.clock()
+        for execution in executions:
+            state = states.get(execution.statement.id)
+            if state in (StatementState.CANCELLING, StatementState.CANCELLED):
+                execution.cancelled.set()
+            if execution.cancelled.is_set() and not execution.done:
+                if now - execution.last_cancel >= _CANCEL_REPEAT:
+                    self._cancel_jobs(execution)
+                    execution.last_cancel = now
+                acted = True
+        return acted
+
+    def _cancel_jobs(self, execution: Execution) -> None:
+        if self.spark is None:
+            return
+        try:
+            self.spark.sparkContext.cancelJobsWithTag(execution.tag)
+        except Exception:
+            log.exception("cancelling %s failed", execution.tag)
+
+    def _reap_executions(self) -> None:
+        with self._lock:
+            for statement_id in [s for s, e in self._running.items() if e.done]:
+                del self._running[statement_id]
+
+    # -- one statement -------------------------------------------------------------------
+
+    def _execute(self, execution: Execution) -> None:
+        statement = execution.statement
+        assert self.spark is not None
+        sc = self.spark.sparkContext
+        sc.setInterruptOnCancel(True)
+        sc.addJobTag(execution.tag)
+        sc.setJobGroup(execution.tag, f"sparkgate statement {statement.id}", True)
+        ctx = ExecutionContext(
+            execution.session,
+            statement,
+            self.settings,
+            self.store,
+            self.engine_id,
+            execution.cancelled,
+            self.streams,
+        )
+        try:
+            executor = EXECUTORS.get(statement.kind)
+            if executor is None:
+                raise ValueError(f"this engine cannot run {statement.kind.value} statements")
+            result = executor(ctx)
+            hooks.finish(ctx, result)  # e.g. commit a two-phase table: may still fail
+            outcome: ExecResult | BaseException = result
+        except BaseException as exc:
+            outcome = exc
+            hooks.fail(ctx, exc)  # e.g. abort a two-phase table
+        finally:
+            sc.clearJobTags()
+        try:
+            self._record_outcome(execution, outcome)
+        except Exception as exc:
+            # The store refused what the statement produced (or could not be reached): it
+            # must still end, or a healthy engine would keep it running forever.
+            log.exception("recording the outcome of statement %s failed", statement.id)
+            if isinstance(outcome, ExecResult) and outcome.result and outcome.result.get("path"):
+                delete_result(outcome.result["path"])
+            self._retrying(partial(self._record_unrecordable, statement, exc))
+        self._retrying(partial(self._release_session, execution))
+
+    def _record_outcome(self, execution: Execution, outcome: ExecResult | BaseException) -> None:
+        statement = execution.statement
+        now = self.clock()
+        if isinstance(outcome, ExecResult):
+            done = self.store.transitions.statement(
+                statement.id,
+                StatementState.SUCCESS,
+                now=now,
+                expected=[StatementState.RUNNING, StatementState.CANCELLING],
+                result=outcome.result,
+                output=outcome.output or None,
+                progress=1.0,
+            )
+            if not done.applied and outcome.result and outcome.result.get("path"):
+                delete_result(outcome.result["path"])  # nobody will ever read it
+        elif execution.cancelled.is_set():
+            done = self.store.transitions.statement(
+                statement.id,
+                StatementState.CANCELLED,
+                now=now,
+                expected=[StatementState.RUNNING, StatementState.CANCELLING],
+                error={"code": "CANCELLED", "message": f"Query {statement.id} was cancelled."},
+            )
+        else:
+            error = describe_failure(outcome, statement.code)
+            done = self.store.transitions.statement(
+                statement.id,
+                StatementState.FAILED,
+                now=now,
+                expected=[StatementState.RUNNING, StatementState.CANCELLING],
+                error=error,
+            )
+        log.info("statement %s -> %s", statement.id, done.state)
+
+    def _record_unrecordable(self, statement: StatementRecord, exc: Exception) -> None:
+        self.store.transitions.statement(
+            statement.id,
+            StatementState.FAILED,
+            now=self.clock(),
+            expected=[StatementState.RUNNING, StatementState.CANCELLING],
+            error={
+                "code": "OUTCOME_NOT_RECORDED",
+                "message": f"Statement {statement.id} finished, but the store refused its "
+                f"outcome ({type(exc).__name__}: {str(exc)[:500]}); see engine "
+                f"{self.engine_id}'s log.",
+            },
+        )
+
+    def _release_session(self, execution: Execution) -> None:
+        """The statement is over: its session takes the next one (or, a batch, ends)."""
+        now = self.clock()
+        session = execution.session.record
+        if session.kind is SessionKind.BATCH:
+            self._sessions.pop(session.id, None)
+            self.store.transitions.session(
+                session.id, SessionState.DEAD, now=now, expected=[SessionState.BUSY]
+            )
+        else:
+            self.store.transitions.session(
+                session.id,
+                SessionState.IDLE,
+                now=now,
+                expected=[SessionState.BUSY],
+                last_activity_at=now,
+            )
+
+    def _retrying(self, write: Callable[[], object]) -> None:
+        """Retry a store write until it succeeds or the engine is stopping now. If the store
+        stays out of reach, the heartbeat thread ends the process and a reaper takes over."""
+        delay = 0.1
+        while True:
+            try:
+                write()
+                return
+            except Exception:
+                log.exception("store write failed; retrying in %.1fs", delay)
+                if self._stop_now.wait(delay):
+                    return
+                delay = min(delay * 2, 5.0)
+
+    # -- heartbeat -----------------------------------------------------------------------
+
+    def _heartbeat_loop(self) -> None:
+        last_ok = self.clock()
+        interval = self.settings.engine_heartbeat_interval
+        while not self._stop_now.is_set():
+            now = self.clock()
+            try:
+                state = self.store.engines.heartbeat(
+                    self.engine_id, now=now, host=socket.gethostname()
+                )
+                last_ok = now
+            except Exception:
+                log.exception("heartbeat failed")
+                if now - last_ok > self.settings.engine_heartbeat_timeout:
+                    # The store has been out of reach so long that a reaper will have declared
+                    # us lost and failed our statements: nothing we do now can be reported.
+                    log.error("store unreachable for %.0fs; exiting", now - last_ok)
+                    os._exit(3)
+                state = None
+            if state is EngineState.STOPPING:
+                self._stop.set()
+            elif state in TERMINAL_ENGINE_STATES:
+                assert state is not None
+                log.error("engine declared %s by the store; exiting now", state.value)
+                self._exit_reason = f"declared {state.value}"
+                self._stop_now.set()
+            self._record_progress()
+            self._stop_now.wait(interval)
+
+    def _record_progress(self) -> None:
+        if self.spark is None:
+            return
+        with self._lock:
+            executions = list(self._running.values())
+        if not executions:
+            return
+        tracker = self.spark.sparkContext.statusTracker()
+        for execution in executions:
+            try:
+                total = done = 0
+                for job_id in tracker.getJobIdsForGroup(execution.tag):
+                    job = tracker.getJobInfo(job_id)
+                    for stage_id in job.stageIds if job else []:
+                        stage = tracker.getStageInfo(stage_id)
+                        if stage:
+                            total += stage.numTasks
+                            done += stage.numCompletedTasks
+                if total:
+                    self.store.statements.set_progress(
+                        execution.statement.id, done / total, now=self.clock()
+                    )
+            except Exception:
+                log.debug("progress of %s unavailable", execution.tag, exc_info=True)

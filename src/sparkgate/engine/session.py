@@ -1,0 +1,19 @@
+"""What an engine keeps for each session it hosts."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sparkgate.store.records import SessionRecord
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+
+
+@dataclass
+class OpenSession:
+    record: SessionRecord
+    spark: SparkSession
+    # The Python namespace pyspark statements share across a session (a REPL's globals).
+    namespace: dict[str, Any] = field(default_factory=dict)

@@ -1,0 +1,142 @@
+"""The engine loop with real Spark (in-process) and a real store, ticked by hand."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkgate.engine import executors
+from sparkgate.engine.executors import ExecResult, ExecutionContext
+from sparkgate.engine.process import Engine
+from sparkgate.results import read_page
+from sparkgate.settings import Settings
+from sparkgate.states import (
+    EngineKind,
+    EngineState,
+    SessionKind,
+    SessionState,
+    StatementKind,
+    StatementState,
+)
+from sparkgate.store import Store
+
+pytestmark = pytest.mark.spark
+
+
+@pytest.fixture
+def engine(spark: Any, tmp_path: Path) -> Iterator[Engine]:
+    store = Store.open(f"sqlite:///{tmp_path / 'store.db'}")
+    store.migrate()
+    now = time.time()
+    record = store.engines.add(EngineKind.SHARED, now=now)
+    store.transitions.engine(record.id, EngineState.RUNNING, now=now)
+    engine = Engine(Settings(home=tmp_path, catalog="in-memory"), store, record.id)
+    engine.spark = spark
+    engine.record = store.engines.get(record.id)
+    try:
+        yield engine
+    finally:
+        engine.request_stop(now=True)
+        for execution in list(engine._running.values()):
+            execution.cancelled.set()
+            while execution.thread is not None and execution.thread.is_alive():
+                engine._cancel_jobs(execution)
+                execution.thread.join(0.2)
+        store.close()
+
+
+def open_session(engine: Engine, kind: SessionKind = SessionKind.INTERACTIVE) -> int:
+    store = engine.store
+    session = store.sessions.add(kind, now=time.time())
+    store.transitions.session(
+        session.id, SessionState.STARTING, now=time.time(), engine_id=engine.engine_id
+    )
+    tick_until(engine, lambda: store.sessions.get(session.id).state is SessionState.IDLE)
+    return session.id
+
+
+def tick_until(engine: Engine, done: Callable[[], bool], timeout: float = 120) -> None:
+    deadline = time.monotonic() + timeout
+    while not done():
+        assert time.monotonic() < deadline, "the engine did not get there in time"
+        engine._tick()
+        time.sleep(0.02)
+
+
+def test_statement_is_claimed_run_and_reported(engine: Engine) -> None:
+    session_id = open_session(engine)
+    statement = engine.store.statements.add(session_id, "SELECT id FROM range(3)", now=time.time())
+    tick_until(
+        engine, lambda: engine.store.statements.get(statement.id).state is StatementState.SUCCESS
+    )
+    done = engine.store.statements.get(statement.id)
+    assert done.result is not None and done.result["row_count"] == 3
+    assert read_page(done.result["path"], 0, 10) == ([[0], [1], [2]], 3)
+    tick_until(engine, lambda: engine.store.sessions.get(session_id).state is SessionState.IDLE)
+
+
+def test_statements_of_a_session_run_in_order_one_at_a_time(engine: Engine) -> None:
+    session_id = open_session(engine)
+    first = engine.store.statements.add(
+        session_id, "SELECT sum(id % 7) FROM range(100000000000)", now=time.time()
+    )
+    second = engine.store.statements.add(session_id, "SELECT 2", now=time.time())
+    tick_until(
+        engine, lambda: engine.store.statements.get(first.id).state is StatementState.RUNNING
+    )
+    for _ in range(10):
+        engine._tick()
+    assert engine.store.statements.get(second.id).state is StatementState.WAITING
+    engine.store.transitions.statement(first.id, StatementState.CANCELLING, now=time.time())
+    tick_until(
+        engine, lambda: engine.store.statements.get(first.id).state is StatementState.CANCELLED
+    )
+    tick_until(
+        engine, lambda: engine.store.statements.get(second.id).state is StatementState.SUCCESS
+    )
+
+
+def test_an_outcome_the_store_refuses_still_ends_the_statement(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def unstorable(ctx: ExecutionContext) -> ExecResult:
+        return ExecResult(output={"not json": object()})
+
+    monkeypatch.setitem(executors.EXECUTORS, StatementKind.SQL, unstorable)
+    session_id = open_session(engine)
+    statement = engine.store.statements.add(session_id, "SELECT 1", now=time.time())
+    tick_until(
+        engine, lambda: engine.store.statements.get(statement.id).state is StatementState.FAILED
+    )
+    error = engine.store.statements.get(statement.id).error
+    assert error is not None and error["code"] == "OUTCOME_NOT_RECORDED"
+    tick_until(engine, lambda: engine.store.sessions.get(session_id).state is SessionState.IDLE)
+
+
+def test_a_killed_session_stops_its_statement(engine: Engine) -> None:
+    session_id = open_session(engine)
+    statement = engine.store.statements.add(
+        session_id, "SELECT sum(id % 7) FROM range(100000000000)", now=time.time()
+    )
+    tick_until(
+        engine, lambda: engine.store.statements.get(statement.id).state is StatementState.RUNNING
+    )
+    with engine.store.db.begin() as conn:
+        engine.store.transitions.session(
+            session_id, SessionState.KILLED, now=time.time(), conn=conn
+        )
+        engine.store.transitions.statements_of_session(
+            session_id,
+            StatementState.CANCELLING,
+            now=time.time(),
+            expected=[StatementState.RUNNING],
+            conn=conn,
+        )
+    tick_until(
+        engine, lambda: engine.store.statements.get(statement.id).state is StatementState.CANCELLED
+    )
+    assert session_id not in engine._sessions
