@@ -1,0 +1,97 @@
+"""Reaping: turning engines that stopped heartbeating, and sessions left idle too long, into a
+clear final state, so nothing waits forever on something that will never answer."""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import os
+import signal
+import socket
+from typing import Any
+
+from sparkgate.settings import Settings
+from sparkgate.states import (
+    LIVE_ENGINE_STATES,
+    EngineState,
+    SessionKind,
+    SessionState,
+)
+from sparkgate.store import Store
+from sparkgate.store.records import EngineRecord
+
+log = logging.getLogger("sparkgate.reaper")
+
+
+def reap_lost_engines(store: Store, settings: Settings, *, now: float) -> list[int]:
+    """Declare engines lost that missed their heartbeats (or never started): their sessions
+    become ``dead`` and their statements ``failed`` with ``ENGINE_LOST``. The ids declared."""
+    lost: list[int] = []
+    stale = store.engines.stale(
+        now=now,
+        heartbeat_timeout=settings.engine_heartbeat_timeout,
+        start_timeout=settings.engine_start_timeout,
+    )
+    for engine in stale:
+        if engine.heartbeat_at is None:
+            why = f"did not start within {settings.engine_start_timeout:.0f}s"
+        else:
+            why = f"stopped heartbeating {now - engine.heartbeat_at:.0f}s ago"
+        error = {
+            "code": "ENGINE_LOST",
+            "message": f"Engine {engine.id} {why}; its sessions and running queries are lost. "
+            "Resubmit the query, in a new session if it was interactive.",
+            "engine_id": engine.id,
+        }
+        if fail_engine(store, engine.id, EngineState.LOST, error, now=now):
+            lost.append(engine.id)
+            _kill_if_local(engine)
+            log.warning("engine %s lost (%s)", engine.id, why)
+    return lost
+
+
+def fail_engine(
+    store: Store, engine_id: int, to: EngineState, error: dict[str, Any], *, now: float
+) -> bool:
+    """Move a live engine to a final state, ending its sessions and statements with ``error``."""
+    with store.db.begin() as conn:
+        moved = store.transitions.engine(
+            engine_id, to, now=now, expected=LIVE_ENGINE_STATES, error=error, conn=conn
+        )
+        if not moved.applied:
+            return False
+        sessions = store.transitions.sessions_of_engine(
+            engine_id, SessionState.DEAD, now=now, error=error, conn=conn
+        )
+        for session_id in sessions:
+            store.transitions.end_statements_of_session(session_id, error, now=now, conn=conn)
+    return True
+
+
+def reap_idle_sessions(store: Store, settings: Settings, *, now: float) -> list[int]:
+    """End interactive sessions idle longer than ``session_idle_timeout`` (0: never)."""
+    if settings.session_idle_timeout <= 0:
+        return []
+    ended = []
+    for session in store.sessions.idle_since(
+        now - settings.session_idle_timeout, SessionKind.INTERACTIVE
+    ):
+        error = {
+            "code": "SESSION_TIMED_OUT",
+            "message": f"Session {session.id} was idle for more than "
+            f"{settings.session_idle_timeout:.0f}s and was ended to free its resources.",
+        }
+        moved = store.transitions.session(
+            session.id, SessionState.DEAD, now=now, expected=[SessionState.IDLE], error=error
+        )
+        if moved.applied:
+            ended.append(session.id)
+    return ended
+
+
+def _kill_if_local(engine: EngineRecord) -> None:
+    """A lost engine that still runs here (hung, say) would hold memory and cores: kill it."""
+    if engine.pid is None or engine.host != socket.gethostname():
+        return
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(engine.pid, signal.SIGKILL)

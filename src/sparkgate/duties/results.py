@@ -1,0 +1,44 @@
+"""Result retention: result files older than ``result_retention`` are removed.
+
+The files are the truth: a result directory is read if it exists, and reading one that was
+removed answers RESULT_GONE. Partial results (``<id>.tmp``) left by an engine that died while
+writing are removed once their statement is no longer running.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shutil
+
+from sparkgate.settings import Settings
+from sparkgate.states import ACTIVE_STATEMENT_STATES
+from sparkgate.store import Store
+
+log = logging.getLogger("sparkgate.results")
+
+
+def expire_results(store: Store, settings: Settings, *, now: float) -> list[str]:
+    """Remove result directories older than the retention; the names removed."""
+    if settings.result_retention <= 0:
+        return []
+    root = settings.resolved_results_dir
+    if not root.is_dir():
+        return []
+    cutoff = now - settings.result_retention
+    old = []
+    with os.scandir(root) as entries:
+        for entry in entries:
+            if entry.is_dir(follow_symlinks=False) and entry.stat().st_mtime < cutoff:
+                old.append(entry.name)
+    partial = [name for name in old if name.endswith(".tmp")]
+    if partial:
+        ids = [int(name.removesuffix(".tmp")) for name in partial if name[:-4].isdigit()]
+        states = store.statements.states(ids)
+        still_writing = {f"{i}.tmp" for i, s in states.items() if s in ACTIVE_STATEMENT_STATES}
+        old = [name for name in old if name not in still_writing]
+    for name in old:
+        shutil.rmtree(root / name, ignore_errors=True)
+    if old:
+        log.info("removed %d result(s) older than %.0fs", len(old), settings.result_retention)
+    return sorted(old)

@@ -1,0 +1,82 @@
+"""Runs the background duties on a server node, each under its lease.
+
+Every node runs a DutyRunner; for each duty only the node holding its lease does the work.
+When that node dies its lease lapses after ``lease_ttl`` and another node takes over.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from sparkgate.store import Store
+
+log = logging.getLogger("sparkgate.duties")
+
+
+@dataclass(frozen=True)
+class Duty:
+    name: str
+    run: Callable[[float], object]  # takes now
+    every: float = 0.0  # run at most this often (seconds); 0: every round
+
+
+class DutyRunner:
+    def __init__(
+        self,
+        store: Store,
+        node_id: str,
+        duties: list[Duty],
+        *,
+        interval: float,
+        lease_ttl: float,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.store = store
+        self.node_id = node_id
+        self.duties = duties
+        self.interval = interval
+        self.lease_ttl = lease_ttl
+        self.clock = clock
+        self._last_run: dict[str, float] = {}
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._loop, name="duties", daemon=True)
+
+    def start(self) -> None:
+        self._thread.start()
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._thread.join(timeout=10)
+        for duty in self.duties:
+            try:
+                self.store.leases.release(duty.name, self.node_id)
+            except Exception:
+                log.exception("releasing lease %s failed", duty.name)
+
+    def run_once(self) -> list[str]:
+        """One round: the names of the duties this node held and ran."""
+        ran = []
+        for duty in self.duties:
+            now = self.clock()
+            try:
+                if not self.store.leases.acquire(
+                    duty.name, self.node_id, now=now, ttl=self.lease_ttl
+                ):
+                    continue
+                if now - self._last_run.get(duty.name, float("-inf")) < duty.every:
+                    continue  # held, but not due yet
+                self._last_run[duty.name] = now
+                duty.run(now)
+                ran.append(duty.name)
+            except Exception:
+                log.exception("duty %s failed", duty.name)
+        return ran
+
+    def _loop(self) -> None:
+        while not self._stop.is_set():
+            self.run_once()
+            self._stop.wait(self.interval)

@@ -1,0 +1,1 @@
+"""Starting engines (launchers) and deciding which engine hosts which session (placement)."""

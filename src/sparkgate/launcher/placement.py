@@ -1,0 +1,152 @@
+"""Placement: which engine hosts a session, and keeping engines warm.
+
+- An interactive session whose Spark conf can be set at run time (``spark.sql.*`` settings
+  that are not static) goes to a shared engine: ``newSession()`` there costs a millisecond and
+  keeps its temporary views and SQL conf apart from other sessions.
+- A stream job's session goes to a streaming engine (``newSession()`` there too): long-running
+  queries get drivers of their own, apart from interactive work, up to
+  ``stream_engine_max_jobs`` jobs per engine.
+- A batch session, or a session asking for static conf (driver memory, executors, jars, ...),
+  gets a dedicated engine: one from the warm pool when its conf allows, else a new process.
+
+Placement is one compare-and-set (``not_started -> starting`` with the engine id), so two
+nodes placing the same session cannot both win; the loser's freshly launched dedicated engine
+is told to stop.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+
+from sparkgate.launcher.base import Launcher
+from sparkgate.settings import Settings
+from sparkgate.states import EngineKind, EngineState, SessionKind, SessionState
+from sparkgate.store import Store
+from sparkgate.store.records import EngineRecord, SessionRecord
+
+log = logging.getLogger("sparkgate.placement")
+
+# spark.sql.* settings fixed when the SparkSession is built; a shared engine cannot honour them.
+STATIC_SQL_CONF = frozenset(
+    {
+        "spark.sql.warehouse.dir",
+        "spark.sql.catalogImplementation",
+        "spark.sql.extensions",
+        "spark.sql.hive.metastore.version",
+        "spark.sql.hive.metastore.jars",
+        "spark.sql.hive.metastore.sharedPrefixes",
+        "spark.sql.hive.metastore.barrierPrefixes",
+        "spark.sql.queryExecutionListeners",
+        "spark.sql.streaming.streamingQueryListeners",
+        "spark.sql.ui.retainedExecutions",
+        "spark.sql.event.truncate.length",
+        "spark.sql.legacy.sessionInitWithConfigDefaults",
+        "spark.sql.defaultUrlStreamHandlerFactory.enabled",
+        "spark.sql.streaming.ui.enabled",
+        "spark.sql.cache.serializer",
+        "spark.sql.filesourceTableRelationCacheSize",
+    }
+)
+
+
+def needs_own_engine(conf: dict[str, str]) -> bool:
+    """True if any setting must be given when Spark starts (so no shared or warm engine)."""
+    return any(not key.startswith("spark.sql.") or key in STATIC_SQL_CONF for key in conf)
+
+
+class Placement:
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        launcher: Launcher,
+        node_id: str,
+        *,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.launcher = launcher
+        self.node_id = node_id
+        self.clock = clock
+
+    def place(self, session: SessionRecord) -> None:
+        """Put a ``not_started`` session on an engine (launching one if need be)."""
+        current = self.store.sessions.find(session.id)  # the caller's copy may be stale
+        if current is None or current.state is not SessionState.NOT_STARTED:
+            return
+        session = current
+        own = needs_own_engine(session.conf)
+        launched = False
+        engine: EngineRecord | None
+        if session.kind is SessionKind.INTERACTIVE and not own:
+            engine = self.store.engines.shared_with_room(self.settings.shared_engine_max_sessions)
+            if engine is None:
+                engine = self._launch(EngineKind.SHARED)
+        elif session.kind is SessionKind.STREAMING and not own:
+            engine = self.store.engines.shared_with_room(
+                self.settings.stream_engine_max_jobs, EngineKind.STREAMING
+            )
+            if engine is None:
+                engine = self._launch(EngineKind.STREAMING)
+        else:
+            engine = None if own else self.store.engines.claim_warm(session.id, now=self.clock())
+            if engine is None:
+                engine = self._launch(
+                    EngineKind.DEDICATED, session_id=session.id, conf=session.conf
+                )
+                launched = True
+        placed = self.store.transitions.session(
+            session.id,
+            SessionState.STARTING,
+            now=self.clock(),
+            expected=[SessionState.NOT_STARTED],
+            engine_id=engine.id,
+        )
+        log.info("session %s -> engine %s (%s)", session.id, engine.id, placed)
+        if not placed.applied and engine.kind is EngineKind.DEDICATED:
+            self.stop_engine(engine.id)
+        elif not launched and engine.kind is EngineKind.DEDICATED:
+            self.keep_warm()  # we took one from the pool
+
+    def keep_warm(self) -> None:
+        """Keep ``warm_engines`` dedicated engines started and unassigned."""
+        missing = self.settings.warm_engines - self.store.engines.warm_count()
+        for _ in range(max(missing, 0)):
+            self._launch(EngineKind.DEDICATED)
+
+    def keep_shared(self) -> None:
+        """Keep one shared engine running for interactive sessions, if the settings ask."""
+        if not self.settings.shared_engine:
+            return
+        if self.store.engines.shared_with_room(self.settings.shared_engine_max_sessions) is None:
+            self._launch(EngineKind.SHARED)
+
+    def stop_engine(self, engine_id: int) -> None:
+        self.store.transitions.engine(
+            engine_id,
+            EngineState.STOPPING,
+            now=self.clock(),
+            expected=[EngineState.STARTING, EngineState.RUNNING],
+        )
+
+    def _launch(
+        self, kind: EngineKind, *, session_id: int | None = None, conf: dict[str, str] | None = None
+    ) -> EngineRecord:
+        engine = self.store.engines.add(
+            kind, now=self.clock(), conf=conf, node_id=self.node_id, session_id=session_id
+        )
+        try:
+            self.launcher.launch(engine)
+        except Exception as exc:
+            self.store.transitions.engine(
+                engine.id,
+                EngineState.FAILED,
+                now=self.clock(),
+                error={"code": "ENGINE_LAUNCH_FAILED", "message": str(exc)},
+            )
+            raise
+        log.info("launched %s engine %s", kind.value, engine.id)
+        return self.store.engines.get(engine.id)

@@ -1,0 +1,90 @@
+"""A server node: the store, the gateway, and the background duties, wired together.
+
+Nodes are stateless: everything they know is in the store, so any node answers any request
+and a node can stop at any time. The engines and the embedded metastore they start are
+detached processes and keep running through a node restart.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+import uuid
+
+from sparkgate.catalog.metastore import ensure_metastore
+from sparkgate.duties.reaper import reap_idle_sessions, reap_lost_engines
+from sparkgate.duties.results import expire_results
+from sparkgate.duties.runner import Duty, DutyRunner
+from sparkgate.gateway import Gateway
+from sparkgate.jobs.deploy import Deployer
+from sparkgate.jobs.runs import JobRunner
+from sparkgate.launcher.local import LocalLauncher
+from sparkgate.launcher.placement import Placement
+from sparkgate.settings import Settings
+from sparkgate.store import Store
+from sparkgate.streaming.jobs import Streams
+from sparkgate.tables.janitor import TableJanitor
+
+log = logging.getLogger("sparkgate.node")
+
+# A session still not_started this long after creation lost its placing node: place it again.
+_PLACEMENT_GRACE = 5.0
+
+
+class ServerNode:
+    def __init__(self, settings: Settings) -> None:
+        self.node_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+        home = settings.resolved_home
+        home.mkdir(parents=True, exist_ok=True)
+        self.store = Store.open(settings.resolved_store_url)
+        self.store.migrate()
+        metastore_uri = ensure_metastore(settings)
+        # Engines get the resolved URI through their environment (Settings.to_env).
+        self.settings = settings.model_copy(update={"metastore_uri": metastore_uri})
+        self.placement = Placement(
+            self.settings, self.store, LocalLauncher(self.settings, self.store), self.node_id
+        )
+        self.gateway = Gateway(self.settings, self.store, self.placement)
+        self.streams = Streams(self.settings, self.store, self.gateway)
+        self.deployer = Deployer(self.settings, self.store, self.streams, self.node_id)
+        self.job_runner = JobRunner(self.store, self.gateway)
+        self.duties = DutyRunner(
+            self.store,
+            self.node_id,
+            [
+                Duty("reaper", self._reap),
+                Duty("placement", self._place),
+                Duty("results", self._expire_results, every=60.0),
+                Duty("table-janitor", TableJanitor(self.store).run),
+                # The supervisor lease: its holder relaunches stream jobs that lost their engine.
+                Duty("streams", self.streams.supervise),
+                # Deployments whose node died end failed; batch job runs move step by step.
+                Duty("deployments", self.deployer.settle),
+                Duty("job-runs", self.job_runner.supervise),
+            ],
+            interval=self.settings.duty_interval,
+            lease_ttl=self.settings.lease_ttl,
+        )
+
+    def start(self) -> None:
+        self.duties.start()
+        log.info("node %s serving store %s", self.node_id, self.store.db.dialect)
+
+    def stop(self) -> None:
+        self.deployer.close()
+        self.duties.stop()
+        self.store.close()
+
+    def _reap(self, now: float) -> None:
+        reap_lost_engines(self.store, self.settings, now=now)
+        reap_idle_sessions(self.store, self.settings, now=now)
+
+    def _expire_results(self, now: float) -> None:
+        expire_results(self.store, self.settings, now=now)
+
+    def _place(self, now: float) -> None:
+        for session in self.store.sessions.unplaced(created_before=now - _PLACEMENT_GRACE):
+            self.gateway.place(session)
+        self.placement.keep_shared()
+        self.placement.keep_warm()

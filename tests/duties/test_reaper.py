@@ -1,0 +1,108 @@
+"""The reaper turns silence into a clear final state (time is passed in, never slept)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from sparkgate.duties.reaper import reap_idle_sessions, reap_lost_engines
+from sparkgate.duties.runner import Duty, DutyRunner
+from sparkgate.settings import Settings
+from sparkgate.states import EngineState, SessionState, StatementState
+from sparkgate.store import Store
+from tests.conftest import NOW, force_state
+
+SETTINGS = Settings(engine_heartbeat_timeout=30, engine_start_timeout=300, session_idle_timeout=600)
+
+
+def test_lost_engine_fails_its_work_with_engine_lost(
+    store: Store, make_engine: Any, make_session: Any
+) -> None:
+    engine = make_engine(heartbeat_at=NOW)
+    healthy = make_engine(heartbeat_at=NOW + 50)
+    session = make_session(state=SessionState.BUSY, engine_id=engine.id)
+    other = make_session(state=SessionState.IDLE, engine_id=healthy.id)
+    running = store.statements.add(session.id, "SELECT 1", now=NOW)
+    waiting = store.statements.add(session.id, "SELECT 2", now=NOW)
+    cancelling = store.statements.add(session.id, "SELECT 3", now=NOW)
+    force_state(store, "statements", running.id, "running")
+    force_state(store, "statements", cancelling.id, "cancelling")
+
+    assert reap_lost_engines(store, SETTINGS, now=NOW + 29) == []
+    assert reap_lost_engines(store, SETTINGS, now=NOW + 31) == [engine.id]
+
+    assert store.engines.get(engine.id).state is EngineState.LOST
+    dead = store.sessions.get(session.id)
+    assert dead.state is SessionState.DEAD and dead.error and dead.error["code"] == "ENGINE_LOST"
+    for statement_id in (running.id, waiting.id):
+        failed = store.statements.get(statement_id)
+        assert failed.state is StatementState.FAILED
+        assert failed.error and failed.error["code"] == "ENGINE_LOST"
+        assert f"Engine {engine.id}" in failed.error["message"]
+    assert store.statements.get(cancelling.id).state is StatementState.CANCELLED
+    assert store.sessions.get(other.id).state is SessionState.IDLE
+    assert reap_lost_engines(store, SETTINGS, now=NOW + 60) == []  # once is enough
+
+
+def test_engine_that_never_started_is_lost_after_start_timeout(
+    store: Store, make_engine: Any
+) -> None:
+    engine = make_engine(state="starting", heartbeat_at=None)
+    assert reap_lost_engines(store, SETTINGS, now=NOW + 299) == []
+    assert reap_lost_engines(store, SETTINGS, now=NOW + 301) == [engine.id]
+    error = store.engines.get(engine.id).error
+    assert error and "did not start within 300s" in error["message"]
+
+
+def test_idle_interactive_sessions_time_out(store: Store, make_session: Any) -> None:
+    idle = make_session(state=SessionState.IDLE)
+    busy = make_session(state=SessionState.BUSY)
+    assert reap_idle_sessions(store, SETTINGS, now=NOW + 599) == []
+    assert reap_idle_sessions(store, SETTINGS, now=NOW + 601) == [idle.id]
+    ended = store.sessions.get(idle.id)
+    assert (
+        ended.state is SessionState.DEAD
+        and ended.error
+        and ended.error["code"] == "SESSION_TIMED_OUT"
+    )
+    assert store.sessions.get(busy.id).state is SessionState.BUSY
+    never = SETTINGS.model_copy(update={"session_idle_timeout": 0})
+    assert reap_idle_sessions(store, never, now=NOW + 10**6) == []
+
+
+def test_only_the_lease_holder_runs_a_duty(store: Store) -> None:
+    clock = [NOW]
+    ran: dict[str, list[float]] = {"a": [], "b": []}
+    nodes = {
+        name: DutyRunner(
+            store,
+            name,
+            [Duty("reaper", ran[name].append)],
+            interval=1,
+            lease_ttl=10,
+            clock=lambda: clock[0],
+        )
+        for name in ("a", "b")
+    }
+    assert nodes["a"].run_once() == ["reaper"]
+    assert nodes["b"].run_once() == []
+    clock[0] = NOW + 5
+    assert nodes["a"].run_once() == ["reaper"]  # renewed
+    clock[0] = NOW + 14  # a renewed at +5, so its lease runs to +15
+    assert nodes["b"].run_once() == []
+    clock[0] = NOW + 16  # a has gone quiet: b takes over
+    assert nodes["b"].run_once() == ["reaper"]
+    assert nodes["a"].run_once() == []
+    assert ran == {"a": [NOW, NOW + 5], "b": [NOW + 16]}
+
+
+def test_a_duty_runs_at_most_as_often_as_it_asks(store: Store) -> None:
+    clock = [NOW]
+    ran: list[float] = []
+    runner = DutyRunner(
+        store, "a", [Duty("results", ran.append, every=60)], interval=1, lease_ttl=10,
+        clock=lambda: clock[0],
+    )  # fmt: skip
+    for step in (0, 1, 30, 61, 62):
+        clock[0] = NOW + step
+        runner.run_once()
+    assert ran == [NOW, NOW + 61]

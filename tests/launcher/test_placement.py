@@ -1,0 +1,125 @@
+"""Placement decisions, with a launcher that records instead of starting JVMs."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sparkgate.launcher.placement import Placement, needs_own_engine
+from sparkgate.settings import Settings
+from sparkgate.states import EngineKind, EngineState, SessionKind, SessionState
+from sparkgate.store import Store
+from sparkgate.store.records import EngineRecord
+from tests.conftest import NOW
+
+
+class RecordingLauncher:
+    def __init__(self) -> None:
+        self.launched: list[EngineRecord] = []
+
+    def launch(self, engine: EngineRecord) -> None:
+        self.launched.append(engine)
+
+
+class BrokenLauncher:
+    def launch(self, engine: EngineRecord) -> None:
+        raise OSError("no java here")
+
+
+@pytest.fixture
+def placement(store: Store) -> tuple[Placement, RecordingLauncher]:
+    launcher = RecordingLauncher()
+    settings = Settings(warm_engines=1, shared_engine_max_sessions=2)
+    return Placement(settings, store, launcher, "node-a", clock=lambda: NOW), launcher
+
+
+@pytest.mark.parametrize(
+    ("conf", "own"),
+    [
+        ({}, False),
+        ({"spark.sql.shuffle.partitions": "8", "spark.sql.ansi.enabled": "false"}, False),
+        ({"spark.sql.warehouse.dir": "/x"}, True),
+        ({"spark.executor.memory": "2g"}, True),
+        ({"spark.jars": "a.jar"}, True),
+    ],
+)
+def test_which_conf_needs_its_own_engine(conf: dict[str, str], own: bool) -> None:
+    assert needs_own_engine(conf) is own
+
+
+def test_interactive_sessions_share_an_engine_until_full(
+    store: Store, placement: tuple[Placement, RecordingLauncher], make_session: Any
+) -> None:
+    place, launcher = placement
+    sessions = [make_session(state=SessionState.NOT_STARTED) for _ in range(3)]
+    for session in sessions:
+        place.place(session)
+    engines = [store.sessions.get(s.id).engine_id for s in sessions]
+    assert engines[0] == engines[1] != engines[2]
+    assert [e.kind for e in launcher.launched] == [EngineKind.SHARED, EngineKind.SHARED]
+    assert all(store.sessions.get(s.id).state is SessionState.STARTING for s in sessions)
+
+
+def test_batch_takes_a_warm_engine_and_the_pool_refills(
+    store: Store, placement: tuple[Placement, RecordingLauncher], make_session: Any
+) -> None:
+    place, launcher = placement
+    place.keep_warm()
+    warm = launcher.launched[-1]
+    assert warm.kind is EngineKind.DEDICATED and warm.session_id is None
+    batch = make_session(state=SessionState.NOT_STARTED, kind=SessionKind.BATCH)
+    place.place(batch)
+    assert store.sessions.get(batch.id).engine_id == warm.id
+    assert store.engines.get(warm.id).session_id == batch.id
+    assert len(launcher.launched) == 2 and launcher.launched[-1].session_id is None  # refilled
+
+
+def test_static_conf_gets_a_fresh_dedicated_engine(
+    store: Store, placement: tuple[Placement, RecordingLauncher]
+) -> None:
+    place, launcher = placement
+    place.keep_warm()
+    session = store.sessions.add(
+        SessionKind.INTERACTIVE, now=NOW, conf={"spark.executor.memory": "2g"}
+    )
+    place.place(session)
+    engine = launcher.launched[-1]
+    assert engine.kind is EngineKind.DEDICATED and engine.session_id == session.id
+    assert engine.conf == {"spark.executor.memory": "2g"}
+    assert store.engines.warm_count() == 1  # the warm one was not used
+
+
+def test_placing_twice_is_harmless(
+    store: Store, placement: tuple[Placement, RecordingLauncher], make_session: Any
+) -> None:
+    place, launcher = placement
+    session = make_session(state=SessionState.NOT_STARTED, kind=SessionKind.BATCH)
+    place.place(session)
+    place.place(session)  # a stale copy: the second attempt changes nothing
+    assert len(launcher.launched) == 1
+
+
+def test_session_killed_while_its_engine_launches_stops_the_engine(
+    store: Store, make_session: Any
+) -> None:
+    session = make_session(state=SessionState.NOT_STARTED, kind=SessionKind.BATCH)
+
+    class KillingLauncher(RecordingLauncher):
+        def launch(self, engine: EngineRecord) -> None:
+            super().launch(engine)
+            store.transitions.session(session.id, SessionState.KILLED, now=NOW)
+
+    launcher = KillingLauncher()
+    Placement(Settings(), store, launcher, "node-a", clock=lambda: NOW).place(session)
+    assert store.sessions.get(session.id).engine_id is None
+    assert store.engines.get(launcher.launched[0].id).state is EngineState.STOPPING
+
+
+def test_launch_failure_marks_the_engine_failed(store: Store, make_session: Any) -> None:
+    place = Placement(Settings(), store, BrokenLauncher(), "node-a", clock=lambda: NOW)
+    with pytest.raises(OSError, match="no java"):
+        place.place(make_session(state=SessionState.NOT_STARTED))
+    [engine] = store.engines.list_all()
+    assert engine.state is EngineState.FAILED and engine.error
+    assert engine.error["code"] == "ENGINE_LAUNCH_FAILED"
