@@ -1,0 +1,108 @@
+"""The one place errors become HTTP responses.
+
+Native routes answer ``{"error": {"code", "message", ...}}``; other API styles (Livy) register
+their own body shape for their path prefixes.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from sparkgate.errors import (
+    ConfigurationError,
+    Conflict,
+    InvalidRequest,
+    NotFound,
+    SparkgateError,
+)
+
+log = logging.getLogger("sparkgate.api")
+
+ErrorBody = Callable[[int, dict[str, Any]], dict[str, Any]]
+
+# (path prefix, body shape, status remapping); the first match wins, the native shape is the
+# fallback.
+_BODIES: list[tuple[str, ErrorBody, Mapping[int, int]]] = []
+
+
+def native_body(_status: int, error: dict[str, Any]) -> dict[str, Any]:
+    return {"error": error}
+
+
+def register_error_body(
+    prefix: str, body: ErrorBody, *, statuses: Mapping[int, int] | None = None
+) -> None:
+    """Shape the error answers of paths under ``prefix``; ``statuses`` remaps HTTP statuses
+    (Livy answers 400 where the native API says 409 or 422). Registering again is harmless.
+
+    register_error_body("/batches", lambda status, error: {"msg": error["message"]})
+    """
+    if any(p == prefix and b is body for p, b, _ in _BODIES):
+        return
+    _BODIES.append((prefix, body, dict(statuses or {})))
+
+
+def status_of(exc: SparkgateError) -> int:
+    if isinstance(exc, NotFound):
+        return 404
+    if isinstance(exc, Conflict):
+        return 409
+    if isinstance(exc, InvalidRequest):
+        return 422
+    if isinstance(exc, ConfigurationError):
+        return 503
+    return 500
+
+
+def error_response(request: Request, status: int, error: dict[str, Any]) -> JSONResponse:
+    path = request.url.path
+    for prefix, body, statuses in _BODIES:
+        if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+            status = statuses.get(status, status)
+            return JSONResponse(body(status, error), status_code=status)
+    return JSONResponse(native_body(status, error), status_code=status)
+
+
+def _describe_validation(exc: RequestValidationError) -> dict[str, Any]:
+    fields = []
+    for problem in exc.errors():
+        location = ".".join(str(part) for part in problem.get("loc", ()) if part != "body")
+        fields.append({"field": location or "body", "message": problem.get("msg", "invalid")})
+    if any(problem.get("type") == "json_invalid" for problem in exc.errors()):
+        detail = exc.errors()[0].get("ctx", {}).get("error", "")
+        message = f"The request body is not valid JSON{': ' + str(detail) if detail else ''}."
+    else:
+        message = "; ".join(f"{f['field']}: {f['message']}" for f in fields)
+    return {"code": "INVALID_REQUEST", "message": message, "fields": fields}
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(SparkgateError)
+    async def _sparkgate(request: Request, exc: SparkgateError) -> JSONResponse:
+        return error_response(request, status_of(exc), exc.to_dict())
+
+    @app.exception_handler(RequestValidationError)
+    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+        return error_response(request, 422, _describe_validation(exc))
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "HTTP_ERROR")
+        message = str(exc.detail)
+        if exc.status_code == 404:
+            message = f"No route {request.method} {request.url.path}."
+        return error_response(request, exc.status_code, {"code": code, "message": message})
+
+    @app.exception_handler(Exception)
+    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+        log.exception("unhandled error on %s %s", request.method, request.url.path)
+        return error_response(
+            request, 500, {"code": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}
+        )

@@ -1,0 +1,26 @@
+"""Liveness and readiness."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import sqlalchemy as sa
+from fastapi import APIRouter
+
+from sparkgate import __version__
+from sparkgate.api.deps import NodeDep
+
+router = APIRouter()
+
+
+@router.get("/healthz")
+def healthz(node: NodeDep) -> dict[str, Any]:
+    """``{"status": "ok", ...}`` when this node can read its store."""
+    with node.store.db.read() as conn:
+        conn.execute(sa.text("SELECT 1"))
+    return {
+        "status": "ok",
+        "version": __version__,
+        "node": node.node_id,
+        "store": node.store.db.dialect,
+    }

@@ -1,0 +1,184 @@
+"""Deploys and jobs: ``/v1/deployments``, ``/v1/jobs``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparkgate.api.deps import NodeDep
+from sparkgate.api.views import (
+    decision_view,
+    deployment_view,
+    job_run_view,
+    job_version_view,
+    job_view,
+    stream_job_view,
+)
+from sparkgate.errors import JobRunNotFound
+from sparkgate.jobs.files import SourceFile
+from sparkgate.node import ServerNode
+from sparkgate.store.records import JobRecord
+
+router = APIRouter(tags=["jobs"])
+
+_MAX_WAIT = 600.0
+
+
+class FileBody(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    path: str = Field(min_length=1, description="the file's name, as errors will show it")
+    content: str
+
+    def source(self) -> SourceFile:
+        return SourceFile(self.path, self.content)
+
+
+class DeploymentCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    manifests: list[FileBody] = Field(min_length=1)
+    template: FileBody | None = None
+    definitions: list[FileBody] = Field(default_factory=list)
+    prune: bool = False
+    plan_only: bool = False
+    wait: float = Field(
+        default=0.0, ge=0, le=_MAX_WAIT, description="seconds to wait for a deploy under way"
+    )
+
+
+@router.post("/v1/deployments", status_code=202)
+def create_deployment(body: DeploymentCreate, node: NodeDep) -> JSONResponse:
+    """Deploy jobs: ``{"manifests": [{"path": "clicks.yaml", "content": "name: clicks..."}],
+    "template": {...}, "definitions": [...], "prune": false, "plan_only": false, "wait": 30}``.
+
+    Everything is checked first: any problem and the answer is 422, listing every problem with
+    its file, field and line, and nothing changes. Otherwise 202 with the plan (each job's
+    action and reason); the deployment runs on, ``GET /v1/deployments/{id}`` shows each job's
+    outcome. ``plan_only``: 200 with the plan, nothing changes. A deploy under way: waits up to
+    ``wait`` seconds, then 409 ``DEPLOY_IN_PROGRESS`` naming it.
+    """
+    submitted = node.deployer.submit(
+        [m.source() for m in body.manifests],
+        body.template.source() if body.template is not None else None,
+        [d.source() for d in body.definitions],
+        prune=body.prune,
+        plan_only=body.plan_only,
+        wait=body.wait,
+    )
+    deployment = submitted.deployment
+    view = deployment_view(deployment, node.store.deployments.decisions(deployment.id))
+    return JSONResponse(view, status_code=200 if body.plan_only else 202)
+
+
+@router.get("/v1/deployments")
+def list_deployments(
+    node: NodeDep,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+) -> dict[str, Any]:
+    """Deployments, newest first, each with its decisions."""
+    page = node.store.deployments.list_page(offset=offset, limit=limit)
+    return {
+        "deployments": [
+            deployment_view(d, node.store.deployments.decisions(d.id)) for d in page.items
+        ],
+        "total": page.total,
+        "offset": page.offset,
+        "limit": page.limit,
+    }
+
+
+@router.get("/v1/deployments/{deployment_id}")
+def get_deployment(deployment_id: int, node: NodeDep) -> dict[str, Any]:
+    """A deployment: its state, and for each job the action, reason and outcome."""
+    deployment = node.store.deployments.get(deployment_id)
+    return deployment_view(deployment, node.store.deployments.decisions(deployment.id))
+
+
+@router.get("/v1/jobs")
+def list_jobs(node: NodeDep, removed: bool = False) -> dict[str, Any]:
+    """Deployed jobs by name (``?removed=true``: pruned ones too)."""
+    return {"jobs": [_job(node, job) for job in node.store.jobs.all(removed=removed)]}
+
+
+@router.get("/v1/jobs/{name}")
+def get_job(name: str, node: NodeDep) -> dict[str, Any]:
+    """A job: its current version and manifest, what it runs, its stream job (streaming) or
+    recent runs (batch), and the latest deploy decisions about it."""
+    job = node.store.jobs.get(name)
+    view = _job(node, job)
+    stream = None if job.batch else node.store.stream_jobs.find(name)
+    view["manifest"] = job.manifest
+    view["steps"] = job.steps
+    view["stream"] = stream_job_view(stream) if stream is not None else None
+    if stream is not None:
+        view["stream"]["queries"] = [
+            {
+                "name": q.name,
+                "state": q.state.value,
+                "restarts": q.restarts,
+                "checkpoint": q.checkpoint,
+                "last_error": q.error,
+            }
+            for q in node.store.stream_queries.of_job(stream.id)
+        ]
+    view["runs"] = [job_run_view(r) for r in node.store.job_runs.of_job(name, limit=10)]
+    view["decisions"] = [
+        decision_view(d) for d in node.store.deployments.decisions_of_job(name, limit=10)
+    ]
+    return view
+
+
+@router.get("/v1/jobs/{name}/history")
+def job_history(
+    name: str, node: NodeDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+) -> dict[str, Any]:
+    """Every version of a job (newest first) and every deploy decision about it."""
+    node.store.jobs.get(name)
+    return {
+        "name": name,
+        "versions": [job_version_view(v) for v in node.store.jobs.versions(name)],
+        "decisions": [
+            decision_view(d) for d in node.store.deployments.decisions_of_job(name, limit=limit)
+        ],
+    }
+
+
+@router.post("/v1/jobs/{name}/runs", status_code=202)
+def run_job(name: str, node: NodeDep) -> dict[str, Any]:
+    """Run a batch job: its sources, then an atomic replace of its target table. 202 with the
+    run (``running``); ``GET /v1/jobs/{name}/runs/{id}`` says how it ended."""
+    return job_run_view(node.job_runner.start(name))
+
+
+@router.get("/v1/jobs/{name}/runs")
+def list_runs(
+    name: str, node: NodeDep, limit: Annotated[int, Query(ge=1, le=1000)] = 20
+) -> dict[str, Any]:
+    node.store.jobs.get(name)
+    return {"runs": [job_run_view(r) for r in node.store.job_runs.of_job(name, limit=limit)]}
+
+
+@router.get("/v1/jobs/{name}/runs/{run_id}")
+def get_run(name: str, run_id: int, node: NodeDep) -> dict[str, Any]:
+    run = node.store.job_runs.get(run_id)
+    if run.job != name:
+        raise JobRunNotFound(run_id)  # another job's run: as unknown as any
+    return job_run_view(run)
+
+
+@router.post("/v1/jobs/{name}/runs/{run_id}/cancel", status_code=202)
+def cancel_run(name: str, run_id: int, node: NodeDep) -> dict[str, Any]:
+    """Stop a run: its session is killed; a write under way is aborted (nothing shows)."""
+    get_run(name, run_id, node)
+    return job_run_view(node.job_runner.cancel(run_id))
+
+
+def _job(node: ServerNode, job: JobRecord) -> dict[str, Any]:
+    stream = None if job.batch else node.store.stream_jobs.find(job.name)
+    runs = node.store.job_runs.of_job(job.name, limit=1) if job.batch else []
+    return job_view(job, stream, runs[0] if runs else None)

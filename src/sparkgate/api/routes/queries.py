@@ -1,0 +1,101 @@
+"""Native queries: ``/v1/queries``."""
+
+from __future__ import annotations
+
+import asyncio
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparkgate import results
+from sparkgate.api.deps import NodeDep, WatcherDep
+from sparkgate.api.views import query_view
+from sparkgate.errors import InvalidRequest, ResultGone, ResultNotReady
+from sparkgate.states import TERMINAL_STATEMENT_STATES, StatementState
+
+router = APIRouter(prefix="/v1/queries", tags=["queries"])
+
+
+class QuerySubmit(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: str = Field(min_length=1)
+    session_id: int | None = None
+
+
+@router.post("", status_code=201)
+def submit_query(body: QuerySubmit, node: NodeDep) -> dict[str, Any]:
+    """Queue a query: ``{"query": "SELECT 1", "session_id": 3}``; without a session it runs
+    as a one-query batch."""
+    if not body.query.strip():
+        raise InvalidRequest("query: the query is empty.", field="query")
+    statement = node.gateway.submit(body.query, session_id=body.session_id)
+    return {"id": statement.id, "session_id": statement.session_id, "state": statement.state.value}
+
+
+@router.get("")
+def list_queries(
+    node: NodeDep,
+    session_id: int | None = None,
+    state: Annotated[list[StatementState] | None, Query()] = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> dict[str, Any]:
+    """Queries, newest first: ``?session_id=3&state=running``."""
+    page = node.store.statements.list_page(
+        session_id=session_id, states=state, offset=offset, limit=limit, newest_first=True
+    )
+    return {
+        "queries": [query_view(s) for s in page.items],
+        "total": page.total,
+        "offset": page.offset,
+        "limit": page.limit,
+    }
+
+
+@router.get("/{query_id}")
+async def get_query(
+    query_id: int,
+    node: NodeDep,
+    watcher: WatcherDep,
+    wait: Annotated[float, Query(ge=0)] = 0,
+) -> dict[str, Any]:
+    """The query's state; ``?wait=30`` holds the answer until it is final or 30 s pass."""
+    statement = await asyncio.to_thread(node.store.statements.get, query_id)
+    if wait > 0 and statement.state not in TERMINAL_STATEMENT_STATES:
+        await watcher.wait(query_id, min(wait, node.settings.long_poll_max))
+        statement = await asyncio.to_thread(node.store.statements.get, query_id)
+    return query_view(statement)
+
+
+@router.get("/{query_id}/result")
+def get_result(
+    query_id: int,
+    node: NodeDep,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int | None, Query(ge=0)] = None,
+) -> dict[str, Any]:
+    """A page of the result: ``?offset=0&limit=1000`` -> ``{"schema", "rows", "total"}``."""
+    statement = node.store.statements.get(query_id)
+    if statement.state is not StatementState.SUCCESS or statement.result is None:
+        raise ResultNotReady(query_id, statement.state.value)
+    page_limit = min(limit if limit is not None else 1000, node.settings.result_page_max)
+    path = statement.result["path"]
+    try:
+        rows, total = results.read_page(path, offset, page_limit)
+    except FileNotFoundError as exc:
+        raise ResultGone(query_id, path) from exc
+    return {
+        "schema": statement.result.get("schema", []),
+        "rows": rows,
+        "offset": offset,
+        "limit": page_limit,
+        "total": total,
+    }
+
+
+@router.post("/{query_id}/cancel", status_code=202)
+def cancel_query(query_id: int, node: NodeDep) -> dict[str, Any]:
+    """Cancel: a waiting query at once, a running one as soon as its engine interrupts it."""
+    return query_view(node.gateway.cancel(query_id))

@@ -1,0 +1,71 @@
+"""Native sessions: ``/v1/sessions``."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from sparkgate.api.deps import NodeDep
+from sparkgate.api.views import session_view
+from sparkgate.states import SessionKind, SessionState
+
+router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
+
+
+class SessionCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    kind: Literal["interactive", "batch"] = "interactive"
+    name: str | None = Field(default=None, max_length=255)
+    conf: dict[str, str] = Field(default_factory=dict)
+
+    @field_validator("conf", mode="before")
+    @classmethod
+    def _stringify(cls, value: Any) -> Any:
+        # {"spark.sql.shuffle.partitions": 4} means what it says; Spark wants strings.
+        if isinstance(value, dict):
+            return {
+                k: (str(v).lower() if isinstance(v, bool) else str(v))
+                if isinstance(v, (int, float, bool))
+                else v
+                for k, v in value.items()
+            }
+        return value
+
+
+@router.post("", status_code=201)
+def create_session(body: SessionCreate, node: NodeDep) -> dict[str, Any]:
+    """Start a session: ``{"kind": "interactive", "conf": {"spark.sql.ansi.enabled": "false"}}``."""
+    session, _ = node.gateway.create_session(SessionKind(body.kind), name=body.name, conf=body.conf)
+    return session_view(session)
+
+
+@router.get("")
+def list_sessions(
+    node: NodeDep,
+    state: Annotated[list[SessionState] | None, Query()] = None,
+    kind: Annotated[list[SessionKind] | None, Query()] = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> dict[str, Any]:
+    """Sessions, oldest first: ``?state=idle&state=busy&offset=0&limit=100``."""
+    page = node.store.sessions.list_page(states=state, kinds=kind, offset=offset, limit=limit)
+    return {
+        "sessions": [session_view(s) for s in page.items],
+        "total": page.total,
+        "offset": page.offset,
+        "limit": page.limit,
+    }
+
+
+@router.get("/{session_id}")
+def get_session(session_id: int, node: NodeDep) -> dict[str, Any]:
+    return session_view(node.store.sessions.get(session_id))
+
+
+@router.delete("/{session_id}")
+def kill_session(session_id: int, node: NodeDep) -> dict[str, Any]:
+    """End the session (``killed``); its running statement is cancelled."""
+    return session_view(node.gateway.kill_session(session_id))

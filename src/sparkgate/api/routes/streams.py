@@ -1,0 +1,120 @@
+"""Stream jobs: ``/v1/streams``; and the streaming queries of a session."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparkgate.api.deps import NodeDep
+from sparkgate.api.views import stream_job_view, stream_query_view, stream_restart_view
+from sparkgate.node import ServerNode
+from sparkgate.states import StreamJobState
+from sparkgate.store.records import StreamJobRecord
+
+router = APIRouter(tags=["streams"])
+
+_RECENT = 20  # progress samples and restarts shown per query
+
+
+class StreamCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=128)
+    sql: str = Field(min_length=1)
+    conf: dict[str, str] = Field(default_factory=dict)
+    checkpoint_root: str | None = None
+
+
+@router.post("/v1/streams", status_code=201)
+def create_stream(body: StreamCreate, node: NodeDep) -> dict[str, Any]:
+    """Create a stream job and keep it running: ``{"name": "clicks", "sql": "CREATE STREAM r
+    USING rate; SAVE STREAM r TO parquet OPTIONS ('path'='/data/clicks')"}``."""
+    job = node.streams.create(
+        body.name, body.sql, conf=body.conf, checkpoint_root=body.checkpoint_root
+    )
+    return _detail(node, job)
+
+
+@router.get("/v1/streams")
+def list_streams(
+    node: NodeDep,
+    state: Annotated[list[StreamJobState] | None, Query()] = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> dict[str, Any]:
+    """Stream jobs by name, each with its queries' states: ``?state=running``."""
+    page = node.store.stream_jobs.list_page(states=state, offset=offset, limit=limit)
+    streams = []
+    for job in page.items:
+        view = stream_job_view(job)
+        view["queries"] = [
+            {"name": q.name, "state": q.state.value, "restarts": q.restarts}
+            for q in node.store.stream_queries.of_job(job.id)
+        ]
+        streams.append(view)
+    return {"streams": streams, "total": page.total, "offset": page.offset, "limit": page.limit}
+
+
+@router.get("/v1/streams/{name}")
+def get_stream(name: str, node: NodeDep) -> dict[str, Any]:
+    """A stream job: state, restarts, next restart, last error, and each query with its recent
+    progress and restarts. Read from the store only: Spark is never asked."""
+    return _detail(node, node.store.stream_jobs.get(name))
+
+
+@router.post("/v1/streams/{name}/stop", status_code=202)
+def stop_stream(name: str, node: NodeDep) -> dict[str, Any]:
+    """Stop at a micro-batch boundary (``stopping``, then ``stopped``); checkpoints stay
+    consistent, and ``start`` resumes from them."""
+    return _detail(node, node.streams.stop(name))
+
+
+@router.post("/v1/streams/{name}/start", status_code=202)
+def start_stream(name: str, node: NodeDep) -> dict[str, Any]:
+    """Start a stopped or failed job again; its queries resume from their checkpoints."""
+    return _detail(node, node.streams.start(name))
+
+
+@router.delete("/v1/streams/{name}")
+def delete_stream(name: str, node: NodeDep, keep_checkpoints: bool = False) -> dict[str, Any]:
+    """Delete a stopped or failed job (409 while it runs), and its checkpoints unless
+    ``?keep_checkpoints=true``."""
+    job = node.streams.delete(name, keep_checkpoints=keep_checkpoints)
+    return {**stream_job_view(job), "deleted": True}
+
+
+@router.get("/v1/sessions/{session_id}/streams")
+def session_streams(session_id: int, node: NodeDep) -> dict[str, Any]:
+    """The streaming queries started by SAVE STREAM in a session."""
+    node.store.sessions.get(session_id)
+    queries = node.store.stream_queries.of_session(session_id)
+    return {
+        "queries": [
+            stream_query_view(
+                q,
+                progress=node.store.stream_queries.progress(q.id, limit=_RECENT),
+                restarts=node.store.stream_queries.restarts(query_id=q.id, limit=_RECENT),
+            )
+            for q in queries
+            if q.job_id is None
+        ]
+    }
+
+
+def _detail(node: ServerNode, job: StreamJobRecord) -> dict[str, Any]:
+    queries = node.store.stream_queries
+    view = stream_job_view(job)
+    view["queries"] = [
+        stream_query_view(
+            q,
+            progress=queries.progress(q.id, limit=_RECENT),
+            restarts=queries.restarts(query_id=q.id, limit=_RECENT),
+        )
+        for q in queries.of_job(job.id)
+    ]
+    view["recent_restarts"] = [
+        stream_restart_view(r) for r in queries.restarts(job_id=job.id, limit=_RECENT)
+    ]
+    return view

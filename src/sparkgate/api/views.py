@@ -1,0 +1,270 @@
+"""How records look in the native API's JSON."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+from typing import Any
+
+from sparkgate.store.records import (
+    DeploymentRecord,
+    EngineRecord,
+    JobDecisionRecord,
+    JobRecord,
+    JobRunRecord,
+    JobVersionRecord,
+    SessionRecord,
+    StatementRecord,
+    StreamJobRecord,
+    StreamProgressRecord,
+    StreamQueryRecord,
+    StreamRestartRecord,
+)
+
+
+def iso(ts: float | None) -> str | None:
+    if ts is None:
+        return None
+    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def session_view(session: SessionRecord) -> dict[str, Any]:
+    return {
+        "id": session.id,
+        "kind": session.kind.value,
+        "name": session.name,
+        "state": session.state.value,
+        "conf": session.conf,
+        "engine_id": session.engine_id,
+        "statement_count": session.statement_count,
+        "created_at": iso(session.created_at),
+        "started_at": iso(session.started_at),
+        "finished_at": iso(session.finished_at),
+        "last_activity_at": iso(session.last_activity_at),
+        "error": session.error,
+    }
+
+
+def query_view(statement: StatementRecord) -> dict[str, Any]:
+    result = None
+    if statement.result is not None:
+        result = {
+            "schema": statement.result.get("schema", []),
+            "row_count": statement.result.get("row_count", 0),
+        }
+    return {
+        "id": statement.id,
+        "session_id": statement.session_id,
+        "query": statement.code,
+        "kind": statement.kind.value,
+        "state": statement.state.value,
+        "progress": statement.progress,
+        "created_at": iso(statement.created_at),
+        "started_at": iso(statement.started_at),
+        "finished_at": iso(statement.finished_at),
+        "error": statement.error,
+        "result": result,
+        # What the statement printed (a pyspark statement's {"data": ...}, a batch file's
+        # log) and how sparkgate ran it (e.g. "ctas": {"path": ...}); None when neither.
+        "output": statement.output,
+    }
+
+
+def engine_view(engine: EngineRecord) -> dict[str, Any]:
+    return {
+        "id": engine.id,
+        "kind": engine.kind.value,
+        "state": engine.state.value,
+        "session_id": engine.session_id,
+        "host": engine.host,
+        "pid": engine.pid,
+        "app_id": engine.app_id,
+        "log_path": engine.log_path,
+        "created_at": iso(engine.created_at),
+        "started_at": iso(engine.started_at),
+        "heartbeat_at": iso(engine.heartbeat_at),
+        "finished_at": iso(engine.finished_at),
+        "error": engine.error,
+    }
+
+
+def stream_restart_view(restart: StreamRestartRecord) -> dict[str, Any]:
+    return {
+        "attempt": restart.attempt,
+        "failed_at": iso(restart.failed_at),
+        "delay": restart.delay,
+        "restart_at": iso(restart.restart_at),
+        "restarted_at": iso(restart.restarted_at),
+        "error": restart.error,
+    }
+
+
+def stream_progress_view(progress: StreamProgressRecord) -> dict[str, Any]:
+    return {
+        "batch_id": progress.batch_id,
+        "at": iso(progress.at),
+        "input_rows": progress.input_rows,
+        "input_rows_per_second": progress.input_rows_per_second,
+        "processed_rows_per_second": progress.processed_rows_per_second,
+        "batch_duration_ms": progress.batch_duration_ms,
+        "watermark": progress.watermark,
+        "state_rows": progress.state_rows,
+    }
+
+
+def stream_query_view(
+    query: StreamQueryRecord,
+    *,
+    progress: list[StreamProgressRecord] | None = None,
+    restarts: list[StreamRestartRecord] | None = None,
+) -> dict[str, Any]:
+    spec = query.spec
+    trigger = spec.get("trigger")
+    view: dict[str, Any] = {
+        "id": query.id,
+        "name": query.name,
+        "state": query.state.value,
+        "job_id": query.job_id,
+        "session_id": query.session_id,
+        "statement_id": query.statement_id,
+        "engine_id": query.engine_id,
+        "source": spec.get("view"),
+        "sink": spec.get("table") or spec.get("format"),
+        "output_mode": spec.get("output_mode"),
+        "trigger": trigger["text"] if trigger else None,
+        "checkpoint": query.checkpoint,
+        "spark_id": query.spark_id,
+        "run_id": query.run_id,
+        "restarts": query.restarts,
+        "failures": query.failures,
+        "next_restart_at": iso(query.next_restart_at),
+        "last_error": query.error,
+        "last_progress": _progress_summary(query.last_progress),
+        "progress_at": iso(query.progress_at),
+        "created_at": iso(query.created_at),
+        "started_at": iso(query.started_at),
+        "run_started_at": iso(query.run_started_at),
+        "finished_at": iso(query.finished_at),
+        "retry": spec.get("retry"),
+    }
+    if progress is not None:
+        view["recent_progress"] = [stream_progress_view(p) for p in progress]
+    if restarts is not None:
+        view["recent_restarts"] = [stream_restart_view(r) for r in restarts]
+    return view
+
+
+def _progress_summary(progress: dict[str, Any] | None) -> dict[str, Any] | None:
+    if progress is None:
+        return None
+    return {**progress, "at": iso(progress.get("at"))}
+
+
+def stream_job_view(job: StreamJobRecord) -> dict[str, Any]:
+    return {
+        "id": job.id,
+        "name": job.name,
+        "state": job.state.value,
+        "revision": job.revision,
+        "sql": job.sql,
+        "steps": job.steps,
+        "conf": job.conf,
+        "checkpoint_root": job.checkpoint_root,
+        "session_id": job.session_id,
+        "restarts": job.restarts,
+        "failures": job.failures,
+        "next_restart_at": iso(job.next_restart_at),
+        "last_error": job.error,
+        "created_at": iso(job.created_at),
+        "started_at": iso(job.started_at),
+        "running_since": iso(job.running_since),
+        "finished_at": iso(job.finished_at),
+    }
+
+
+# -- jobs and deploys ---------------------------------------------------------------------
+
+
+def decision_view(decision: JobDecisionRecord) -> dict[str, Any]:
+    return {
+        "deployment_id": decision.deployment_id,
+        "job": decision.job,
+        "from_version": decision.from_version,
+        "to_version": decision.to_version,
+        "action": decision.action,
+        "reason": decision.reason,
+        "outcome": decision.outcome,
+        "note": decision.note,
+        "error": decision.error,
+        "started_at": iso(decision.started_at),
+        "finished_at": iso(decision.finished_at),
+    }
+
+
+def deployment_view(
+    deployment: DeploymentRecord, decisions: list[JobDecisionRecord]
+) -> dict[str, Any]:
+    return {
+        "id": deployment.id,
+        "state": deployment.state.value,
+        "plan_only": deployment.plan_only,
+        "prune": deployment.prune,
+        "node_id": deployment.node_id,
+        "files": deployment.files,
+        "error": deployment.error,
+        "created_at": iso(deployment.created_at),
+        "finished_at": iso(deployment.finished_at),
+        "decisions": [decision_view(d) for d in decisions],
+    }
+
+
+def job_view(
+    job: JobRecord, stream: StreamJobRecord | None, last_run: JobRunRecord | None
+) -> dict[str, Any]:
+    """A job; ``state``: removed, its stream job's state (a streaming job; ``missing`` if the
+    stream job was deleted by hand), or ``batch`` (``last_run`` says how its last run went)."""
+    if job.removed:
+        state = "removed"
+    elif job.batch:
+        state = "batch"
+    else:
+        state = stream.state.value if stream is not None else "missing"
+    return {
+        "name": job.name,
+        "mode": job.mode,
+        "state": state,
+        "version": job.version,
+        "query_id": job.query_id,
+        "query_created_at": iso(job.query_created_at),
+        "started_before": job.started_before,
+        "description": job.manifest.get("description", ""),
+        "target_table": job.manifest.get("target-table"),
+        "last_error": stream.error if stream is not None else None,
+        "last_run": job_run_view(last_run) if last_run is not None else None,
+        "created_at": iso(job.created_at),
+        "updated_at": iso(job.updated_at),
+    }
+
+
+def job_version_view(version: JobVersionRecord) -> dict[str, Any]:
+    return {
+        "version": version.version,
+        "query_id": version.query_id,
+        "created_at": iso(version.created_at),
+        "manifest": version.manifest,
+    }
+
+
+def job_run_view(run: JobRunRecord) -> dict[str, Any]:
+    return {
+        "id": run.id,
+        "job": run.job,
+        "version": run.job_version,
+        "state": run.state.value,
+        "session_id": run.session_id,
+        "steps": len(run.steps),
+        "steps_submitted": run.step,
+        "query_id": run.statement_id,
+        "error": run.error,
+        "created_at": iso(run.created_at),
+        "finished_at": iso(run.finished_at),
+    }
