@@ -1,0 +1,27 @@
+"""A Livy-compatible REST API (``/sessions``, ``/batches``, ``/version``), served by the same
+server over the same sessions and statements as the native ``/v1`` API, so Livy clients
+(``livy``, sparkmagic, Airflow's Livy operator) work by changing a URL.
+
+    install(app)
+"""
+
+from __future__ import annotations
+
+from fastapi import FastAPI
+
+from sparkgate.api.errors import register_error_body
+from sparkgate.api.livy import batches, sessions, version
+from sparkgate.api.livy.common import livy_error_body
+
+PREFIXES = ("/sessions", "/batches", "/version")
+# Livy answers 400 to requests it refuses; the native API distinguishes 409 and 422.
+STATUSES = {409: 400, 422: 400}
+
+
+def install(app: FastAPI) -> None:
+    """Serve the Livy routes from ``app``, with Livy's error bodies (``{"msg": ...}``)."""
+    for prefix in PREFIXES:
+        register_error_body(prefix, livy_error_body, statuses=STATUSES)
+    app.include_router(version.router)
+    app.include_router(sessions.router)
+    app.include_router(batches.router)

@@ -1,0 +1,159 @@
+"""Livy's interactive sessions and their statements: ``/sessions``.
+
+    POST /sessions {"kind": "pyspark"}                        201, the session
+    POST /sessions/3/statements {"code": "spark.range(3).count()"}   201, statement 0
+    GET  /sessions/3/statements/0                             output once "available"
+    DELETE /sessions/3                                        {"msg": "deleted"}
+
+Statement ids are numbered per session from 0, as Livy does; the same statements are native
+queries (``/v1/queries``), and each Livy statement names its query id under ``sparkgate``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Response
+
+from sparkgate.api.deps import NodeDep
+from sparkgate.api.livy import common, views
+from sparkgate.api.livy.models import CreateSession, CreateStatement
+from sparkgate.api.livy.states import interactive_state, session_kind, statement_kind
+from sparkgate.gateway import QueryFinished
+from sparkgate.states import SessionKind
+
+router = APIRouter(prefix="/sessions", tags=["livy"], dependencies=[Depends(common.check_csrf)])
+
+From = Annotated[int | None, Query(alias="from", ge=0)]
+Size = Annotated[int | None, Query()]
+
+
+@router.get("")
+def list_sessions(node: NodeDep, start: From = None, size: Size = None) -> dict[str, Any]:
+    """Interactive sessions by id, ``?from=0&size=100``: the active ones and those ended in
+    the last ``livy_session_retention`` seconds (any session stays readable by its id)."""
+    first = start or 0
+    page = node.store.sessions.list_page(
+        kinds=[SessionKind.INTERACTIVE],
+        ended_since=time.time() - node.settings.livy_session_retention,
+        offset=first,
+        limit=100 if size is None or size < 0 else size,
+    )
+    return {
+        "from": first,
+        "total": page.total,
+        "sessions": common.sessions_json(node, page.items),
+    }
+
+
+@router.post("", status_code=201)
+def create_session(
+    body: CreateSession,
+    node: NodeDep,
+    response: Response,
+    do_as: Annotated[str | None, Query(alias="doAs")] = None,
+) -> dict[str, Any]:
+    """Start a session: ``{"kind": "pyspark" | "sql" | "shared", "conf": {...}, ...}``."""
+    kind = session_kind(body.kind)
+    session, _ = node.gateway.create_session(
+        SessionKind.INTERACTIVE,
+        name=body.name,
+        conf=body.spark_conf(),
+        proxy_user=do_as or body.proxyUser,
+        attributes={"livy": {**body.livy_attributes(), "kind": kind}},
+    )
+    response.headers["Location"] = f"/sessions/{session.id}"
+    return common.session_json(node, session)
+
+
+@router.get("/{session_id}")
+def get_session(session_id: int, node: NodeDep) -> dict[str, Any]:
+    return common.session_json(node, common.get_session(node, session_id, SessionKind.INTERACTIVE))
+
+
+@router.get("/{session_id}/state")
+def get_session_state(session_id: int, node: NodeDep) -> dict[str, Any]:
+    session = common.get_session(node, session_id, SessionKind.INTERACTIVE)
+    return {"id": session.id, "state": interactive_state(session.state)}
+
+
+@router.get("/{session_id}/log")
+def get_session_log(
+    session_id: int, node: NodeDep, start: From = None, size: Size = None
+) -> dict[str, Any]:
+    """``{"id", "from", "total", "log"}``: what happened to the session, from the store."""
+    session = common.get_session(node, session_id, SessionKind.INTERACTIVE)
+    engine = node.store.engines.find(session.engine_id) if session.engine_id else None
+    lines = views.session_log(session, engine)
+    first, page = views.log_page(lines, start, size)
+    return {"id": session.id, "from": first, "total": len(lines), "log": page}
+
+
+@router.delete("/{session_id}")
+def delete_session(session_id: int, node: NodeDep) -> dict[str, Any]:
+    """End the session (``killed``); its running statement is cancelled. Repeating is fine."""
+    common.get_session(node, session_id, SessionKind.INTERACTIVE)
+    node.gateway.kill_session(session_id)
+    return {"msg": "deleted"}
+
+
+# -- statements -----------------------------------------------------------------------------
+
+
+@router.get("/{session_id}/statements")
+def list_statements(
+    session_id: int, node: NodeDep, start: From = None, size: Size = None
+) -> dict[str, Any]:
+    """The session's statements in order: ``{"total_statements", "statements"}``."""
+    common.get_session(node, session_id, SessionKind.INTERACTIVE)
+    first = start or 0
+    page = node.store.statements.list_page(
+        session_id=session_id,
+        offset=first,
+        limit=1_000_000 if size is None or size < 0 else size,
+    )
+    return {
+        "total_statements": page.total,
+        "statements": [common.statement_json(node, s) for s in page.items],
+    }
+
+
+@router.post("/{session_id}/statements", status_code=201)
+def create_statement(
+    session_id: int, body: CreateStatement, node: NodeDep, response: Response
+) -> dict[str, Any]:
+    """Queue code: ``{"code": "...", "kind"?: "pyspark" | "python" | "sql"}``; without a kind
+    it runs as the session's kind."""
+    session = common.get_session(node, session_id, SessionKind.INTERACTIVE)
+    kind = statement_kind(body.kind, views.session_kind_of(session), session_id)
+    statement = node.gateway.submit(body.code, session_id=session_id, kind=kind)
+    response.headers["Location"] = f"/sessions/{session_id}/statements/{statement.seq}"
+    return common.statement_json(node, statement)
+
+
+def _statement(node: NodeDep, session_id: int, statement_id: int) -> Any:
+    common.get_session(node, session_id, SessionKind.INTERACTIVE)
+    statement = node.store.statements.find_by_seq(session_id, statement_id)
+    if statement is None:
+        raise common.LivyNotFound(
+            f"Statement {statement_id} of session {session_id} not found.",
+            session_id=session_id,
+            statement_id=statement_id,
+        )
+    return statement
+
+
+@router.get("/{session_id}/statements/{statement_id}")
+def get_statement(session_id: int, statement_id: int, node: NodeDep) -> dict[str, Any]:
+    return common.statement_json(node, _statement(node, session_id, statement_id))
+
+
+@router.post("/{session_id}/statements/{statement_id}/cancel")
+def cancel_statement(session_id: int, statement_id: int, node: NodeDep) -> dict[str, Any]:
+    """Cancel a waiting or running statement; a finished one stays as it is (as in Livy)."""
+    statement = _statement(node, session_id, statement_id)
+    with contextlib.suppress(QueryFinished):
+        node.gateway.cancel(statement.id)
+    return {"msg": "canceled"}
