@@ -1,0 +1,1 @@
+"""The ``sparkgate`` command line."""

@@ -1,0 +1,70 @@
+"""``sparkgate engines list|stop`` and ``sparkgate stop``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from sparkgate.cli.common import JsonOption, ServerOption, client, console, fail, print_json
+from sparkgate.client import DEFAULT_SERVER
+from sparkgate.errors import SparkgateError
+
+app = typer.Typer(help="Engines (Spark drivers): list, stop.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_engines(
+    server: ServerOption = DEFAULT_SERVER,
+    all_: Annotated[bool, typer.Option("--all", help="Include ended engines.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """The engines: kind, state, the session a dedicated one serves, process, heartbeat."""
+    with client(server) as sg:
+        engines = sg.engines(all=all_)["engines"]
+    if as_json:
+        print_json(engines)
+        return
+    table = Table(header_style="bold")
+    for name in ("id", "kind", "state", "session", "host", "pid", "heartbeat", "log"):
+        table.add_column(name)
+    for e in engines:
+        table.add_row(
+            str(e["id"]),
+            e["kind"],
+            e["state"],
+            str(e["session_id"] or ""),
+            e["host"] or "",
+            str(e["pid"] or ""),
+            e["heartbeat_at"] or "",
+            e["log_path"] or "",
+        )
+    console.print(table)
+
+
+@app.command("stop")
+def stop_engine(engine_id: int, server: ServerOption = DEFAULT_SERVER) -> None:
+    """Stop an engine gracefully (its running statements finish; its sessions end)."""
+    with client(server) as sg:
+        engine = sg.stop_engine(engine_id)
+    console.print(f"engine {engine_id}: {engine['state']}")
+
+
+def stop(
+    timeout: Annotated[float, typer.Option(help="Seconds to wait before killing engines.")] = 60,
+    force: Annotated[bool, typer.Option(help="Even if a server node seems to run.")] = False,
+) -> None:
+    """Stop the engines and the embedded metastore of this home ($SPARKGATE_HOME or
+    ./.sparkgate), which outlive the server on purpose. Stop the server first."""
+    from sparkgate.launcher.shutdown import stop_home
+    from sparkgate.settings import Settings
+
+    try:
+        report = stop_home(Settings(), timeout=timeout, force=force)
+    except SparkgateError as exc:
+        fail(str(exc))
+    console.print(
+        f"engines stopped: {len(report.stopped)}, killed: {len(report.terminated)}; "
+        f"metastore {'stopped' if report.metastore else 'was not running'}"
+    )

@@ -1,0 +1,73 @@
+"""``sparkgate queries list|show|cancel``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sparkgate.cli.common import JsonOption, ServerOption, client, console, print_json
+from sparkgate.cli.render import describe_error, output_text, queries_table
+from sparkgate.client import DEFAULT_SERVER
+
+app = typer.Typer(help="Queries: list, show, cancel.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_queries(
+    server: ServerOption = DEFAULT_SERVER,
+    session: Annotated[int | None, typer.Option(help="Only this session's queries.")] = None,
+    state: Annotated[list[str] | None, typer.Option(help="Only queries in this state.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
+    as_json: JsonOption = False,
+) -> None:
+    """The newest queries first."""
+    with client(server) as sg:
+        page = sg.queries(session_id=session, state=state, limit=limit)
+    if as_json:
+        print_json(page)
+    else:
+        console.print(queries_table(page["queries"]))
+
+
+@app.command("show")
+def show_query(
+    query_id: int, server: ServerOption = DEFAULT_SERVER, as_json: JsonOption = False
+) -> None:
+    """One query: state, times, error or result shape."""
+    with client(server) as sg:
+        query = sg.query(query_id)
+    if as_json:
+        print_json(query)
+        return
+    for key in (
+        "id",
+        "session_id",
+        "kind",
+        "state",
+        "progress",
+        "created_at",
+        "started_at",
+        "finished_at",
+    ):
+        console.print(f"[bold]{key}[/]: {query[key]}", highlight=False)
+    console.print(f"[bold]query[/]: {query['query']}", highlight=False)
+    if query["error"]:
+        console.print(f"[bold]error[/]: {describe_error(query['error'])}", highlight=False)
+    text = output_text(query.get("output"))
+    if text:
+        console.print("[bold]output[/]:", highlight=False)
+        console.print(text, markup=False, highlight=False)
+    if query["result"]:
+        columns = ", ".join(f"{c['name']} {c['type']}" for c in query["result"]["schema"])
+        console.print(
+            f"[bold]result[/]: {query['result']['row_count']} rows ({columns})", highlight=False
+        )
+
+
+@app.command("cancel")
+def cancel_query(query_id: int, server: ServerOption = DEFAULT_SERVER) -> None:
+    """Cancel a waiting or running query."""
+    with client(server) as sg:
+        query = sg.cancel(query_id)
+    console.print(f"query {query_id}: {query['state']}")

@@ -1,0 +1,64 @@
+"""``sparkgate sessions list|show|kill``."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sparkgate.cli.common import JsonOption, ServerOption, client, console, print_json
+from sparkgate.cli.render import describe_error, sessions_table
+from sparkgate.client import DEFAULT_SERVER
+
+app = typer.Typer(help="Sessions: list, show, kill.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_sessions(
+    server: ServerOption = DEFAULT_SERVER,
+    state: Annotated[list[str] | None, typer.Option(help="Only sessions in this state.")] = None,
+    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+    as_json: JsonOption = False,
+) -> None:
+    """Sessions, oldest first."""
+    with client(server) as sg:
+        page = sg.sessions(state=state, limit=limit)
+    if as_json:
+        print_json(page)
+    else:
+        console.print(sessions_table(page["sessions"]))
+
+
+@app.command("show")
+def show_session(
+    session_id: int, server: ServerOption = DEFAULT_SERVER, as_json: JsonOption = False
+) -> None:
+    """One session."""
+    with client(server) as sg:
+        session = sg.session(session_id)
+    if as_json:
+        print_json(session)
+        return
+    for key in (
+        "id",
+        "kind",
+        "name",
+        "state",
+        "engine_id",
+        "statement_count",
+        "created_at",
+        "finished_at",
+    ):
+        console.print(f"[bold]{key}[/]: {session[key]}", highlight=False)
+    if session["conf"]:
+        console.print(f"[bold]conf[/]: {session['conf']}", highlight=False)
+    if session["error"]:
+        console.print(f"[bold]error[/]: {describe_error(session['error'])}", highlight=False)
+
+
+@app.command("kill")
+def kill_session(session_id: int, server: ServerOption = DEFAULT_SERVER) -> None:
+    """End a session; its running query is cancelled."""
+    with client(server) as sg:
+        session = sg.kill_session(session_id)
+    console.print(f"session {session_id}: {session['state']}")

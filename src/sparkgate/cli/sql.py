@@ -1,0 +1,62 @@
+"""``sparkgate sql``: run one query and print its result."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sparkgate.cli.common import (
+    JsonOption,
+    ServerOption,
+    client,
+    console,
+    err_console,
+    fail,
+    print_json,
+)
+from sparkgate.cli.render import describe_error, result_table
+from sparkgate.client import DEFAULT_SERVER, FINAL_STATES
+
+
+def sql(
+    query: Annotated[str, typer.Argument(help="The SQL to run.")],
+    server: ServerOption = DEFAULT_SERVER,
+    session: Annotated[
+        int | None, typer.Option("--session", help="Run in this session (else as a batch).")
+    ] = None,
+    limit: Annotated[int, typer.Option(help="Print at most this many rows.")] = 1000,
+    as_json: JsonOption = False,
+) -> None:
+    """Submit a query, wait for it (showing its state), and print the result.
+
+    Example: sparkgate sql "SELECT id, id % 3 AS r FROM range(10)"
+    """
+    with client(server) as sg:
+        submitted = sg.submit(query, session_id=session)
+        query_id = submitted["id"]
+        current = submitted
+        try:
+            with err_console.status(f"query {query_id}: {current['state']}") as status:
+                while current["state"] not in FINAL_STATES:
+                    current = sg.query(query_id, wait=1)
+                    status.update(f"query {query_id}: {current['state']}")
+        except KeyboardInterrupt:
+            sg.cancel(query_id)
+            fail(f"query {query_id} cancelled", code=130)
+        if current["state"] != "success":
+            if as_json:
+                print_json(current)
+            fail(f"query {query_id} {current['state']}: {describe_error(current['error'])}")
+        page = sg.result(query_id, limit=limit)
+        if as_json:
+            print_json({"query": current, "schema": page["schema"], "rows": page["rows"]})
+            return
+        if page["schema"]:
+            console.print(result_table(page["schema"], page["rows"]))
+        shown = len(page["rows"])
+        total = page["total"]
+        more = f" (showing {shown})" if shown < total else ""
+        err_console.print(
+            f"[dim]{total} row{'s' if total != 1 else ''}{more} · query {query_id}[/]"
+        )

@@ -1,0 +1,306 @@
+"""A small Python client for sparkgate's native API.
+
+with Client("http://127.0.0.1:8998") as sg:
+    query = sg.submit("SELECT 1 AS one")
+    done = sg.wait(query["id"])
+    page = sg.result(query["id"])
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+DEFAULT_SERVER = "http://127.0.0.1:8998"
+FINAL_STATES = frozenset({"success", "failed", "cancelled"})
+
+
+class ClientError(Exception):
+    """An error answer from the server (or no answer at all)."""
+
+    def __init__(self, status: int, code: str, message: str, body: Any = None) -> None:
+        super().__init__(f"[{code}] {message}")
+        self.status = status
+        self.code = code
+        self.message = message
+        self.body = body
+
+
+class Client:
+    def __init__(self, server: str = DEFAULT_SERVER, *, timeout: float = 30.0) -> None:
+        self.server = server.rstrip("/")
+        self._http = httpx.Client(base_url=self.server, timeout=timeout)
+
+    def __enter__(self) -> Client:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def close(self) -> None:
+        self._http.close()
+
+    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+        try:
+            response = self._http.request(method, path, **kwargs)
+        except httpx.TransportError as exc:
+            raise ClientError(0, "UNREACHABLE", f"cannot reach {self.server}: {exc}") from exc
+        try:
+            body = response.json()
+        except ValueError:
+            body = None
+        if response.is_error:
+            error = body.get("error", {}) if isinstance(body, dict) else {}
+            raise ClientError(
+                response.status_code,
+                error.get("code", f"HTTP_{response.status_code}"),
+                error.get("message", response.text),
+                body,
+            )
+        return body
+
+    # sessions
+    def create_session(
+        self,
+        kind: str = "interactive",
+        *,
+        name: str | None = None,
+        conf: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"kind": kind, "conf": conf or {}}
+        if name is not None:
+            body["name"] = name
+        result: dict[str, Any] = self._call("POST", "/v1/sessions", json=body)
+        return result
+
+    def session(self, session_id: int) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/v1/sessions/{session_id}")
+        return result
+
+    def sessions(
+        self, *, state: list[str] | None = None, offset: int = 0, limit: int = 100
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        if state:
+            params["state"] = state
+        result: dict[str, Any] = self._call("GET", "/v1/sessions", params=params)
+        return result
+
+    def kill_session(self, session_id: int) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("DELETE", f"/v1/sessions/{session_id}")
+        return result
+
+    def wait_session(
+        self, session_id: int, states: set[str], timeout: float = 300
+    ) -> dict[str, Any]:
+        """Poll until the session is in one of ``states`` (sessions have no long poll)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            session = self.session(session_id)
+            if session["state"] in states or time.monotonic() > deadline:
+                return session
+            time.sleep(0.2)
+
+    # queries
+    def submit(self, query: str, *, session_id: int | None = None) -> dict[str, Any]:
+        body: dict[str, Any] = {"query": query}
+        if session_id is not None:
+            body["session_id"] = session_id
+        result: dict[str, Any] = self._call("POST", "/v1/queries", json=body)
+        return result
+
+    def query(self, query_id: int, *, wait: float = 0) -> dict[str, Any]:
+        params = {"wait": wait} if wait else {}
+        timeout = httpx.Timeout(self._http.timeout.read or 30.0) if not wait else wait + 30
+        result: dict[str, Any] = self._call(
+            "GET", f"/v1/queries/{query_id}", params=params, timeout=timeout
+        )
+        return result
+
+    def wait(self, query_id: int, timeout: float = 600, *, step: float = 30) -> dict[str, Any]:
+        """Long-poll until the query is final (or ``timeout`` passes); the query."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            query = self.query(query_id, wait=max(min(step, remaining), 0.001))
+            if query["state"] in FINAL_STATES or remaining <= 0:
+                return query
+
+    def queries(
+        self,
+        *,
+        session_id: int | None = None,
+        state: list[str] | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> dict[str, Any]:
+        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        if session_id is not None:
+            params["session_id"] = session_id
+        if state:
+            params["state"] = state
+        result: dict[str, Any] = self._call("GET", "/v1/queries", params=params)
+        return result
+
+    def result(self, query_id: int, *, offset: int = 0, limit: int = 1000) -> dict[str, Any]:
+        result: dict[str, Any] = self._call(
+            "GET", f"/v1/queries/{query_id}/result", params={"offset": offset, "limit": limit}
+        )
+        return result
+
+    def rows(self, query_id: int, *, page: int = 10_000) -> Iterator[list[Any]]:
+        """Every row of a result, fetched a page at a time."""
+        offset = 0
+        while True:
+            chunk = self.result(query_id, offset=offset, limit=page)
+            yield from chunk["rows"]
+            offset += len(chunk["rows"])
+            if not chunk["rows"] or offset >= chunk["total"]:
+                return
+
+    def cancel(self, query_id: int) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", f"/v1/queries/{query_id}/cancel")
+        return result
+
+    # stream jobs
+    def create_stream(
+        self,
+        name: str,
+        sql: str,
+        *,
+        conf: dict[str, str] | None = None,
+        checkpoint_root: str | None = None,
+    ) -> dict[str, Any]:
+        body: dict[str, Any] = {"name": name, "sql": sql, "conf": conf or {}}
+        if checkpoint_root is not None:
+            body["checkpoint_root"] = checkpoint_root
+        result: dict[str, Any] = self._call("POST", "/v1/streams", json=body)
+        return result
+
+    def streams(self, *, state: list[str] | None = None, limit: int = 100) -> dict[str, Any]:
+        params: dict[str, Any] = {"limit": limit}
+        if state:
+            params["state"] = state
+        result: dict[str, Any] = self._call("GET", "/v1/streams", params=params)
+        return result
+
+    def stream(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/v1/streams/{name}")
+        return result
+
+    def stop_stream(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", f"/v1/streams/{name}/stop")
+        return result
+
+    def start_stream(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", f"/v1/streams/{name}/start")
+        return result
+
+    def delete_stream(self, name: str, *, keep_checkpoints: bool = False) -> dict[str, Any]:
+        params = {"keep_checkpoints": "true"} if keep_checkpoints else {}
+        result: dict[str, Any] = self._call("DELETE", f"/v1/streams/{name}", params=params)
+        return result
+
+    def wait_stream(self, name: str, states: set[str], timeout: float = 300) -> dict[str, Any]:
+        """Poll until the stream job is in one of ``states`` (or ``timeout`` passes)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            job = self.stream(name)
+            if job["state"] in states or time.monotonic() > deadline:
+                return job
+            time.sleep(0.2)
+
+    def session_streams(self, session_id: int) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/v1/sessions/{session_id}/streams")
+        return result
+
+    # engines
+    def engines(self, *, all: bool = False) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", "/v1/engines", params={"all": all})
+        return result
+
+    def stop_engine(self, engine_id: int) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", f"/v1/engines/{engine_id}/stop")
+        return result
+
+    # deploys and jobs
+    def deploy(
+        self,
+        manifests: list[dict[str, str]],
+        *,
+        template: dict[str, str] | None = None,
+        definitions: list[dict[str, str]] | None = None,
+        prune: bool = False,
+        plan_only: bool = False,
+        wait: float = 0.0,
+    ) -> dict[str, Any]:
+        """Deploy manifests (``{"path", "content"}`` each); the deployment with its plan."""
+        body: dict[str, Any] = {
+            "manifests": manifests,
+            "template": template,
+            "definitions": definitions or [],
+            "prune": prune,
+            "plan_only": plan_only,
+            "wait": wait,
+        }
+        timeout = max(self._http.timeout.read or 30.0, wait + 30.0)
+        result: dict[str, Any] = self._call("POST", "/v1/deployments", json=body, timeout=timeout)
+        return result
+
+    def deployment(self, deployment_id: int) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/v1/deployments/{deployment_id}")
+        return result
+
+    def deployments(self, *, limit: int = 20) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", "/v1/deployments", params={"limit": limit})
+        return result
+
+    def wait_deployment(self, deployment_id: int, timeout: float = 600) -> dict[str, Any]:
+        """Poll until the deployment has ended (or ``timeout`` passes)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            deployment = self.deployment(deployment_id)
+            if deployment["state"] != "running" or time.monotonic() > deadline:
+                return deployment
+            time.sleep(0.3)
+
+    def jobs(self, *, removed: bool = False) -> dict[str, Any]:
+        params = {"removed": "true"} if removed else {}
+        result: dict[str, Any] = self._call("GET", "/v1/jobs", params=params)
+        return result
+
+    def job(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/v1/jobs/{name}")
+        return result
+
+    def job_history(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/v1/jobs/{name}/history")
+        return result
+
+    def run_job(self, name: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", f"/v1/jobs/{name}/runs")
+        return result
+
+    def job_run(self, name: str, run_id: int) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/v1/jobs/{name}/runs/{run_id}")
+        return result
+
+    def cancel_job_run(self, name: str, run_id: int) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", f"/v1/jobs/{name}/runs/{run_id}/cancel")
+        return result
+
+    def wait_job_run(self, name: str, run_id: int, timeout: float = 600) -> dict[str, Any]:
+        """Poll until the run has ended (or ``timeout`` passes)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            run = self.job_run(name, run_id)
+            if run["state"] != "running" or time.monotonic() > deadline:
+                return run
+            time.sleep(0.3)
+
+    def health(self) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", "/healthz")
+        return result

@@ -1,0 +1,180 @@
+"""Running real sparkgate servers for tests and benchmarks, and cleaning up after them.
+
+settings = local_test_settings(tmp_path / "home", metastore_uri=uri)
+server = ServerProcess(settings).start()
+...
+server.stop(); kill_engines(settings)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any, TypeVar
+
+import httpx
+
+from sparkgate.client import Client
+from sparkgate.settings import Settings
+from sparkgate.states import LIVE_ENGINE_STATES
+from sparkgate.store import Store
+
+T = TypeVar("T")
+
+# Spark on two cores, as the project's tests must run it.
+TEST_SPARK_CONF = {
+    "spark.ui.enabled": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.driver.memory": "768m",
+}
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+def eventually(
+    check: Callable[[], T | None], *, timeout: float = 60.0, interval: float = 0.1, what: str = ""
+) -> T:
+    """Poll ``check`` until it returns something truthy; fail with ``what`` after ``timeout``."""
+    deadline = time.monotonic() + timeout
+    last: T | None = None
+    while time.monotonic() < deadline:
+        last = check()
+        if last:
+            return last
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what or check} (last: {last!r})")
+
+
+def local_test_settings(home: Path, **overrides: Any) -> Settings:
+    """Settings for a test server: fast timeouts, Spark on two cores, no UI."""
+    values: dict[str, Any] = {
+        "home": home,
+        "port": free_port(),
+        "spark_master": "local[2]",
+        "spark_conf": TEST_SPARK_CONF,
+        "engine_heartbeat_interval": 1.0,
+        "engine_heartbeat_timeout": 8.0,
+        "engine_start_timeout": 240.0,
+        "duty_interval": 0.5,
+        "lease_ttl": 4.0,
+        "warm_engines": 1,
+        **overrides,
+    }
+    return Settings(**values)
+
+
+def env_for(settings: Settings) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("SPARKGATE_")}
+    env.update(settings.to_env())
+    return env
+
+
+class ServerProcess:
+    """A real ``sparkgate server`` in a subprocess, with its engines cleaned up afterwards."""
+
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.home = settings.resolved_home
+        self.port = settings.port
+        self.env = env_for(settings)
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.process: subprocess.Popen[bytes] | None = None
+        self.log_path = self.home / f"server-{self.port}.log"
+
+    def start(self, *, wait: bool = True) -> ServerProcess:
+        self.home.mkdir(parents=True, exist_ok=True)
+        with open(self.log_path, "ab") as log:
+            self.process = subprocess.Popen(
+                [sys.executable, "-m", "sparkgate.cli.main", "server", "--port", str(self.port)],
+                env=self.env,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                cwd=self.home,
+                start_new_session=True,
+            )
+        if wait:
+            self.wait_healthy()
+        return self
+
+    def wait_healthy(self, timeout: float = 180.0) -> None:
+        def healthy() -> bool:
+            assert self.process is not None
+            if self.process.poll() is not None:
+                raise AssertionError(f"server exited with {self.process.returncode}:\n{self.log()}")
+            try:
+                return httpx.get(f"{self.url}/healthz", timeout=2).status_code == 200
+            except httpx.TransportError:
+                return False
+
+        eventually(healthy, timeout=timeout, interval=0.2, what=f"server on {self.url}")
+
+    def log(self) -> str:
+        return self.log_path.read_text(errors="replace")[-5000:] if self.log_path.exists() else ""
+
+    def stop(self, sig: int = signal.SIGTERM) -> None:
+        if self.process is None or self.process.poll() is not None:
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.process.pid, sig)
+        try:
+            self.process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(self.process.pid, signal.SIGKILL)
+            self.process.wait(timeout=10)
+
+    def client(self) -> Client:
+        return Client(self.url, timeout=60)
+
+    @contextlib.contextmanager
+    def store(self) -> Iterator[Store]:
+        store = Store.open(self.settings.resolved_store_url)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def wait_engines_running(self, timeout: float = 240.0) -> None:
+        """Wait until every live engine heartbeats (Spark up), so tests start warm."""
+
+        def all_running() -> bool:
+            with self.store() as store:
+                live = store.engines.list_all(states=LIVE_ENGINE_STATES)
+            return bool(live) and all(e.state.value == "running" for e in live)
+
+        eventually(all_running, timeout=timeout, interval=0.5, what="engines running")
+
+
+def kill_engines(settings: Settings, sig: int = signal.SIGKILL) -> None:
+    """Kill every engine process a store knows of (tests clean up all they start)."""
+    with contextlib.closing(Store.open(settings.resolved_store_url)) as store:
+        engines = store.engines.list_all()
+    for engine in engines:
+        if engine.pid is None:
+            continue
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(engine.pid, sig)
+
+
+def wait_pids_gone(pids: list[int], timeout: float = 30.0) -> None:
+    def gone() -> bool:
+        for pid in pids:
+            try:
+                os.kill(pid, 0)
+                return False
+            except ProcessLookupError:
+                continue
+        return True
+
+    eventually(gone, timeout=timeout, what=f"processes {pids} to exit")

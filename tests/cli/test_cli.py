@@ -1,0 +1,102 @@
+"""The ``sparkgate`` command against a running server, as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+from sparkgate.testing import ServerProcess, eventually
+
+
+def sparkgate(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "sparkgate.cli.main", *args, "--server", server.url],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        check=False,
+    )
+
+
+def test_sql_prints_a_table(server: ServerProcess) -> None:
+    done = sparkgate(server, "sql", "SELECT id, concat('v', id) AS label FROM range(3)")
+    assert done.returncode == 0, done.stderr
+    assert "label" in done.stdout and "v2" in done.stdout
+    assert "3 rows" in done.stderr
+
+
+def test_sql_failure_exits_non_zero_with_the_message(server: ServerProcess) -> None:
+    done = sparkgate(server, "sql", "SELECT nope FROM range(1)")
+    assert done.returncode == 1
+    assert "UNRESOLVED_COLUMN" in done.stderr and "line 1, position 8" in done.stderr
+
+
+def test_sql_in_a_session_and_json(server: ServerProcess) -> None:
+    with server.client() as sg:
+        session = sg.create_session()
+        sg.wait_session(session["id"], {"idle"}, timeout=240)
+    sid = str(session["id"])
+    assert (
+        sparkgate(
+            server, "sql", "--session", sid, "CREATE TEMPORARY VIEW cli_v AS SELECT 5 AS x"
+        ).returncode
+        == 0
+    )
+    done = sparkgate(server, "sql", "--session", sid, "--json", "SELECT x FROM cli_v")
+    assert done.returncode == 0, done.stderr
+    body = json.loads(done.stdout)
+    assert body["rows"] == [[5]] and body["query"]["session_id"] == session["id"]
+
+    listed = json.loads(sparkgate(server, "queries", "list", "--session", sid, "--json").stdout)
+    assert [q["query"] for q in listed["queries"]][:1] == ["SELECT x FROM cli_v"]
+    shown = json.loads(
+        sparkgate(server, "queries", "show", str(listed["queries"][0]["id"]), "--json").stdout
+    )
+    assert shown["state"] == "success"
+    assert "success" in sparkgate(server, "queries", "show", str(shown["id"])).stdout
+
+    sessions = json.loads(sparkgate(server, "sessions", "list", "--state", "idle", "--json").stdout)
+    assert session["id"] in [s["id"] for s in sessions["sessions"]]
+    assert (
+        json.loads(sparkgate(server, "sessions", "show", sid, "--json").stdout)["state"] == "idle"
+    )
+    killed = sparkgate(server, "sessions", "kill", sid)
+    assert killed.returncode == 0 and "killed" in killed.stdout
+
+
+def test_queries_cancel(server: ServerProcess) -> None:
+    with server.client() as sg:
+        session = sg.create_session()
+        sg.wait_session(session["id"], {"idle"}, timeout=240)
+        submitted = sg.submit(
+            "SELECT sum(id % 7) FROM range(100000000000)", session_id=session["id"]
+        )
+        eventually(lambda: sg.query(submitted["id"])["state"] == "running", timeout=60)
+        done = sparkgate(server, "queries", "cancel", str(submitted["id"]))
+        assert done.returncode == 0 and ("cancelling" in done.stdout or "cancelled" in done.stdout)
+        assert sg.wait(submitted["id"], timeout=60)["state"] == "cancelled"
+        sg.kill_session(session["id"])
+
+
+def test_unknown_ids_and_unreachable_servers_fail_in_one_line(server: ServerProcess) -> None:
+    missing = sparkgate(server, "queries", "show", "987654")
+    assert missing.returncode == 1 and "QUERY_NOT_FOUND" in missing.stderr
+    unreachable = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sparkgate.cli.main",
+            "sessions",
+            "list",
+            "--server",
+            "http://127.0.0.1:9",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        check=False,
+    )
+    assert unreachable.returncode == 1
+    assert "UNREACHABLE" in unreachable.stderr and "Traceback" not in unreachable.stderr
+    assert len(unreachable.stderr.strip().splitlines()) <= 2
