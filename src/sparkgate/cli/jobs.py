@@ -1,0 +1,187 @@
+"""``sparkgate jobs list|show|history|run``: deployed jobs, their versions and decisions."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+import typer
+from rich.table import Table
+
+from sparkgate.cli.common import (
+    JsonOption,
+    ServerOption,
+    client,
+    console,
+    err_console,
+    fail,
+    print_json,
+)
+from sparkgate.cli.render import describe_error, versions_text
+from sparkgate.client import DEFAULT_SERVER
+
+app = typer.Typer(help="Deployed jobs: list, show, history, run.", no_args_is_help=True)
+
+
+@app.command("list")
+def list_jobs(
+    server: ServerOption = DEFAULT_SERVER,
+    removed: Annotated[bool, typer.Option("--removed", help="Pruned jobs too.")] = False,
+    as_json: JsonOption = False,
+) -> None:
+    """Jobs by name, with their version and state."""
+    with client(server) as sg:
+        jobs = sg.jobs(removed=removed)
+    if as_json:
+        print_json(jobs)
+        return
+    table = Table(header_style="bold")
+    for name in ("name", "mode", "version", "state", "target", "last error"):
+        table.add_column(name, overflow="fold")
+    for job in jobs["jobs"]:
+        table.add_row(
+            job["name"],
+            job["mode"],
+            str(job["version"]),
+            _state(job),
+            job["target_table"] or "",
+            _short(job["last_error"] or (job["last_run"] or {}).get("error")),
+        )
+    console.print(table)
+
+
+@app.command("show")
+def show_job(name: str, server: ServerOption = DEFAULT_SERVER, as_json: JsonOption = False) -> None:
+    """One job: version, state, query id, its latest decisions and runs."""
+    with client(server) as sg:
+        job = sg.job(name)
+    if as_json:
+        print_json(job)
+        return
+    for key in ("name", "mode", "version", "query_id", "query_created_at", "target_table"):
+        console.print(f"[bold]{key}[/]: {job[key]}", highlight=False)
+    console.print(f"[bold]state[/]: {_state(job)}", highlight=False)
+    if job["description"]:
+        console.print(f"[bold]description[/]: {job['description']}", highlight=False)
+    if job["last_error"]:
+        console.print(f"[bold]last error[/]: {describe_error(job['last_error'])}", highlight=False)
+    stream = job["stream"]
+    if stream is not None:
+        for query in stream["queries"]:
+            console.print(
+                f"[bold]query[/] {query['name']}: {query['state']}, {query['restarts']} "
+                f"restarts, checkpoint {query['checkpoint']}",
+                highlight=False,
+            )
+    if job["runs"]:
+        console.print(runs_table(job["runs"]))
+    console.print(decisions_table(job["decisions"], title="latest decisions"))
+
+
+@app.command("history")
+def job_history(
+    name: str, server: ServerOption = DEFAULT_SERVER, as_json: JsonOption = False
+) -> None:
+    """Every version of a job, and every deploy decision about it."""
+    with client(server) as sg:
+        history = sg.job_history(name)
+    if as_json:
+        print_json(history)
+        return
+    table = Table(header_style="bold", title="versions", title_justify="left")
+    for column in ("version", "query id", "created", "description"):
+        table.add_column(column, overflow="fold")
+    for version in history["versions"]:
+        table.add_row(
+            str(version["version"]),
+            version["query_id"],
+            version["created_at"],
+            str(version["manifest"].get("description", "")),
+        )
+    console.print(table)
+    console.print(decisions_table(history["decisions"], title="decisions"))
+
+
+@app.command("run")
+def run_job(
+    name: str,
+    server: ServerOption = DEFAULT_SERVER,
+    wait: Annotated[
+        bool, typer.Option("--wait/--no-wait", help="Wait for the run to end, showing its state.")
+    ] = True,
+    timeout: Annotated[float, typer.Option(help="Give up waiting after this many seconds.")] = 3600,
+    as_json: JsonOption = False,
+) -> None:
+    """Run a batch job: its sources, then an atomic replace of its target table. Exits
+    non-zero if the run fails.
+
+    Example: sparkgate jobs run daily_totals
+    """
+    with client(server) as sg:
+        run = sg.run_job(name)
+        if wait:
+            deadline = time.monotonic() + timeout
+            with err_console.status(f"job {name}: run {run['id']} {run['state']}") as status:
+                while run["state"] == "running":
+                    if time.monotonic() > deadline:
+                        fail(f"run {run['id']} of {name} still running after {timeout:.0f}s")
+                    time.sleep(0.5)
+                    run = sg.job_run(name, run["id"])
+                    status.update(
+                        f"job {name}: run {run['id']} {run['state']} "
+                        f"(step {run['steps_submitted']} of {run['steps']})"
+                    )
+    if as_json:
+        print_json(run)
+    else:
+        console.print(f"job {name}: run {run['id']} {run['state']}", highlight=False)
+    if run["state"] in ("failed", "cancelled"):
+        fail(describe_error(run["error"]))
+
+
+def decisions_table(decisions: list[dict[str, Any]], *, title: str) -> Table:
+    table = Table(header_style="bold", title=title, title_justify="left")
+    for column in ("deployment", "version", "action", "reason", "outcome", "when"):
+        table.add_column(column, overflow="fold")
+    for d in decisions:
+        outcome = d["outcome"] + (f": {_short(d['error'])}" if d["error"] else "")
+        table.add_row(
+            str(d["deployment_id"]),
+            versions_text(d),
+            d["action"],
+            d["reason"],
+            outcome,
+            d["finished_at"] or d["started_at"] or "",
+        )
+    return table
+
+
+def runs_table(runs: list[dict[str, Any]]) -> Table:
+    table = Table(header_style="bold", title="runs", title_justify="left")
+    for column in ("run", "version", "state", "session", "created", "finished", "error"):
+        table.add_column(column, overflow="fold")
+    for run in runs:
+        table.add_row(
+            str(run["id"]),
+            str(run["version"]),
+            run["state"],
+            str(run["session_id"]),
+            run["created_at"] or "",
+            run["finished_at"] or "",
+            _short(run["error"]),
+        )
+    return table
+
+
+def _state(job: dict[str, Any]) -> str:
+    if job["state"] == "batch":
+        last = job["last_run"]
+        return f"batch, last run {last['state']}" if last else "batch, never run"
+    return str(job["state"])
+
+
+def _short(error: dict[str, Any] | None) -> str:
+    if not error:
+        return ""
+    text = describe_error(error).splitlines()[0]
+    return text if len(text) <= 80 else text[:77] + "..."

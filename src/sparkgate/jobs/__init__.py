@@ -1,0 +1,1 @@
+"""Job manifests and deploy: jobs declared in YAML, reconciled with what runs."""

@@ -1,0 +1,152 @@
+"""Runs of batch jobs: ``sparkgate jobs run NAME`` (``POST /v1/jobs/{name}/runs``). Server side.
+
+A run opens an interactive session (with the job's ``properties`` as its conf) and runs the
+job's steps in it one after the other: the shared definitions it uses and its ``sources``,
+its ``code`` if it has some, then ``CREATE OR REPLACE TABLE <target> AS SELECT ...``, which
+sparkgate runs two-phase, so readers see the old table or the new one, whole. A step is
+submitted only once the one before it succeeded: a failed source never lets the write run.
+The ``job-runs`` duty (on whichever node holds its lease) submits the next step and settles
+the run, and ends its session.
+
+    run = runner.start("daily_totals")     # running; then succeeded, failed or cancelled
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from sparkgate.errors import JobNotBatch, JobRemoved
+from sparkgate.gateway import Gateway
+from sparkgate.states import (
+    ACTIVE_SESSION_STATES,
+    JobRunState,
+    SessionKind,
+    SessionState,
+    StatementKind,
+    StatementState,
+)
+from sparkgate.store import Store
+from sparkgate.store.records import JobRunRecord
+
+log = logging.getLogger("sparkgate.jobs")
+
+# A run whose session was never recorded (its node died while opening it) is failed after this.
+_OPEN_GRACE = 60.0
+_WAITING = frozenset({StatementState.WAITING, StatementState.RUNNING, StatementState.CANCELLING})
+
+
+class JobRunner:
+    def __init__(
+        self, store: Store, gateway: Gateway, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.store = store
+        self.gateway = gateway
+        self.clock = clock
+
+    def start(self, name: str) -> JobRunRecord:
+        """Run a batch job's current version; the run is ``running`` at once."""
+        job = self.store.jobs.get(name)
+        if job.removed:
+            raise JobRemoved(name)
+        if not job.batch:
+            raise JobNotBatch(name, job.mode)
+        run = self.store.job_runs.add(name, job.version, job.steps, now=self.clock())
+        first = job.steps[0]
+        session, statement = self.gateway.create_session(
+            SessionKind.INTERACTIVE,
+            name=f"job:{name}",
+            conf=dict(job.manifest.get("properties") or {}),
+            attributes={"job": name, "job_run": run.id, "job_version": job.version},
+            first_statement=(StatementKind(first["kind"]), first["code"]),
+        )
+        assert statement is not None
+        with self.store.db.begin() as conn:
+            self.store.job_runs.update(run.id, session_id=session.id, conn=conn)
+            self.store.job_runs.advance(run.id, submitted=0, statement_id=statement.id, conn=conn)
+        return self.store.job_runs.get(run.id)
+
+    def cancel(self, run_id: int) -> JobRunRecord:
+        """Stop a run: its session is killed (a write under way is aborted, nothing shows)."""
+        run = self.store.job_runs.get(run_id)
+        if run.state is JobRunState.RUNNING and run.session_id is not None:
+            self.gateway.kill_session(run.session_id)
+        self.supervise(self.clock())
+        return self.store.job_runs.get(run_id)
+
+    # -- the job-runs duty ---------------------------------------------------------------
+
+    def supervise(self, now: float) -> None:
+        """Move every running run on: submit its next step, or settle it."""
+        for run in self.store.job_runs.running():
+            try:
+                self._advance(run, now)
+            except _LostRace:
+                continue
+            except Exception:
+                log.exception("job run %s could not be moved on", run.id)
+
+    def _advance(self, run: JobRunRecord, now: float) -> None:
+        if run.session_id is None or run.statement_id is None:
+            if now - run.created_at > _OPEN_GRACE:
+                error: dict[str, Any] = {
+                    "code": "JOB_RUN_LOST",
+                    "message": "Its session was never opened.",
+                }
+                self._end(run, JobRunState.FAILED, error, now)
+            return
+        session = self.store.sessions.get(run.session_id)
+        statement = self.store.statements.get(run.statement_id)
+        ended = session.state not in ACTIVE_SESSION_STATES
+        if statement.state in _WAITING:
+            if ended:  # its engine died, or someone killed the session
+                to = JobRunState.CANCELLED if session.state is SessionState.KILLED else None
+                self._end(run, to or JobRunState.FAILED, _ended(session.error), now)
+            return
+        total = len(run.steps)
+        if statement.state is StatementState.SUCCESS and run.step < total:
+            if ended:
+                self._end(run, JobRunState.FAILED, _ended(session.error), now)
+                return
+            step = run.steps[run.step]
+            with self.store.db.begin() as conn:
+                added = self.store.statements.add(
+                    session.id, step["code"], now=now, kind=StatementKind(step["kind"]), conn=conn
+                )
+                if not self.store.job_runs.advance(
+                    run.id, submitted=run.step, statement_id=added.id, conn=conn
+                ):
+                    raise _LostRace  # another node submitted it: roll this one back
+            return
+        if statement.state is StatementState.SUCCESS:
+            self._end(run, JobRunState.SUCCEEDED, None, now)
+        elif statement.state is StatementState.CANCELLED:
+            self._end(run, JobRunState.CANCELLED, statement.error, now)
+        else:
+            failure: dict[str, Any] = dict(
+                statement.error or {"code": "FAILED", "message": "The step failed."}
+            )
+            failure.update(step=run.step, steps=total, query_id=statement.id)
+            self._end(run, JobRunState.FAILED, failure, now)
+
+    def _end(
+        self, run: JobRunRecord, to: JobRunState, error: dict[str, Any] | None, now: float
+    ) -> None:
+        moved = self.store.transitions.job_run(
+            run.id, to, now=now, expected=[JobRunState.RUNNING], error=error
+        )
+        if moved.applied and run.session_id is not None:
+            session = self.store.sessions.find(run.session_id)
+            if session is not None and session.state in ACTIVE_SESSION_STATES:
+                self.gateway.kill_session(session.id)
+        log.info("job run %s of %s: %s", run.id, run.job, moved.state)
+
+
+def _ended(error: dict[str, Any] | None) -> dict[str, Any]:
+    return error or {"code": "SESSION_ENDED", "message": "Its session ended."}
+
+
+class _LostRace(Exception):
+    """Another writer moved the run on first; nothing to do this round."""
