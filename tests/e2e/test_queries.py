@@ -1,0 +1,230 @@
+"""Queries through real HTTP, a real server process, real engines and real PySpark."""
+
+from __future__ import annotations
+
+import http.client
+import time
+import uuid
+from typing import Any
+
+import httpx
+
+from sparkgate.client import Client
+from sparkgate.testing import ServerProcess, eventually
+from tests.e2e.conftest import run
+
+
+def test_submit_long_poll_and_read(sg: Client, interactive: Any) -> None:
+    session = interactive()
+    submitted = sg.submit("SELECT id, id * 2 AS twice FROM range(5)", session_id=session["id"])
+    assert submitted["state"] == "waiting" and submitted["session_id"] == session["id"]
+    # One long-poll call returns the final state: no polling loop in the client.
+    done = sg.query(submitted["id"], wait=120)
+    assert done["state"] == "success", done
+    assert done["result"] == {
+        "schema": [{"name": "id", "type": "bigint"}, {"name": "twice", "type": "bigint"}],
+        "row_count": 5,
+    }
+    assert done["created_at"] <= done["started_at"] <= done["finished_at"]
+    assert done["error"] is None and done["progress"] == 1.0
+    page = sg.result(submitted["id"])
+    assert page["rows"] == [[i, i * 2] for i in range(5)]
+    assert (page["total"], page["offset"]) == (5, 0)
+    assert sg.session(session["id"])["state"] == "idle"  # back to idle after the statement
+
+
+def test_long_poll_returns_at_timeout_for_a_running_query(sg: Client, interactive: Any) -> None:
+    session = interactive()
+    submitted = sg.submit("SELECT sum(id % 7) FROM range(100000000000)", session_id=session["id"])
+    started = time.monotonic()
+    current = sg.query(submitted["id"], wait=1.5)
+    assert current["state"] in {"waiting", "running"}
+    assert time.monotonic() - started >= 1.4
+    sg.cancel(submitted["id"])
+
+
+def test_query_without_session_runs_as_a_batch(sg: Client) -> None:
+    done = run(sg, "SELECT 'batch' AS kind")
+    assert done["state"] == "success", done
+    session = sg.session(done["session_id"])
+    assert session["kind"] == "batch"
+    eventually(lambda: sg.session(done["session_id"])["state"] == "dead", timeout=30)
+    assert sg.result(done["id"])["rows"] == [["batch"]]
+
+
+def test_hundred_thousand_rows_are_paged(sg: Client, interactive: Any) -> None:
+    session = interactive()
+    done = run(
+        sg,
+        "SELECT id, concat('row-', id) AS label FROM range(100000) ORDER BY id DESC",
+        session["id"],
+    )
+    assert done["state"] == "success" and done["result"]["row_count"] == 100_000
+    ids: list[int] = []
+    offset = 0
+    while True:
+        page = sg.result(done["id"], offset=offset, limit=10_000)
+        assert page["total"] == 100_000 and page["limit"] == 10_000
+        if not page["rows"]:
+            break
+        ids.extend(row[0] for row in page["rows"])
+        assert all(row[1] == f"row-{row[0]}" for row in page["rows"])
+        offset += len(page["rows"])
+    assert ids == list(range(99_999, -1, -1))
+
+
+def test_session_reuse_and_isolation(sg: Client, interactive: Any) -> None:
+    first, second = interactive(), interactive()
+    created = run(sg, "CREATE TEMPORARY VIEW mine AS SELECT 41 + 1 AS answer", first["id"])
+    assert created["state"] == "success", created
+    seen = run(sg, "SELECT answer FROM mine", first["id"])
+    assert seen["state"] == "success" and sg.result(seen["id"])["rows"] == [[42]]
+    unseen = run(sg, "SELECT answer FROM mine", second["id"])
+    assert unseen["state"] == "failed"
+    assert unseen["error"]["code"] == "TABLE_OR_VIEW_NOT_FOUND"
+    # SQL settings are per session too
+    run(sg, "SET spark.sql.ansi.enabled=false", second["id"])
+    lenient = run(sg, "SELECT 1/0 AS x", second["id"])
+    strict = run(sg, "SELECT 1/0 AS x", first["id"])
+    assert lenient["state"] == "success" and strict["state"] == "failed"
+
+
+def test_table_created_by_a_batch_is_readable_in_a_session(sg: Client, interactive: Any) -> None:
+    table = f"t_{uuid.uuid4().hex[:8]}"
+    created = run(sg, f"CREATE TABLE {table} USING parquet AS SELECT id FROM range(1234)")
+    assert created["state"] == "success", created
+    assert sg.session(created["session_id"])["kind"] == "batch"
+    session = interactive()
+    counted = run(sg, f"SELECT count(*) AS n FROM {table}", session["id"])
+    assert counted["state"] == "success", counted
+    assert sg.result(counted["id"])["rows"] == [[1234]]
+
+
+def test_sql_errors_carry_class_message_and_position(sg: Client, interactive: Any) -> None:
+    session = interactive()
+    parse = run(sg, "SELECT 1,\nFROM x WHERE", session["id"])
+    assert parse["state"] == "failed"
+    assert parse["error"]["code"] == "PARSE_SYNTAX_ERROR" and parse["error"]["line"] == 2
+    analysis = run(sg, "SELECT nope FROM range(3)", session["id"])
+    assert analysis["error"]["code"] == "UNRESOLVED_COLUMN.WITH_SUGGESTION"
+    assert (analysis["error"]["line"], analysis["error"]["position"]) == (1, 8)
+    assert "nope" in analysis["error"]["message"]
+    runtime = run(sg, "SELECT 10 / (id - 3) FROM range(10)", session["id"])
+    assert runtime["error"]["code"] == "DIVIDE_BY_ZERO"
+    assert sg.session(session["id"])["state"] == "idle"  # errors do not hurt the session
+
+
+def test_cancel_interrupts_a_long_query(sg: Client, interactive: Any) -> None:
+    session = interactive()
+    submitted = sg.submit("SELECT sum(id % 7) FROM range(100000000000)", session_id=session["id"])
+    eventually(lambda: sg.query(submitted["id"])["state"] == "running", timeout=60)
+    time.sleep(1)  # let Spark jobs start, so the cancel has something to interrupt
+    response = httpx.post(f"{sg.server}/v1/queries/{submitted['id']}/cancel")
+    assert response.status_code == 202
+    assert response.json()["state"] in {"cancelling", "cancelled"}
+    started = time.monotonic()
+    done = sg.wait(submitted["id"], timeout=60)
+    assert done["state"] == "cancelled", done
+    assert time.monotonic() - started < 15
+    assert done["error"]["code"] == "CANCELLED"
+    # The session goes on: the next query runs at once.
+    after = run(sg, "SELECT 1 AS still_here", session["id"])
+    assert after["state"] == "success"
+    assert httpx.post(f"{sg.server}/v1/queries/{submitted['id']}/cancel").status_code == 409
+
+
+def test_cancel_of_a_waiting_query_is_immediate(sg: Client, interactive: Any) -> None:
+    session = interactive()
+    blocker = sg.submit("SELECT sum(id % 7) FROM range(100000000000)", session_id=session["id"])
+    queued = sg.submit("SELECT 1", session_id=session["id"])
+    assert sg.cancel(queued["id"])["state"] == "cancelled"
+    sg.cancel(blocker["id"])
+    assert sg.wait(blocker["id"], timeout=60)["state"] == "cancelled"
+
+
+def test_killing_a_session_cancels_its_running_query(sg: Client, interactive: Any) -> None:
+    session = interactive()
+    submitted = sg.submit("SELECT sum(id % 7) FROM range(100000000000)", session_id=session["id"])
+    eventually(lambda: sg.query(submitted["id"])["state"] == "running", timeout=60)
+    killed = sg.kill_session(session["id"])
+    assert killed["state"] == "killed"
+    assert sg.wait(submitted["id"], timeout=60)["state"] == "cancelled"
+    assert sg.kill_session(session["id"])["state"] == "killed"  # idempotent
+
+
+def test_listing_filters_and_pages(sg: Client, interactive: Any) -> None:
+    session = interactive()
+    ids = [run(sg, f"SELECT {i}", session["id"])["id"] for i in range(3)]
+    listed = sg.queries(session_id=session["id"])
+    assert [q["id"] for q in listed["queries"]] == ids[::-1] and listed["total"] == 3
+    page = sg.queries(session_id=session["id"], offset=1, limit=1)
+    assert [q["id"] for q in page["queries"]] == [ids[1]]
+    failed = sg.queries(session_id=session["id"], state=["failed"])
+    assert failed["total"] == 0
+    idle = sg.sessions(state=["idle"])
+    assert session["id"] in [s["id"] for s in idle["sessions"]]
+
+
+def test_bad_requests_get_clear_errors(server: ServerProcess, sg: Client, interactive: Any) -> None:
+    url = server.url
+
+    def error(response: httpx.Response) -> dict[str, Any]:
+        body: dict[str, Any] = response.json()["error"]
+        return body
+
+    missing = httpx.get(f"{url}/v1/queries/987654")
+    assert missing.status_code == 404 and error(missing)["code"] == "QUERY_NOT_FOUND"
+    missing = httpx.delete(f"{url}/v1/sessions/987654")
+    assert missing.status_code == 404 and error(missing)["code"] == "SESSION_NOT_FOUND"
+    bad_json = httpx.post(
+        f"{url}/v1/queries", content=b"{not json", headers={"content-type": "application/json"}
+    )
+    assert bad_json.status_code == 422 and "not valid JSON" in error(bad_json)["message"]
+    no_query = httpx.post(f"{url}/v1/queries", json={"session_id": 1})
+    assert no_query.status_code == 422 and error(no_query)["fields"][0]["field"] == "query"
+    unknown_field = httpx.post(f"{url}/v1/queries", json={"query": "SELECT 1", "sesion_id": 1})
+    assert unknown_field.status_code == 422 and "sesion_id" in error(unknown_field)["message"]
+    bad_kind = httpx.post(f"{url}/v1/sessions", json={"kind": "streaming-ish"})
+    assert bad_kind.status_code == 422 and error(bad_kind)["fields"][0]["field"] == "kind"
+    blank = httpx.post(f"{url}/v1/queries", json={"query": "   "})
+    assert blank.status_code == 422
+    bad_page = httpx.get(f"{url}/v1/queries", params={"limit": -1})
+    assert bad_page.status_code == 422 and error(bad_page)["fields"][0]["field"] == "query.limit"
+    no_session = httpx.post(f"{url}/v1/queries", json={"query": "SELECT 1", "session_id": 987654})
+    assert no_session.status_code == 404
+
+    session = interactive()
+    failed = run(sg, "SELECT nope", session["id"])
+    not_ready = httpx.get(f"{url}/v1/queries/{failed['id']}/result")
+    assert not_ready.status_code == 409 and error(not_ready)["code"] == "RESULT_NOT_AVAILABLE"
+    sg.kill_session(session["id"])
+    ended = httpx.post(f"{url}/v1/queries", json={"query": "SELECT 1", "session_id": session["id"]})
+    assert ended.status_code == 409 and error(ended)["code"] == "SESSION_NOT_ACTIVE"
+    assert httpx.get(f"{url}/no/such/route").status_code == 404
+
+
+def test_idle_connections_are_kept_longer_than_clients_poll(server: ServerProcess) -> None:
+    """Clients that poll every few seconds (the livy client: 5 s) reuse their connection; the
+    server must not close it under them (a reset there fails the client's call)."""
+    connection = http.client.HTTPConnection("127.0.0.1", server.port, timeout=30)
+    try:
+        connection.request("GET", "/healthz")
+        response = connection.getresponse()
+        assert response.status == 200
+        response.read()
+        time.sleep(6)
+        sock = connection.sock
+        connection.request("GET", "/healthz")
+        assert connection.getresponse().status == 200
+        assert connection.sock is sock  # the same connection, not a reconnect
+    finally:
+        connection.close()
+
+
+def test_health_and_metrics(sg: Client) -> None:
+    health = sg.health()
+    assert health["status"] == "ok" and health["store"] == "sqlite"
+    metrics = httpx.get(f"{sg.server}/metrics")
+    assert metrics.status_code == 200
+    assert 'sparkgate_engines{kind="shared",state="running"} 1.0' in metrics.text
+    assert "sparkgate_queries{" in metrics.text and "sparkgate_sessions{" in metrics.text

@@ -1,0 +1,65 @@
+"""Two server nodes on one PostgreSQL store behave as one service."""
+
+from __future__ import annotations
+
+import signal
+import time
+from typing import Any
+
+import pytest
+
+from sparkgate.testing import eventually, free_port
+
+pytestmark = pytest.mark.postgres
+
+
+def test_two_nodes_serve_as_one(make_server: Any, pg_url: str, tmp_path: Any) -> None:
+    home = tmp_path / "shared-home"  # results and warehouse on storage both nodes see
+    # No metastore URI: the nodes start the embedded one, and the second reuses the first's.
+    common = {
+        "store_url": pg_url,
+        "metastore_uri": None,
+        "metastore_port": free_port(),
+        "warm_engines": 0,
+        "lease_ttl": 3.0,
+    }
+    a = make_server(home, **common)
+    b = make_server(home, **common)
+    with a.client() as on_a, b.client() as on_b:
+        assert on_a.health()["store"] == on_b.health()["store"] == "postgresql"
+        session = on_a.create_session()
+        ready = on_b.wait_session(session["id"], {"idle", "error"}, timeout=240)
+        assert ready["state"] == "idle", ready
+
+        submitted = on_a.submit("SELECT id FROM range(2500)", session_id=session["id"])
+        done = on_b.query(submitted["id"], wait=120)  # long poll on the other node
+        assert done["state"] == "success"
+        assert sum(1 for _ in on_b.rows(submitted["id"], page=1000)) == 2500
+
+        long = on_b.submit("SELECT sum(id % 7) FROM range(100000000000)", session_id=session["id"])
+        eventually(lambda: on_a.query(long["id"])["state"] == "running", timeout=60)
+        on_a.cancel(long["id"])
+        assert on_b.wait(long["id"], timeout=60)["state"] == "cancelled"
+        assert [q["id"] for q in on_a.queries(session_id=session["id"])["queries"]] == [
+            long["id"],
+            submitted["id"],
+        ]
+
+        # Node A dies without a word: B takes over its duties when A's leases lapse.
+        with a.store() as store:
+            holders = {name: store.leases.get(name) for name in ("reaper", "placement")}
+        a.stop(signal.SIGKILL)
+        b_node = on_b.health()["node"]
+
+        def b_holds_everything() -> bool:
+            with b.store() as store:
+                return all(
+                    (lease := store.leases.get(name)) is not None and lease.owner == b_node
+                    for name in holders
+                )
+
+        eventually(b_holds_everything, timeout=30, what="node B to take over the leases")
+        started = time.monotonic()
+        after = on_b.submit("SELECT 'still serving' AS s", session_id=session["id"])
+        assert on_b.wait(after["id"], timeout=60)["state"] == "success"
+        assert time.monotonic() - started < 30
