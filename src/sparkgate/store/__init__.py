@@ -9,6 +9,7 @@ store.transitions.session(session.id, SessionState.STARTING, now=time.time())
 from __future__ import annotations
 
 from sparkgate.store import schema
+from sparkgate.store.audit import AuditLog
 from sparkgate.store.database import Database
 from sparkgate.store.engines import Engines
 from sparkgate.store.jobs import Deployments, JobRuns, Jobs
@@ -18,6 +19,7 @@ from sparkgate.store.sessions import Sessions
 from sparkgate.store.statements import Statements
 from sparkgate.store.streams import StreamJobs, StreamQueries
 from sparkgate.store.table_transactions import TableTransactions
+from sparkgate.store.tokens import Tokens
 from sparkgate.store.transitions import Outcome, Transitions
 
 
@@ -35,6 +37,8 @@ class Store:
         self.jobs = Jobs(db)
         self.deployments = Deployments(db)
         self.job_runs = JobRuns(db)
+        self.tokens = Tokens(db)
+        self.audit = AuditLog(db)
 
     @classmethod
     def open(cls, url: str) -> Store:

@@ -29,6 +29,7 @@ class Engines:
         conf: dict[str, str] | None = None,
         node_id: str | None = None,
         session_id: int | None = None,
+        share_key: str | None = None,
     ) -> EngineRecord:
         stmt = (
             engines.insert()
@@ -37,6 +38,7 @@ class Engines:
                 state=EngineState.STARTING.value,
                 session_id=session_id,
                 conf=dict(conf or {}),
+                share_key=share_key,
                 node_id=node_id,
                 version=1,
                 created_at=now,
@@ -140,10 +142,13 @@ class Engines:
             return int(conn.execute(query).scalar_one())
 
     def shared_with_room(
-        self, max_sessions: int, kind: EngineKind = EngineKind.SHARED
+        self,
+        max_sessions: int,
+        kind: EngineKind = EngineKind.SHARED,
+        share_key: str | None = None,
     ) -> EngineRecord | None:
-        """A live engine of ``kind`` (shared, or streaming) hosting fewer than ``max_sessions``
-        active sessions."""
+        """A live engine of ``kind`` (shared, or streaming) with this share key (NULL: anyone's
+        or not yet claimed) hosting fewer than ``max_sessions`` active sessions."""
         active = (
             sa.select(sa.func.count())
             .select_from(sessions)
@@ -155,6 +160,11 @@ class Engines:
             sa.select(engines)
             .where(engines.c.kind == kind.value)
             .where(engines.c.state.in_(_TAKING_WORK))
+            .where(
+                engines.c.share_key.is_(None)
+                if share_key is None
+                else engines.c.share_key == share_key
+            )
             .where(active < max_sessions)
             .order_by(engines.c.state.desc(), engines.c.id)
             .limit(1)
@@ -162,6 +172,31 @@ class Engines:
         with self._db.read() as conn:
             row = conn.execute(query).mappings().first()
         return None if row is None else EngineRecord.from_row(row)
+
+    def claim_shared(self, kind: EngineKind, share_key: str, *, now: float) -> EngineRecord | None:
+        """Give an unclaimed live engine of ``kind`` (one kept warm) to ``share_key``: from
+        then on it hosts only sessions with that key. Compare-and-set, so two nodes cannot
+        both claim it."""
+        for _ in range(5):
+            with self._db.begin() as conn:
+                engine_id = conn.execute(
+                    sa.select(engines.c.id)
+                    .where(engines.c.kind == kind.value)
+                    .where(engines.c.share_key.is_(None))
+                    .where(engines.c.state.in_(_TAKING_WORK))
+                    .order_by(engines.c.state.desc(), engines.c.id)
+                    .limit(1)
+                ).scalar()
+                if engine_id is None:
+                    return None
+                taken = conn.execute(
+                    engines.update()
+                    .where(engines.c.id == engine_id, engines.c.share_key.is_(None))
+                    .values(share_key=share_key, updated_at=now)
+                ).rowcount
+            if taken == 1:
+                return self.get(engine_id)
+        return None
 
     def stale(
         self, *, now: float, heartbeat_timeout: float, start_timeout: float

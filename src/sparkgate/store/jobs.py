@@ -173,6 +173,7 @@ class Deployments:
         prune: bool = False,
         node_id: str | None = None,
         lease_owner: str | None = None,
+        owner: str | None = None,
     ) -> DeploymentRecord:
         """Record a deploy with its plan: ``running``, every decision ``planned`` (its node
         carries them out); or, a plan only (``--plan``), ``succeeded`` at once, every decision
@@ -186,6 +187,7 @@ class Deployments:
                         state=state.value,
                         plan_only=plan_only,
                         prune=prune,
+                        owner=owner,
                         node_id=node_id,
                         lease_owner=lease_owner,
                         files=files,
@@ -243,11 +245,14 @@ class Deployments:
         self,
         *,
         states: Iterable[DeploymentState] | None = None,
+        owner: str | None = None,
         offset: int = 0,
         limit: int = 100,
     ) -> Page[DeploymentRecord]:
         """Deployments, newest first."""
         where: list[sa.ColumnElement[bool]] = []
+        if owner is not None:
+            where.append(deployments.c.owner == owner)
         if states is not None:
             where.append(deployments.c.state.in_([s.value for s in states]))
         query = sa.select(deployments).where(*where).order_by(deployments.c.id.desc())

@@ -41,6 +41,8 @@ class EngineRecord:
     heartbeat_at: float | None
     finished_at: float | None
     updated_at: float
+    share_key: str | None = None
+    ui_url: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> EngineRecord:
@@ -70,6 +72,7 @@ class SessionRecord:
     finished_at: float | None
     last_activity_at: float
     updated_at: float
+    share_key: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> SessionRecord:
@@ -191,6 +194,7 @@ class StreamJobRecord:
     updated_at: float
     # With Python steps: the whole script, in order ([{"kind", "code"}]); None: ``sql``'s.
     steps: list[dict[str, str]] | None = None
+    owner: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> StreamJobRecord:
@@ -292,6 +296,8 @@ class JobRecord:
     def batch(self) -> bool:
         return self.mode == "batch"
 
+    owner: str | None = None
+
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> JobRecord:
         values = dict(row)
@@ -332,6 +338,7 @@ class DeploymentRecord:
     created_at: float
     finished_at: float | None
     updated_at: float
+    owner: str | None = None
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> DeploymentRecord:

@@ -30,10 +30,14 @@ engines = sa.Table(
     # A dedicated engine serves exactly this session; NULL while it waits in the warm pool.
     sa.Column("session_id", sa.Integer, nullable=True),
     sa.Column("conf", Json, nullable=False, default=dict),
+    # Whose sessions a shared or streaming engine may host ("user:bob", "group:analysts");
+    # NULL: anyone's (share level "server"), or not yet claimed by anyone.
+    sa.Column("share_key", sa.String(255), nullable=True),
     sa.Column("node_id", sa.String(128), nullable=True),  # the server node that launched it
     sa.Column("host", sa.String(255), nullable=True),
     sa.Column("pid", sa.Integer, nullable=True),
     sa.Column("app_id", sa.String(128), nullable=True),
+    sa.Column("ui_url", sa.String(255), nullable=True),  # its Spark UI, on loopback (or NULL)
     sa.Column("log_path", sa.Text, nullable=True),
     sa.Column("error", Json, nullable=True),
     sa.Column("version", sa.Integer, nullable=False, default=1),
@@ -57,6 +61,8 @@ sessions = sa.Table(
     sa.Column("conf", Json, nullable=False, default=dict),
     sa.Column("owner", sa.String(255), nullable=True),
     sa.Column("proxy_user", sa.String(255), nullable=True),
+    # Which engines may host it: only those with this share key (see engines.share_key).
+    sa.Column("share_key", sa.String(255), nullable=True),
     # Fields other front ends keep per session (Livy's driverMemory, heartbeat timeout, ...).
     sa.Column("attributes", Json, nullable=False, default=dict),
     sa.Column("error", Json, nullable=True),
@@ -148,6 +154,7 @@ stream_jobs = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("name", sa.String(128), nullable=False),
     sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("owner", sa.String(255), nullable=True),
     sa.Column("sql", sa.Text, nullable=False),  # the script: CREATE STREAM, views, SAVE STREAM
     # The script as ordered steps [{"kind": "sql" | "pyspark", "code"}] when it has Python steps
     # (a deployed `code` job's); NULL: the statements of ``sql``, in order. ``sql`` then holds
@@ -253,6 +260,7 @@ jobs = sa.Table(
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("name", sa.String(128), nullable=False),
     sa.Column("mode", sa.String(16), nullable=False),  # streaming | batch
+    sa.Column("owner", sa.String(255), nullable=True),  # who deployed it first
     sa.Column("version", sa.Integer, nullable=False),  # the current version (1, 2, ...)
     sa.Column("manifest", Json, nullable=False),  # as deployed: template merged, kebab-case keys
     # What it runs ([{"kind", "code"}]): the stream job's script, or a batch run's statements
@@ -290,6 +298,7 @@ deployments = sa.Table(
     metadata,
     sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
     sa.Column("state", sa.String(16), nullable=False),
+    sa.Column("owner", sa.String(255), nullable=True),
     sa.Column("plan_only", sa.Boolean, nullable=False, default=False),
     sa.Column("prune", sa.Boolean, nullable=False, default=False),
     sa.Column("node_id", sa.String(255), nullable=True),  # the node that runs it
@@ -348,4 +357,41 @@ job_runs = sa.Table(
     sa.Column("updated_at", Time, nullable=False),
     sa.Index(None, "job"),
     sa.Index(None, "state"),
+)
+
+
+# -- users ---------------------------------------------------------------------------------
+
+# Personal access tokens. Only a hash of the secret is kept; ``prefix`` (its first characters)
+# is what lists show so that a user can tell their tokens apart.
+tokens = sa.Table(
+    "tokens",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("owner", sa.String(255), nullable=False),
+    sa.Column("name", sa.String(255), nullable=True),
+    sa.Column("secret_hash", sa.String(64), nullable=False),  # sha256 hex of the whole token
+    sa.Column("prefix", sa.String(16), nullable=False),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Column("expires_at", Time, nullable=True),
+    sa.Column("last_used_at", Time, nullable=True),
+    sa.Column("revoked_at", Time, nullable=True),
+    sa.UniqueConstraint("secret_hash"),
+    sa.Index(None, "owner"),
+)
+
+# Every action that changes something, every refused attempt and every failed login.
+audit_events = sa.Table(
+    "audit_events",
+    metadata,
+    sa.Column("id", sa.Integer, primary_key=True, autoincrement=True),
+    sa.Column("at", Time, nullable=False),
+    sa.Column("user", sa.String(255), nullable=True),  # NULL: a login that failed
+    sa.Column("address", sa.String(64), nullable=True),
+    sa.Column("action", sa.String(64), nullable=False),  # session.create, query.cancel, ...
+    sa.Column("target", sa.String(255), nullable=True),  # session:12, query:40, stream:clicks
+    sa.Column("outcome", sa.String(16), nullable=False),  # ok | denied | failed
+    sa.Column("detail", Json, nullable=True),
+    sa.Index(None, "at"),
+    sa.Index(None, "user", "at"),
 )

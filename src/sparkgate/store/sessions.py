@@ -28,6 +28,7 @@ class Sessions:
         conf: dict[str, str] | None = None,
         owner: str | None = None,
         proxy_user: str | None = None,
+        share_key: str | None = None,
         attributes: dict[str, Any] | None = None,
         conn: Connection | None = None,
     ) -> SessionRecord:
@@ -42,6 +43,7 @@ class Sessions:
                 conf=dict(conf or {}),
                 owner=owner,
                 proxy_user=proxy_user,
+                share_key=share_key,
                 attributes=dict(attributes or {}),
                 statement_count=0,
                 version=1,
@@ -77,11 +79,14 @@ class Sessions:
         kinds: Iterable[SessionKind] | None = None,
         engine_id: int | None = None,
         ended_since: float | None = None,
+        owner: str | None = None,
         offset: int = 0,
         limit: int = 100,
     ) -> Page[SessionRecord]:
         """Sessions by id; ``ended_since``: only active ones and those ended since then."""
         where: list[sa.ColumnElement[bool]] = []
+        if owner is not None:
+            where.append(sessions.c.owner == owner)
         if states is not None:
             where.append(sessions.c.state.in_([s.value for s in states]))
         if kinds is not None:
@@ -166,3 +171,15 @@ class Sessions:
             conn.execute(
                 sessions.update().where(sessions.c.id == session_id).values(last_activity_at=now)
             )
+
+    def count_active(self, owner: str, kinds: Iterable[SessionKind]) -> int:
+        """Active sessions of one owner (for the per-user limit)."""
+        query = (
+            sa.select(sa.func.count())
+            .select_from(sessions)
+            .where(sessions.c.owner == owner)
+            .where(sessions.c.kind.in_([k.value for k in kinds]))
+            .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]))
+        )
+        with self._db.read() as conn:
+            return int(conn.execute(query).scalar_one())

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 from sparkgate.errors import BatchSessionUsed, QueryNotFound, SessionNotActive, SessionNotFound
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
+    TERMINAL_STATEMENT_STATES,
     SessionKind,
     StatementKind,
     StatementState,
@@ -133,11 +134,19 @@ class Statements:
         *,
         session_id: int | None = None,
         states: Iterable[StatementState] | None = None,
+        owner: str | None = None,
         offset: int = 0,
         limit: int = 100,
         newest_first: bool = False,
     ) -> Page[StatementRecord]:
         where: list[sa.ColumnElement[bool]] = []
+        if owner is not None:
+            # A statement is its session's owner's.
+            where.append(
+                statements.c.session_id.in_(
+                    sa.select(sessions.c.id).where(sessions.c.owner == owner)
+                )
+            )
         if session_id is not None:
             where.append(statements.c.session_id == session_id)
         if states is not None:
@@ -196,3 +205,18 @@ class Statements:
             conn.execute(
                 statements.update().where(statements.c.id == statement_id).values(output=merged)
             )
+
+    def count_unfinished(self, owner: str) -> int:
+        """Waiting and running statements in one owner's sessions (for the per-user limit)."""
+        query = (
+            sa.select(sa.func.count())
+            .select_from(statements.join(sessions, statements.c.session_id == sessions.c.id))
+            .where(sessions.c.owner == owner)
+            .where(
+                statements.c.state.in_(
+                    [s.value for s in StatementState if s not in TERMINAL_STATEMENT_STATES]
+                )
+            )
+        )
+        with self._db.read() as conn:
+            return int(conn.execute(query).scalar_one())

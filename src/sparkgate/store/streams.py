@@ -67,6 +67,7 @@ class StreamJobs:
         conf: dict[str, str] | None = None,
         checkpoint_root: str | None = None,
         steps: list[dict[str, str]] | None = None,
+        owner: str | None = None,
     ) -> StreamJobRecord:
         """Record a new job, ``pending`` (a supervisor duty launches it). ``steps``: the whole
         script, when it has Python steps (``sql`` is then its SQL steps)."""
@@ -74,6 +75,7 @@ class StreamJobs:
             stream_jobs.insert()
             .values(
                 name=name,
+                owner=owner,
                 state=StreamJobState.PENDING.value,
                 sql=sql,
                 steps=steps,
@@ -117,12 +119,15 @@ class StreamJobs:
         self,
         *,
         states: Iterable[StreamJobState] | None = None,
+        owner: str | None = None,
         offset: int = 0,
         limit: int = 100,
     ) -> Page[StreamJobRecord]:
         where: list[sa.ColumnElement[bool]] = []
         if states is not None:
             where.append(stream_jobs.c.state.in_([s.value for s in states]))
+        if owner is not None:
+            where.append(stream_jobs.c.owner == owner)
         query = sa.select(stream_jobs).where(*where).order_by(stream_jobs.c.name)
         count = sa.select(sa.func.count()).select_from(stream_jobs).where(*where)
         with self._db.read() as conn:

@@ -1,0 +1,82 @@
+"""The audit log: who did what, when, from where, and how it went."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+
+from sparkgate.store.database import Database
+from sparkgate.store.records import Page
+from sparkgate.store.schema import audit_events
+
+
+@dataclass(frozen=True)
+class AuditRecord:
+    id: int
+    at: float
+    user: str | None
+    address: str | None
+    action: str
+    target: str | None
+    outcome: str
+    detail: dict[str, Any] | None
+
+
+class AuditLog:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def add(
+        self,
+        action: str,
+        outcome: str,
+        *,
+        now: float,
+        user: str | None,
+        address: str | None = None,
+        target: str | None = None,
+        detail: dict[str, Any] | None = None,
+    ) -> None:
+        with self._db.begin() as conn:
+            conn.execute(
+                audit_events.insert().values(
+                    at=now,
+                    user=user,
+                    address=address,
+                    action=action,
+                    target=target,
+                    outcome=outcome,
+                    detail=detail,
+                )
+            )
+
+    def list_page(
+        self,
+        *,
+        user: str | None = None,
+        action: str | None = None,
+        outcome: str | None = None,
+        since: float | None = None,
+        offset: int = 0,
+        limit: int = 100,
+    ) -> Page[AuditRecord]:
+        """Events, newest first; ``action`` matches a prefix (``session`` finds session.*)."""
+        where: list[sa.ColumnElement[bool]] = []
+        if user is not None:
+            where.append(audit_events.c.user == user)
+        if action is not None:
+            where.append(
+                sa.or_(audit_events.c.action == action, audit_events.c.action.like(f"{action}.%"))
+            )
+        if outcome is not None:
+            where.append(audit_events.c.outcome == outcome)
+        if since is not None:
+            where.append(audit_events.c.at >= since)
+        query = sa.select(audit_events).where(*where).order_by(audit_events.c.id.desc())
+        count = sa.select(sa.func.count()).select_from(audit_events).where(*where)
+        with self._db.read() as conn:
+            total = conn.execute(count).scalar_one()
+            rows = conn.execute(query.offset(offset).limit(limit)).mappings().all()
+        return Page([AuditRecord(**r) for r in rows], total, offset, limit)
