@@ -296,3 +296,58 @@ class JobRemoved(Conflict):
             f"Job '{name}' was removed by a deploy with --prune; declare it again to run it.",
             name=name,
         )
+
+
+class Unauthenticated(SparkgateError):
+    """No credentials, or credentials no authenticator accepts. The message is the same for an
+    unknown user and a wrong password, so that names cannot be probed."""
+
+    code = "UNAUTHENTICATED"
+
+    def __init__(self, message: str = "Missing or invalid credentials.") -> None:
+        super().__init__(message)
+
+
+class Forbidden(SparkgateError):
+    """The user is known but the access rules refuse what was asked."""
+
+    code = "FORBIDDEN"
+
+
+class MissingRight(Forbidden):
+    code = "ACCESS_DENIED"
+
+    def __init__(self, user: str, right: str, action: str) -> None:
+        super().__init__(
+            f"User {user} may not {action}: the right '{right}' is missing. "
+            "Ask an admin to grant it in the access file.",
+            user=user,
+            right=right,
+        )
+
+
+class DeniedSetting(Forbidden):
+    code = "SETTING_DENIED"
+
+    def __init__(self, key: str, pattern: str) -> None:
+        super().__init__(
+            f"The Spark setting '{key}' may not be set by users (denied by '{pattern}' in the "
+            "access rules); the server's value applies.",
+            key=key,
+            pattern=pattern,
+        )
+
+
+class LimitExceeded(SparkgateError):
+    code = "LIMIT_EXCEEDED"
+
+
+class PayloadTooLarge(SparkgateError):
+    code = "PAYLOAD_TOO_LARGE"
+
+    def __init__(self, limit: int) -> None:
+        super().__init__(
+            f"The request body is larger than the limit of {limit} bytes "
+            "(SPARKGATE_REQUEST_MAX_BYTES).",
+            limit=limit,
+        )

@@ -10,10 +10,10 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Literal
+from typing import Annotated, Literal
 
 from pydantic import Field, field_validator
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sparkgate.sql.durations import parse_duration
 
@@ -32,12 +32,48 @@ class Settings(BaseSettings):
     # server closing the connection it is about to reuse (a reset, a failed client call).
     http_keep_alive: float = 75.0
 
+    # Users and access (README "Users and access"). ``auth``: none | password | ldap | jwt, or a
+    # comma list tried in order ("password,jwt"); personal access tokens work with any but none.
+    auth: str = "none"
+    auth_password_file: Path | None = None  # user:bcrypt-hash lines (htpasswd -B)
+    auth_jwt_jwks: str | None = None  # a JWKS file path or an https:// URL
+    auth_jwt_issuer: str | None = None
+    auth_jwt_audience: str | None = None
+    auth_jwt_user_claim: str = "sub"
+    auth_jwt_leeway: float = 30.0  # seconds of clock skew allowed on exp/nbf
+    auth_ldap_url: str | None = None  # ldap://host:389 or ldaps://host:636
+    auth_ldap_user_dn: str | None = None  # uid={user},ou=people,dc=example,dc=org
+    auth_ldap_search_base: str | None = None  # where groups are looked up (optional)
+    # Groups whose members include the user: {dn} and {user} are filled in.
+    auth_ldap_group_filter: str = "(|(member={dn})(uniqueMember={dn})(memberUid={user}))"
+    auth_ldap_group_attribute: str = "cn"
+    # Verified credentials are remembered this long (keyed by a hash), so a client polling
+    # every 100 ms does not pay for bcrypt or an LDAP bind on every request.
+    auth_cache_ttl: float = 60.0
+    access_file: Path | None = None  # YAML: admins, groups, impersonators, rules, conf, limits
+    # Admins when there is no access file: SPARKGATE_ADMINS=carol,dave (or a JSON list)
+    admins: Annotated[list[str], NoDecode] = Field(default_factory=list)
+    # Which sessions may share a warm engine: those of one user (default with auth), of one
+    # group, of everyone (default without auth), or none (an engine per session).
+    engine_share_level: Literal["user", "group", "server", "connection"] | None = None
+    metrics_public: bool = False  # /metrics without credentials even when auth is on
+    request_max_bytes: int = 8 * 1024 * 1024  # request bodies over this are refused (413)
+    ssl_certfile: Path | None = None
+    ssl_keyfile: Path | None = None
+    insecure: bool = False  # allow auth=none on an address other than loopback
+    # Engines' Spark UIs are off unless this is true; then they listen on loopback only and
+    # are reached through /v1/engines/{id}/ui with sparkgate's access checks.
+    spark_ui: bool = False
+
     # Spark
     spark_master: str = "local[*]"
     spark_conf: dict[str, str] = Field(default_factory=dict)  # applied to every engine
     catalog: Literal["hive", "in-memory"] = "hive"
     metastore_uri: str | None = None  # thrift://host:port of an existing Hive metastore
-    metastore_port: int = 9083  # for the metastore the server starts when no URI is given
+    # The port of the metastore a home starts when no URI is given: None picks a free one when
+    # the home first starts it, recorded in <home>/metastore/service.json and kept after. It
+    # listens on loopback only, and a server reuses only the metastore its own home started.
+    metastore_port: int | None = None
     warehouse_dir: Path | None = None
     results_dir: Path | None = None
     checkpoints_dir: Path | None = None
@@ -108,6 +144,26 @@ class Settings(BaseSettings):
     # Python modules whose register(spark) is called in every session an engine opens: how
     # Python UDFs become available to SQL (e.g. ["mycompany.udfs"]).
     udf_modules: list[str] = Field(default_factory=list)
+
+    @field_validator("admins", mode="before")
+    @classmethod
+    def _parse_names(cls, value: object) -> object:
+        # SPARKGATE_ADMINS=carol,dave as well as the JSON list pydantic-settings expects.
+        if isinstance(value, str):
+            if value.lstrip().startswith("["):
+                return json.loads(value)
+            return [name.strip() for name in value.split(",") if name.strip()]
+        return value
+
+    @property
+    def auth_methods(self) -> list[str]:
+        return [m.strip() for m in self.auth.split(",") if m.strip() and m.strip() != "none"]
+
+    @property
+    def share_level(self) -> str:
+        if self.engine_share_level:
+            return self.engine_share_level
+        return "user" if self.auth_methods else "server"
 
     @field_validator("spark_conf", mode="before")
     @classmethod

@@ -1,0 +1,216 @@
+"""Access rules: who is an admin, who is in which group, who may impersonate, which rights each
+user has, which Spark settings users may not set, and per-user limits.
+
+From ``SPARKGATE_ACCESS_FILE`` (YAML), re-read when the file changes; without one, every
+authenticated user has every right but ``admin``, admins come from ``SPARKGATE_ADMINS``, and
+the deny list of Spark settings is ``DEFAULT_CONF_DENY``.
+
+    admins: [carol]
+    groups: {analysts: [bob, dave]}
+    impersonators: [airflow]
+    rules:                      # the first rule naming the user (or a group of theirs) wins
+      - {groups: [analysts], allow: [sql]}
+      - {users: ["*"], allow: [sql, code, streams, jobs]}
+    conf:
+      deny: ["spark.master", "spark.driver.*"]
+    limits: {sessions_per_user: 10, running_queries_per_user: 20}
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import logging
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from sparkgate.errors import ConfigurationError
+
+log = logging.getLogger("sparkgate.auth")
+
+SQL, CODE, STREAMS, JOBS, ADMIN = "sql", "code", "streams", "jobs", "admin"
+RIGHTS = (SQL, CODE, STREAMS, JOBS, ADMIN)
+USER_RIGHTS = frozenset({SQL, CODE, STREAMS, JOBS})
+
+# Settings that would let a user escape the gateway: run code on the JVM command line, load
+# jars, point the catalog or warehouse elsewhere, change the cluster, turn on listeners, or
+# reach storage with the server's credentials. Resource settings (memory, cores) stay allowed.
+DEFAULT_CONF_DENY = (
+    "spark.master",
+    "spark.submit.*",
+    "spark.driver.extra*",
+    "spark.driver.host",
+    "spark.driver.bindAddress",
+    "spark.driver.port",
+    "spark.executor.extra*",
+    "spark.executorEnv.*",
+    "spark.jars*",
+    "spark.files*",
+    "spark.archives*",
+    "spark.pyspark.*",
+    "spark.plugins*",
+    "spark.extraListeners",
+    "spark.ui.*",
+    "spark.authenticate*",
+    "spark.ssl.*",
+    "spark.kerberos.*",
+    "spark.yarn.*",
+    "spark.kubernetes.*",
+    "spark.eventLog.*",
+    "spark.hadoop.*",
+    "spark.sql.warehouse.dir",
+    "spark.sql.catalogImplementation",
+    "spark.sql.catalog.*",
+    "spark.sql.hive.metastore.*",
+    "spark.sql.extensions",
+    "spark.sql.queryExecutionListeners",
+    "spark.sql.streaming.streamingQueryListeners",
+)
+
+
+class _Rule(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    users: list[str] = Field(default_factory=list)
+    groups: list[str] = Field(default_factory=list)
+    allow: list[str] = Field(default_factory=list)
+
+    @field_validator("allow")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        unknown = [r for r in value if r not in RIGHTS]
+        if unknown:
+            raise ValueError(f"unknown right(s) {unknown}; rights are {', '.join(RIGHTS)}")
+        return value
+
+
+class _Conf(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    deny: list[str] = Field(default_factory=lambda: list(DEFAULT_CONF_DENY))
+
+
+class _Limits(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    sessions_per_user: int | None = Field(default=None, ge=1)
+    running_queries_per_user: int | None = Field(default=None, ge=1)
+
+
+class _AccessFile(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    admins: list[str] = Field(default_factory=list)
+    groups: dict[str, list[str]] = Field(default_factory=dict)
+    impersonators: list[str] = Field(default_factory=list)
+    rules: list[_Rule] | None = None
+    conf: _Conf = Field(default_factory=_Conf)
+    limits: _Limits = Field(default_factory=_Limits)
+
+
+@dataclass(frozen=True)
+class AccessRules:
+    """One version of the rules; ``Access`` swaps in a new one when the file changes."""
+
+    admins: frozenset[str] = frozenset()
+    groups: dict[str, frozenset[str]] = field(default_factory=dict)  # group -> members
+    impersonators: frozenset[str] = frozenset()
+    rules: tuple[tuple[frozenset[str], frozenset[str], frozenset[str]], ...] | None = None
+    conf_deny: tuple[str, ...] = DEFAULT_CONF_DENY
+    sessions_per_user: int | None = None
+    running_queries_per_user: int | None = None
+
+    def groups_of(self, user: str, known: frozenset[str] = frozenset()) -> frozenset[str]:
+        return known | {g for g, members in self.groups.items() if user in members}
+
+    def is_admin(self, user: str, groups: frozenset[str]) -> bool:
+        return user in self.admins or any(f"@{g}" in self.admins for g in groups)
+
+    def rights_of(self, user: str, groups: frozenset[str]) -> frozenset[str]:
+        if self.is_admin(user, groups):
+            return frozenset(RIGHTS)
+        if self.rules is None:
+            return USER_RIGHTS
+        for users, rule_groups, allow in self.rules:
+            if user in users or "*" in users or groups & rule_groups or "*" in rule_groups:
+                return frozenset(RIGHTS) if ADMIN in allow else allow
+        return frozenset()
+
+    def denied_pattern(self, key: str) -> str | None:
+        """The deny pattern that forbids setting ``key``, if any (case-insensitive)."""
+        lowered = key.strip().lower()
+        for pattern in self.conf_deny:
+            if fnmatch.fnmatchcase(lowered, pattern.lower()):
+                return pattern
+        return None
+
+
+def parse_access(text: str, source: str = "access file") -> AccessRules:
+    try:
+        raw: Any = yaml.safe_load(text) or {}
+        parsed = _AccessFile.model_validate(raw)
+    except yaml.YAMLError as exc:
+        raise ConfigurationError(f"{source}: not valid YAML: {exc}") from exc
+    except ValidationError as exc:
+        problems = "; ".join(
+            f"{'.'.join(str(p) for p in e['loc'])}: {e['msg']}" for e in exc.errors()
+        )
+        raise ConfigurationError(f"{source}: {problems}") from exc
+    rules = None
+    if parsed.rules is not None:
+        rules = tuple(
+            (frozenset(r.users), frozenset(r.groups), frozenset(r.allow)) for r in parsed.rules
+        )
+    return AccessRules(
+        admins=frozenset(parsed.admins),
+        groups={g: frozenset(m) for g, m in parsed.groups.items()},
+        impersonators=frozenset(parsed.impersonators),
+        rules=rules,
+        conf_deny=tuple(parsed.conf.deny),
+        sessions_per_user=parsed.limits.sessions_per_user,
+        running_queries_per_user=parsed.limits.running_queries_per_user,
+    )
+
+
+class Access:
+    """The rules in force: from the access file (re-read when it changes), or the defaults."""
+
+    def __init__(self, path: Path | None, admins: list[str]) -> None:
+        self.path = path
+        self._default = AccessRules(admins=frozenset(admins))
+        self._lock = threading.Lock()
+        self._stamp: tuple[int, int] | None = None
+        self._rules = self._default
+        if path is not None:
+            self._rules = parse_access(self._read(path), str(path))  # a bad file stops start-up
+
+    @staticmethod
+    def _read(path: Path) -> str:
+        try:
+            return path.read_text()
+        except OSError as exc:
+            raise ConfigurationError(f"The access file {path} cannot be read: {exc}") from exc
+
+    def rules(self) -> AccessRules:
+        if self.path is None:
+            return self._default
+        try:
+            stat = self.path.stat()
+        except FileNotFoundError:
+            # Removed on purpose or mid-edit: keep what was in force rather than open up.
+            return self._rules
+        stamp = (stat.st_mtime_ns, stat.st_size)
+        with self._lock:
+            if stamp != self._stamp:
+                try:
+                    self._rules = parse_access(self._read(self.path), str(self.path))
+                except ConfigurationError as exc:
+                    # A broken edit must not lock everyone out, nor open everything up: the
+                    # rules in force stay until the file is fixed.
+                    log.error("%s; keeping the rules in force", exc)
+                self._stamp = stamp
+            return self._rules

@@ -1,0 +1,38 @@
+"""Who a request comes from, once authenticated."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+ANONYMOUS = "anonymous"
+
+
+@dataclass(frozen=True)
+class Identity:
+    """What an authenticator vouches for: a user name and the groups it knows of."""
+
+    name: str
+    groups: frozenset[str] = field(default_factory=frozenset)
+    via: str = "none"  # password | ldap | jwt | token | none
+
+
+@dataclass(frozen=True)
+class Principal:
+    """An authenticated user with what the access rules give them."""
+
+    name: str
+    groups: frozenset[str] = field(default_factory=frozenset)
+    admin: bool = False
+    rights: frozenset[str] = field(default_factory=frozenset)
+    via: str = "none"
+    address: str | None = None  # the client's address, for the audit
+
+    def owns(self, owner: str | None) -> bool:
+        """True if this user may see an object owned by ``owner`` (admins see everything)."""
+        return self.admin or owner == self.name
+
+    def owner_filter(self, requested: str | None = None) -> str | None:
+        """The owner a list is limited to: one's own, or for admins ``?owner=`` (or all)."""
+        if self.admin:
+            return requested
+        return self.name

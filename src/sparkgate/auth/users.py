@@ -1,0 +1,370 @@
+"""The users layer every front door calls: who is this (``authenticate``), may they
+(``require``, ``check_conf``, ``check_sql``, limits), and what they did (``audit``).
+
+users = Users(settings, store)
+user = users.authenticate("Basic Ym9iOnNlY3JldA==", address="10.0.0.7")
+users.require(user, "code", "run Python code")  # MissingRight (403) when not granted
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import contextlib
+import hashlib
+import logging
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from sparkgate.auth import tokens
+from sparkgate.auth.access import ADMIN, CODE, SQL, STREAMS, Access, AccessRules
+from sparkgate.auth.principal import ANONYMOUS, Identity, Principal
+from sparkgate.auth.sql import sql_needs
+from sparkgate.errors import (
+    ConfigurationError,
+    DeniedSetting,
+    Forbidden,
+    LimitExceeded,
+    MissingRight,
+    SparkgateError,
+    Unauthenticated,
+)
+from sparkgate.settings import Settings
+from sparkgate.states import SessionKind, StatementKind
+
+if TYPE_CHECKING:
+    from sparkgate.store import Store
+
+log = logging.getLogger("sparkgate.auth")
+
+METHODS = ("password", "ldap", "jwt")
+_FAILURE_WINDOW = 300.0  # failed logins from one address count for this long
+_FREE_FAILURES = 3  # this many in the window cost nothing extra; then each is slowed down
+_MAX_DELAY = 5.0
+
+
+class _PasswordCheck(Protocol):
+    def verify(self, name: str, password: str) -> Identity | None: ...
+
+
+class _BearerCheck(Protocol):
+    def verify_bearer(self, token: str) -> Identity | None: ...
+
+
+class Users:
+    def __init__(
+        self, settings: Settings, store: Store, *, clock: Callable[[], float] = time.time
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.clock = clock
+        self.methods = settings.auth_methods
+        unknown = [m for m in self.methods if m not in METHODS]
+        if unknown:
+            raise ConfigurationError(
+                f"SPARKGATE_AUTH: unknown method(s) {', '.join(unknown)}; use none or a comma "
+                f"list of {', '.join(METHODS)}."
+            )
+        self._password: list[tuple[str, _PasswordCheck]] = []
+        self._bearer: list[tuple[str, _BearerCheck]] = []
+        for method in self.methods:
+            if method == "password":
+                self._password.append((method, self._password_file(settings)))
+            elif method == "ldap":
+                from sparkgate.auth.ldap import LdapAuthenticator
+
+                self._password.append((method, LdapAuthenticator(settings)))
+            elif method == "jwt":
+                from sparkgate.auth.jwt import JwtAuthenticator
+
+                self._bearer.append((method, JwtAuthenticator(settings, clock=clock)))
+        self.access = Access(settings.access_file, settings.admins)
+        self._lock = threading.Lock()
+        self._cache: dict[str, tuple[float, Identity]] = {}
+        self._failures: dict[str, deque[float]] = {}
+
+    @staticmethod
+    def _password_file(settings: Settings) -> _PasswordCheck:
+        from sparkgate.auth.passwords import PasswordFile
+
+        if settings.auth_password_file is None:
+            raise ConfigurationError(
+                "SPARKGATE_AUTH includes password but SPARKGATE_AUTH_PASSWORD_FILE is not set."
+            )
+        return PasswordFile(settings.auth_password_file)
+
+    @property
+    def enabled(self) -> bool:
+        return bool(self.methods)
+
+    def rules(self) -> AccessRules:
+        return self.access.rules()
+
+    # -- who is it -----------------------------------------------------------------------
+
+    def authenticate(self, authorization: str | None, *, address: str | None) -> Principal:
+        """The caller of a request with this Authorization header. Raises Unauthenticated,
+        the same for an unknown user as for a wrong password."""
+        if not self.enabled:
+            return self.principal(Identity(ANONYMOUS), address=address)
+        if not authorization:
+            raise Unauthenticated(
+                "Credentials are required: Authorization: Basic (user and password, or a "
+                "personal access token as the password) or Bearer (a token)."
+            )
+        identity = self.identify(authorization)
+        if identity is None:
+            self._failed(address, authorization)
+            raise Unauthenticated()
+        return self.principal(identity, address=address)
+
+    def authenticate_password(self, name: str, password: str, *, address: str | None) -> Principal:
+        """For front doors that receive a user and password (the Thrift door's SASL PLAIN)."""
+        raw = base64.b64encode(f"{name}:{password}".encode()).decode()
+        return self.authenticate(f"Basic {raw}", address=address)
+
+    def identify(self, authorization: str) -> Identity | None:
+        scheme, _, value = authorization.strip().partition(" ")
+        value = value.strip()
+        scheme = scheme.lower()
+        if scheme == "bearer":
+            return self._bearer_identity(value)
+        if scheme == "basic":
+            try:
+                name, sep, password = base64.b64decode(value, validate=True).decode().partition(":")
+            except (binascii.Error, UnicodeDecodeError):
+                return None
+            if not sep or not name:
+                return None
+            return self._basic_identity(authorization, name, password)
+        return None
+
+    def _bearer_identity(self, token: str) -> Identity | None:
+        if tokens.looks_like_token(token):
+            # Not cached: a revoked token stops working at once (one indexed read).
+            return tokens.verify(self.store, token, now=self.clock())
+        for _, check in self._bearer:
+            identity = check.verify_bearer(token)
+            if identity is not None:
+                return identity
+        return None
+
+    def _basic_identity(self, header: str, name: str, password: str) -> Identity | None:
+        if tokens.looks_like_token(password):
+            return tokens.verify(self.store, password, now=self.clock(), user=name)
+        key = hashlib.sha256(header.encode()).hexdigest()
+        now = self.clock()
+        with self._lock:
+            hit = self._cache.get(key)
+        if hit is not None and hit[0] > now and self._still_listed(hit[1]):
+            return hit[1]
+        for _, check in self._password:
+            identity = check.verify(name, password)
+            if identity is not None:
+                with self._lock:
+                    if len(self._cache) > 10_000:
+                        self._cache.clear()
+                    self._cache[key] = (now + self.settings.auth_cache_ttl, identity)
+                return identity
+        return None
+
+    def _still_listed(self, identity: Identity) -> bool:
+        # A user removed from the password file loses access at once, cache or not (the file
+        # is re-read when it changes; this is a dict lookup).
+        if identity.via != "password":
+            return True
+        from sparkgate.auth.passwords import PasswordFile
+
+        return any(
+            identity.name in check.users()
+            for _, check in self._password
+            if isinstance(check, PasswordFile)
+        )
+
+    def principal(self, identity: Identity, *, address: str | None = None) -> Principal:
+        if not self.enabled:
+            # One user on loopback: the machine's owner, with every right.
+            return Principal(
+                ANONYMOUS, admin=True, rights=frozenset(self._all()), via="none", address=address
+            )
+        rules = self.rules()
+        groups = rules.groups_of(identity.name, identity.groups)
+        admin = rules.is_admin(identity.name, groups)
+        return Principal(
+            identity.name,
+            groups=groups,
+            admin=admin,
+            rights=rules.rights_of(identity.name, groups),
+            via=identity.via,
+            address=address,
+        )
+
+    def as_user(self, acting: Principal, name: str) -> Principal:
+        """The principal of a user someone else acts for (Livy's proxyUser)."""
+        return self.principal(Identity(name, via=f"proxy:{acting.name}"), address=acting.address)
+
+    @staticmethod
+    def _all() -> tuple[str, ...]:
+        from sparkgate.auth.access import RIGHTS
+
+        return RIGHTS
+
+    def _failed(self, address: str | None, authorization: str) -> None:
+        now = self.clock()
+        key = address or "?"
+        with self._lock:
+            recent = self._failures.setdefault(key, deque())
+            recent.append(now)
+            while recent and recent[0] < now - _FAILURE_WINDOW:
+                recent.popleft()
+            if len(self._failures) > 10_000:
+                self._failures.clear()
+        self.audit(None, "login", "failed", address=address, detail=_claimed(authorization))
+
+    def failure_delay(self, address: str | None) -> float:
+        """How long to hold the answer to a failed login from ``address``: nothing for the
+        first few in the window, then doubling up to a few seconds."""
+        now = self.clock()
+        with self._lock:
+            recent = self._failures.get(address or "?")
+            count = sum(1 for t in recent if t >= now - _FAILURE_WINDOW) if recent else 0
+        if count <= _FREE_FAILURES:
+            return 0.0
+        return float(min(_MAX_DELAY, 0.25 * 2 ** (count - _FREE_FAILURES - 1)))
+
+    # -- may they ------------------------------------------------------------------------
+
+    def require(
+        self, user: Principal, right: str, action: str, *, target: str | None = None
+    ) -> None:
+        if right in user.rights or user.admin:
+            return
+        error = MissingRight(user.name, right, action)
+        self.denied(user, action, error, target=target)
+        raise error
+
+    def require_admin(self, user: Principal, action: str, *, target: str | None = None) -> None:
+        self.require(user, ADMIN, action, target=target)
+
+    def require_statement(
+        self, user: Principal, kind: StatementKind, code: str, *, target: str | None = None
+    ) -> None:
+        """The rights a statement needs: ``code`` for Python, ``sql`` for SQL (and ``streams``
+        for stream statements), and no denied setting in a SET."""
+        if kind is not StatementKind.SQL:
+            self.require(user, CODE, "run Python code", target=target)
+            return
+        self.require(user, SQL, "run SQL", target=target)
+        if user.admin:
+            return
+        needs = sql_needs(code)
+        if needs.streams:
+            self.require(user, STREAMS, "start or stop streams", target=target)
+        self.check_conf(user, dict.fromkeys(needs.settings, ""), target=target)
+
+    def check_conf(
+        self, user: Principal, conf: Mapping[str, str], *, target: str | None = None
+    ) -> None:
+        if user.admin:
+            return
+        rules = self.rules()
+        for key in conf:
+            pattern = rules.denied_pattern(key)
+            if pattern is not None:
+                error = DeniedSetting(key, pattern)
+                self.denied(user, "set " + key, error, target=target)
+                raise error
+
+    def check_impersonation(self, user: Principal, proxy_user: str, *, field: str) -> Principal:
+        if user.admin or user.name in self.rules().impersonators:
+            self.audit(user, "impersonate", "ok", target=f"user:{proxy_user}")
+            return self.as_user(user, proxy_user)
+        error = Forbidden(
+            f"{field}: user {user.name} may not act for another user; only users listed as "
+            "impersonators in the access rules may.",
+            field=field,
+        )
+        self.denied(user, "impersonate", error, target=f"user:{proxy_user}")
+        raise error
+
+    def check_session_limit(self, user: Principal) -> None:
+        limit = self.rules().sessions_per_user
+        if limit is None or user.admin:
+            return
+        kinds = [SessionKind.INTERACTIVE, SessionKind.BATCH]
+        if self.store.sessions.count_active(user.name, kinds) >= limit:
+            error = LimitExceeded(
+                f"User {user.name} has {limit} active sessions, the limit "
+                "(sessions_per_user); end one first.",
+                limit=limit,
+            )
+            self.denied(user, "session.create", error)
+            raise error
+
+    def check_query_limit(self, user: Principal) -> None:
+        limit = self.rules().running_queries_per_user
+        if limit is None or user.admin:
+            return
+        if self.store.statements.count_unfinished(user.name) >= limit:
+            error = LimitExceeded(
+                f"User {user.name} has {limit} queries waiting or running, the limit "
+                "(running_queries_per_user); wait for one to finish.",
+                limit=limit,
+            )
+            self.denied(user, "query.submit", error)
+            raise error
+
+    def share_key(self, user: Principal, session_tag: str) -> str | None:
+        """Which engine sessions of this user may share (SPARKGATE_ENGINE_SHARE_LEVEL)."""
+        level = self.settings.share_level
+        if level == "server":
+            return None
+        if level == "group" and user.groups:
+            return f"group:{min(user.groups)}"
+        if level == "connection":
+            return f"session:{session_tag}"
+        return f"user:{user.name}"
+
+    # -- what they did -------------------------------------------------------------------
+
+    def audit(
+        self,
+        user: Principal | None,
+        action: str,
+        outcome: str,
+        *,
+        target: str | None = None,
+        detail: dict[str, Any] | None = None,
+        address: str | None = None,
+    ) -> None:
+        try:
+            self.store.audit.add(
+                action,
+                outcome,
+                now=self.clock(),
+                user=user.name if user is not None else None,
+                address=address or (user.address if user is not None else None),
+                target=target,
+                detail=detail,
+            )
+        except Exception:  # the audit must never turn a done action into an error
+            log.exception("could not record audit event %s %s", action, outcome)
+
+    def denied(
+        self, user: Principal, action: str, error: SparkgateError, *, target: str | None = None
+    ) -> None:
+        self.audit(user, action, "denied", target=target, detail=error.to_dict())
+
+
+def _claimed(authorization: str) -> dict[str, Any]:
+    """What a failed login claimed to be, for the audit: the scheme and user name, never the
+    secret."""
+    scheme, _, value = authorization.strip().partition(" ")
+    detail: dict[str, Any] = {"scheme": scheme.lower()}
+    if scheme.lower() == "basic":
+        with contextlib.suppress(binascii.Error, UnicodeDecodeError):
+            detail["user"] = base64.b64decode(value.strip()).decode().partition(":")[0][:255]
+    return detail
