@@ -115,6 +115,7 @@ class Engine:
             expected=[EngineState.STARTING],
             heartbeat_at=now,
             app_id=self.spark.sparkContext.applicationId,
+            ui_url=self.spark.sparkContext.uiWebUrl,
         )
         if not started.applied:
             log.warning("engine %s is %s before it ran; exiting", self.engine_id, started.state)
@@ -149,7 +150,9 @@ class Engine:
     def _start_spark(self, record: EngineRecord) -> SparkSession:
         from sparkgate.engine.spark import build_spark
 
-        return build_spark(self.settings, f"sparkgate-engine-{record.id}", record.conf)
+        return build_spark(
+            self.settings, f"sparkgate-engine-{record.id}", record.conf, engine_id=record.id
+        )
 
     def _fail_start(self, exc: BaseException) -> None:
         now = self.clock()

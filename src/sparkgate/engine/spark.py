@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import TYPE_CHECKING
 
 from sparkgate.settings import Settings
@@ -9,9 +10,24 @@ from sparkgate.settings import Settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+# Spark's web UI binds the address in SPARK_LOCAL_IP, or every interface; it has no setting.
+LOOPBACK = "127.0.0.1"
 
-def engine_spark_conf(settings: Settings, extra: dict[str, str] | None = None) -> dict[str, str]:
-    """Every Spark property an engine starts with; later entries win."""
+
+def ui_proxy_base(engine_id: int) -> str:
+    """Where sparkgate serves an engine's Spark UI (api/routes/engine_ui.py)."""
+    return f"/v1/engines/{engine_id}/ui"
+
+
+def engine_spark_conf(
+    settings: Settings, extra: dict[str, str] | None = None, *, engine_id: int | None = None
+) -> dict[str, str]:
+    """Every Spark property an engine starts with; later entries win.
+
+    The Spark UI is off unless ``settings.spark_ui`` (or the admin's ``spark_conf``) turns it
+    on. When on, it listens on loopback only (see :func:`engine_spark_env`), on a port the
+    system picks, cannot kill jobs (sparkgate's cancel does, with its access checks), and makes
+    its links under ``/v1/engines/{id}/ui`` where sparkgate proxies it for admins."""
     home = settings.resolved_home
     conf: dict[str, str] = {
         "spark.master": settings.spark_master,
@@ -20,7 +36,12 @@ def engine_spark_conf(settings: Settings, extra: dict[str, str] | None = None) -
         # stale (wrong counts, FILE_NOT_EXIST). See SPARK-NOTES.md.
         "spark.sql.filesourceTableRelationCacheSize": "0",
         "spark.driver.extraJavaOptions": f"-Dderby.system.home={home / 'derby'}",
+        "spark.ui.enabled": "true" if settings.spark_ui else "false",
+        # Ports 4040+ are probed in turn and shared with every Spark on the machine.
+        "spark.ui.port": "0",
     }
+    if engine_id is not None:
+        conf["spark.ui.proxyBase"] = ui_proxy_base(engine_id)
     if settings.catalog == "hive":
         conf["spark.sql.catalogImplementation"] = "hive"
         if settings.metastore_uri:
@@ -37,16 +58,65 @@ def engine_spark_conf(settings: Settings, extra: dict[str, str] | None = None) -
         conf["spark.driver.memory"] = settings.engine_driver_memory
     conf.update(settings.spark_conf)
     conf.update(extra or {})
+    # Whoever turned the UI on, it is reached through sparkgate only, and cannot kill jobs.
+    conf["spark.ui.killEnabled"] = "false"
+    if ui_enabled(conf) and not _is_local(conf["spark.master"]):
+        # SPARK_LOCAL_IP (loopback, for the UI) is also the driver's default RPC address;
+        # executors elsewhere must reach the driver on a routable one.
+        conf.setdefault("spark.driver.host", _routable_address())
     return conf
 
 
+def ui_enabled(conf: dict[str, str]) -> bool:
+    return conf.get("spark.ui.enabled", "true").strip().lower() != "false"
+
+
+def engine_spark_env(conf: dict[str, str]) -> dict[str, str]:
+    """Environment for the engine's JVM: with the UI on, SPARK_LOCAL_IP makes it listen on
+    loopback (Spark's WebUI binds ``SPARK_LOCAL_IP`` or 0.0.0.0; no property sets it)."""
+    if ui_enabled(conf) or _is_local(conf.get("spark.master", "")):
+        return {"SPARK_LOCAL_IP": LOOPBACK}
+    return {}
+
+
+def _is_local(master: str) -> bool:
+    return master == "local" or master.startswith("local[") or master.startswith("local-")
+
+
+def _routable_address() -> str:
+    import socket
+
+    hostname = socket.gethostname()
+    try:
+        infos = socket.getaddrinfo(hostname, None, socket.AF_INET)
+    except OSError:
+        infos = []
+    for info in infos:
+        address = str(info[4][0])
+        if not address.startswith("127."):
+            return address
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
+        try:
+            sock.connect(("192.0.2.1", 9))  # TEST-NET: picks the outgoing interface, sends nothing
+            return str(sock.getsockname()[0])
+        except OSError:
+            return hostname
+
+
 def build_spark(
-    settings: Settings, app_name: str, extra: dict[str, str] | None = None
+    settings: Settings,
+    app_name: str,
+    extra: dict[str, str] | None = None,
+    *,
+    engine_id: int | None = None,
 ) -> SparkSession:
     from pyspark.sql import SparkSession
 
+    conf = engine_spark_conf(settings, extra, engine_id=engine_id)
+    # The JVM is started below, by this process: it inherits this environment.
+    os.environ.update(engine_spark_env(conf))
     builder = SparkSession.builder.appName(app_name)
-    for key, value in engine_spark_conf(settings, extra).items():
+    for key, value in conf.items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     # The engine log is for sparkgate's own lines and real problems, not Spark's chatter.

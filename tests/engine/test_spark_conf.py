@@ -1,0 +1,69 @@
+"""The Spark properties and environment an engine starts with: its UI in particular."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from sparkgate.engine.spark import engine_spark_conf, engine_spark_env
+from sparkgate.settings import Settings
+
+
+def _settings(tmp_path: Path, **values: object) -> Settings:
+    return Settings(home=tmp_path, spark_master="local[2]", **values)  # type: ignore[arg-type]
+
+
+def test_the_ui_is_off_by_default(tmp_path: Path) -> None:
+    conf = engine_spark_conf(_settings(tmp_path), engine_id=3)
+    assert conf["spark.ui.enabled"] == "false"
+    assert conf["spark.ui.killEnabled"] == "false"
+
+
+def test_the_ui_when_on_is_proxied_and_cannot_kill(tmp_path: Path) -> None:
+    conf = engine_spark_conf(_settings(tmp_path, spark_ui=True), engine_id=7)
+    assert conf["spark.ui.enabled"] == "true"
+    assert conf["spark.ui.proxyBase"] == "/v1/engines/7/ui"
+    assert conf["spark.ui.killEnabled"] == "false"
+    assert conf["spark.ui.port"] == "0"  # not 4040+, shared with every Spark on the machine
+    assert engine_spark_env(conf) == {"SPARK_LOCAL_IP": "127.0.0.1"}
+
+
+def test_an_admin_may_turn_the_ui_on_but_not_off_loopback(tmp_path: Path) -> None:
+    settings = _settings(
+        tmp_path, spark_conf={"spark.ui.enabled": "true", "spark.ui.killEnabled": "true"}
+    )
+    conf = engine_spark_conf(settings, engine_id=1)
+    assert conf["spark.ui.enabled"] == "true"
+    assert conf["spark.ui.killEnabled"] == "false"
+    assert engine_spark_env(conf) == {"SPARK_LOCAL_IP": "127.0.0.1"}
+    # Nor can a session's own conf turn kills back on.
+    conf = engine_spark_conf(settings, {"spark.ui.killEnabled": "true"}, engine_id=1)
+    assert conf["spark.ui.killEnabled"] == "false"
+
+
+def test_the_ui_can_be_turned_off_by_spark_conf(tmp_path: Path) -> None:
+    settings = _settings(tmp_path, spark_ui=True, spark_conf={"spark.ui.enabled": "false"})
+    assert engine_spark_conf(settings)["spark.ui.enabled"] == "false"
+
+
+def test_without_an_engine_id_there_is_no_proxy_base(tmp_path: Path) -> None:
+    conf = engine_spark_conf(_settings(tmp_path, spark_ui=True))
+    assert "spark.ui.proxyBase" not in conf
+
+
+def test_a_remote_master_keeps_a_routable_driver_address(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, spark_master="spark://10.0.0.5:7077", spark_ui=True)
+    conf = engine_spark_conf(settings, engine_id=2)
+    assert not conf["spark.driver.host"].startswith("127.")
+    assert engine_spark_env(conf) == {"SPARK_LOCAL_IP": "127.0.0.1"}
+    # UI off: the environment is left alone, the driver host to Spark.
+    off = engine_spark_conf(Settings(home=tmp_path, spark_master="spark://10.0.0.5:7077"))
+    assert "spark.driver.host" not in off
+    assert engine_spark_env(off) == {}
+    # An admin's driver host is kept.
+    pinned = Settings(
+        home=tmp_path,
+        spark_master="yarn",
+        spark_ui=True,
+        spark_conf={"spark.driver.host": "gateway.example"},
+    )
+    assert engine_spark_conf(pinned)["spark.driver.host"] == "gateway.example"
