@@ -2,16 +2,25 @@
 
 Routes validate and translate; this module creates sessions, queues statements, cancels and
 kills, always through the store and its transitions. It never talks to Spark.
+
+Every call made for a user takes that user (``user=``): the access checks (rights, denied
+settings, limits) and the audit happen here, once, for every front door; objects the user does
+not own are reported as not found. Internal callers (stream supervision, job runs) pass no
+user and act as the server.
 """
 
 from __future__ import annotations
 
 import logging
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
-from sparkgate.errors import Conflict
+from sparkgate.auth.access import CODE, SQL
+from sparkgate.auth.principal import Principal
+from sparkgate.auth.users import Users
+from sparkgate.errors import Conflict, MissingRight, QueryNotFound, SessionNotFound
 from sparkgate.launcher.placement import Placement
 from sparkgate.settings import Settings
 from sparkgate.states import (
@@ -46,13 +55,33 @@ class Gateway:
         settings: Settings,
         store: Store,
         placement: Placement,
+        users: Users,
         *,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self.settings = settings
         self.store = store
         self.placement = placement
+        self.users = users
         self.clock = clock
+
+    # -- what a user may see -------------------------------------------------------------
+
+    def session(self, session_id: int, *, user: Principal) -> SessionRecord:
+        """The session, if the user may see it; else SessionNotFound, as for a missing id."""
+        session = self.store.sessions.find(session_id)
+        if session is None or not visible(user, session):
+            raise SessionNotFound(session_id)
+        return session
+
+    def statement(self, statement_id: int, *, user: Principal) -> StatementRecord:
+        statement = self.store.statements.find(statement_id)
+        if statement is None:
+            raise QueryNotFound(statement_id)
+        session = self.store.sessions.find(statement.session_id)
+        if session is None or not visible(user, session):
+            raise QueryNotFound(statement_id)
+        return statement
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -62,12 +91,35 @@ class Gateway:
         *,
         name: str | None = None,
         conf: dict[str, str] | None = None,
+        user: Principal | None = None,
         owner: str | None = None,
         proxy_user: str | None = None,
         attributes: dict[str, Any] | None = None,
         first_statement: tuple[StatementKind, str] | None = None,
     ) -> tuple[SessionRecord, StatementRecord | None]:
-        """Record a session (and, for a batch, its statement) and place it on an engine."""
+        """Record a session (and, for a batch, its statement) and place it on an engine.
+
+        With ``proxy_user``, ``user`` acts for that user (Livy's proxyUser; only impersonators
+        may): the session is the proxied user's, with the proxied user's rights."""
+        share_key = None
+        if user is not None:
+            acting = user
+            if proxy_user:
+                user = self.users.check_impersonation(user, proxy_user, field="proxyUser")
+                attributes = {**(attributes or {}), "created_by": acting.name}
+            if first_statement is not None:
+                self.users.require_statement(user, *first_statement)
+            elif not user.rights & {SQL, CODE}:
+                error = MissingRight(user.name, SQL, "start a session")
+                self.users.denied(user, "session.create", error)
+                raise error
+            self.users.check_conf(user, conf or {})
+            self.users.check_session_limit(user)
+            owner = user.name
+            share_key = self.users.share_key(user, uuid.uuid4().hex[:12])
+        elif self.settings.share_level != "server":
+            # Internal sessions (job runs) share only with their owner's, or with each other.
+            share_key = f"user:{owner}" if owner else "system"
         session = self.store.sessions.add(
             kind,
             now=self.clock(),
@@ -75,8 +127,13 @@ class Gateway:
             conf=conf,
             owner=owner,
             proxy_user=proxy_user,
+            share_key=share_key,
             attributes=attributes,
         )
+        if user is not None:
+            self.users.audit(
+                user, "session.create", "ok", target=f"session:{session.id}", detail={"kind": kind}
+            )
         statement = None
         if first_statement is not None:
             statement_kind, code = first_statement
@@ -110,11 +167,15 @@ class Gateway:
                     conn=conn,
                 )
 
-    def kill_session(self, session_id: int) -> SessionRecord:
+    def kill_session(self, session_id: int, *, user: Principal | None = None) -> SessionRecord:
         """End a session: ``killed``; waiting statements cancelled, a running one cancelling.
         Killing an ended session changes nothing (so a retried DELETE is harmless)."""
         now = self.clock()
-        session = self.store.sessions.get(session_id)
+        if user is not None:
+            session = self.session(session_id, user=user)
+            self.users.audit(user, "session.kill", "ok", target=f"session:{session_id}")
+        else:
+            session = self.store.sessions.get(session_id)
         with self.store.db.begin() as conn:
             killed = self.store.transitions.session(
                 session_id,
@@ -150,10 +211,12 @@ class Gateway:
             conn=conn,
         )
 
-    def stop_engine(self, engine_id: int) -> EngineRecord:
-        """Ask an engine to stop gracefully (it notices within a heartbeat)."""
+    def stop_engine(self, engine_id: int, *, user: Principal) -> EngineRecord:
+        """Ask an engine to stop gracefully (it notices within a heartbeat). Admins only."""
+        self.users.require_admin(user, "stop an engine", target=f"engine:{engine_id}")
         self.store.engines.get(engine_id)  # 404 for an unknown engine
         self.placement.stop_engine(engine_id)
+        self.users.audit(user, "engine.stop", "ok", target=f"engine:{engine_id}")
         return self.store.engines.get(engine_id)
 
     # -- statements ----------------------------------------------------------------------
@@ -162,18 +225,40 @@ class Gateway:
         self,
         code: str,
         *,
+        user: Principal,
         session_id: int | None = None,
         kind: StatementKind = StatementKind.SQL,
     ) -> StatementRecord:
         """Queue a statement in a session, or (no session) run it as a one-statement batch."""
         if session_id is None:
-            _, statement = self.create_session(SessionKind.BATCH, first_statement=(kind, code))
+            self.users.check_query_limit(user)
+            _, statement = self.create_session(
+                SessionKind.BATCH, user=user, first_statement=(kind, code)
+            )
             assert statement is not None
-            return self.store.statements.get(statement.id)
-        return self.store.statements.add(session_id, code, now=self.clock(), kind=kind)
+        else:
+            session = self.session(session_id, user=user)
+            self.users.require_statement(user, kind, code, target=f"session:{session_id}")
+            self.users.check_query_limit(user)
+            if session.proxy_user and session.owner != user.name:
+                # The impersonator's statement runs with the proxied user's rights, too.
+                self.users.require_statement(
+                    self.users.as_user(user, session.proxy_user), kind, code
+                )
+            statement = self.store.statements.add(session_id, code, now=self.clock(), kind=kind)
+        self.users.audit(
+            user,
+            "query.submit",
+            "ok",
+            target=f"query:{statement.id}",
+            detail={"session_id": statement.session_id, "kind": kind.value},
+        )
+        return self.store.statements.get(statement.id)
 
-    def cancel(self, statement_id: int) -> StatementRecord:
+    def cancel(self, statement_id: int, *, user: Principal) -> StatementRecord:
         """Cancel a statement: a waiting one at once, a running one through its engine."""
+        self.statement(statement_id, user=user)
+        self.users.audit(user, "query.cancel", "ok", target=f"query:{statement_id}")
         for _ in range(3):  # the engine may move it between our read and our write
             statement = self.store.statements.get(statement_id)
             if statement.state in TERMINAL_STATEMENT_STATES:
@@ -206,3 +291,9 @@ class Gateway:
         session = self.store.sessions.get(session_id)
         if session.kind is SessionKind.BATCH:
             self.kill_session(session_id)
+
+
+def visible(user: Principal, session: SessionRecord) -> bool:
+    """Whether ``user`` may see ``session``: its owner, whoever created it for its owner
+    (an impersonator), and admins."""
+    return user.owns(session.owner) or session.attributes.get("created_by") == user.name

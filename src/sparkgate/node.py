@@ -12,6 +12,7 @@ import os
 import socket
 import uuid
 
+from sparkgate.auth.users import Users
 from sparkgate.catalog.metastore import ensure_metastore
 from sparkgate.duties.reaper import reap_idle_sessions, reap_lost_engines
 from sparkgate.duties.results import expire_results
@@ -45,7 +46,8 @@ class ServerNode:
         self.placement = Placement(
             self.settings, self.store, LocalLauncher(self.settings, self.store), self.node_id
         )
-        self.gateway = Gateway(self.settings, self.store, self.placement)
+        self.users = Users(self.settings, self.store)
+        self.gateway = Gateway(self.settings, self.store, self.placement, self.users)
         self.streams = Streams(self.settings, self.store, self.gateway)
         self.deployer = Deployer(self.settings, self.store, self.streams, self.node_id)
         self.job_runner = JobRunner(self.store, self.gateway)

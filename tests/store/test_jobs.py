@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from sparkgate.auth.users import Users
 from sparkgate.errors import DeployInProgress, JobNotBatch, JobNotFound, ManifestsInvalid
 from sparkgate.gateway import Gateway
 from sparkgate.jobs.bundle import load_bundle
@@ -158,7 +159,7 @@ class NoProcesses:
 def node(store: Store, tmp_path: Path) -> tuple[Settings, Gateway, Streams]:
     settings = Settings(home=tmp_path, lease_ttl=10.0)
     placement = Placement(settings, store, NoProcesses(), "node-1", clock=lambda: NOW)
-    gateway = Gateway(settings, store, placement, clock=lambda: NOW)
+    gateway = Gateway(settings, store, placement, Users(settings, store), clock=lambda: NOW)
     return settings, gateway, Streams(settings, store, gateway, clock=lambda: NOW)
 
 

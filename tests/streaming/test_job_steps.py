@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from sparkgate.auth.users import Users
 from sparkgate.errors import StreamJobActive
 from sparkgate.gateway import Gateway
 from sparkgate.launcher.placement import Placement
@@ -34,7 +35,7 @@ STEPS = [
 def streams(store: Store, tmp_path: Path) -> Streams:
     settings = Settings(home=tmp_path)
     placement = Placement(settings, store, NoProcesses(), "node-1", clock=lambda: NOW)
-    gateway = Gateway(settings, store, placement, clock=lambda: NOW)
+    gateway = Gateway(settings, store, placement, Users(settings, store), clock=lambda: NOW)
     return Streams(settings, store, gateway, clock=lambda: NOW, rand=lambda: 0.0)
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from sparkgate.auth.users import Users
 from sparkgate.errors import StreamJobActive, StreamJobBusy
 from sparkgate.gateway import Gateway
 from sparkgate.launcher.placement import Placement
@@ -47,7 +48,7 @@ class NoProcesses:
 def streams(store: Store, tmp_path: Path) -> Streams:
     settings = Settings(home=tmp_path, stream_retry_min_backoff=2.0, stream_retry_max_attempts=2)
     placement = Placement(settings, store, NoProcesses(), "node-1", clock=lambda: NOW)
-    gateway = Gateway(settings, store, placement, clock=lambda: NOW)
+    gateway = Gateway(settings, store, placement, Users(settings, store), clock=lambda: NOW)
     return Streams(settings, store, gateway, clock=lambda: NOW, rand=lambda: 0.0)
 
 

@@ -2,15 +2,28 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
 
-from fastapi import FastAPI
+from fastapi import Depends, FastAPI, Request
 
 from sparkgate import __version__
 from sparkgate.api import livy
+from sparkgate.api.deps import get_user
 from sparkgate.api.errors import install_error_handlers
-from sparkgate.api.routes import engines, health, jobs, metrics, queries, sessions, streams
+from sparkgate.api.limits import BodyLimit
+from sparkgate.api.routes import (
+    audit,
+    engine_ui,
+    engines,
+    health,
+    jobs,
+    metrics,
+    queries,
+    sessions,
+    streams,
+    users,
+)
 from sparkgate.api.watcher import StatementWatcher
 from sparkgate.node import ServerNode
 from sparkgate.settings import Settings
@@ -33,12 +46,31 @@ def create_app(settings: Settings) -> FastAPI:
 
     app = FastAPI(title="sparkgate", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
+    app.add_middleware(BodyLimit, limit=settings.request_max_bytes)
+    # Every router but liveness authenticates: a route added to any of them is guarded.
+    guarded = [Depends(get_user)]
     app.include_router(health.router)
-    app.include_router(sessions.router)
-    app.include_router(queries.router)
-    app.include_router(engines.router)
-    app.include_router(streams.router)
-    app.include_router(jobs.router)
-    app.include_router(metrics.router)
-    livy.install(app)
+    for router in (
+        sessions.router,
+        queries.router,
+        engines.router,
+        engine_ui.router,
+        streams.router,
+        jobs.router,
+        users.router,
+        audit.router,
+    ):
+        app.include_router(router, dependencies=guarded)
+    app.include_router(metrics.router, dependencies=[Depends(_metrics_guard(settings))])
+    livy.install(app, dependencies=guarded)
     return app
+
+
+def _metrics_guard(settings: Settings) -> Callable[[Request], Awaitable[None]]:
+    """Scrapers often cannot authenticate: ``SPARKGATE_METRICS_PUBLIC`` opens /metrics."""
+
+    async def guard(request: Request) -> None:
+        if not settings.metrics_public:
+            await get_user(request)
+
+    return guard

@@ -18,9 +18,13 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from sparkgate.errors import (
     ConfigurationError,
     Conflict,
+    Forbidden,
     InvalidRequest,
+    LimitExceeded,
     NotFound,
+    PayloadTooLarge,
     SparkgateError,
+    Unauthenticated,
 )
 
 log = logging.getLogger("sparkgate.api")
@@ -49,16 +53,21 @@ def register_error_body(
     _BODIES.append((prefix, body, dict(statuses or {})))
 
 
+# The first class an error is an instance of decides its status.
+_STATUSES: tuple[tuple[type[SparkgateError], int], ...] = (
+    (NotFound, 404),
+    (Unauthenticated, 401),
+    (Forbidden, 403),
+    (LimitExceeded, 429),
+    (PayloadTooLarge, 413),
+    (Conflict, 409),
+    (InvalidRequest, 422),
+    (ConfigurationError, 503),
+)
+
+
 def status_of(exc: SparkgateError) -> int:
-    if isinstance(exc, NotFound):
-        return 404
-    if isinstance(exc, Conflict):
-        return 409
-    if isinstance(exc, InvalidRequest):
-        return 422
-    if isinstance(exc, ConfigurationError):
-        return 503
-    return 500
+    return next((status for kind, status in _STATUSES if isinstance(exc, kind)), 500)
 
 
 def error_response(request: Request, status: int, error: dict[str, Any]) -> JSONResponse:
@@ -66,8 +75,15 @@ def error_response(request: Request, status: int, error: dict[str, Any]) -> JSON
     for prefix, body, statuses in _BODIES:
         if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
             status = statuses.get(status, status)
-            return JSONResponse(body(status, error), status_code=status)
-    return JSONResponse(native_body(status, error), status_code=status)
+            return JSONResponse(body(status, error), status_code=status, headers=_headers(status))
+    return JSONResponse(native_body(status, error), status_code=status, headers=_headers(status))
+
+
+def _headers(status: int) -> dict[str, str] | None:
+    # Both schemes are offered: Basic for Livy clients and JDBC tools, Bearer for tokens.
+    if status == 401:
+        return {"WWW-Authenticate": 'Basic realm="sparkgate", charset="UTF-8", Bearer'}
+    return None
 
 
 def _describe_validation(exc: RequestValidationError) -> dict[str, Any]:

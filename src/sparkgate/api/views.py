@@ -33,6 +33,8 @@ def session_view(session: SessionRecord) -> dict[str, Any]:
         "kind": session.kind.value,
         "name": session.name,
         "state": session.state.value,
+        "owner": session.owner,
+        "proxy_user": session.proxy_user,
         "conf": session.conf,
         "engine_id": session.engine_id,
         "statement_count": session.statement_count,

@@ -104,11 +104,16 @@ class Deployer:
         prune: bool = False,
         plan_only: bool = False,
         wait: float = 0.0,
+        user: str | None = None,
+        check: Callable[[Bundle], None] | None = None,
     ) -> Submitted:
-        """Check, plan and record a deploy; unless ``plan_only``, start carrying it out."""
+        """Check, plan and record a deploy; unless ``plan_only``, start carrying it out.
+        ``user``: who deploys (the deployment's owner, and the owner of stream jobs it makes)."""
         bundle = load_bundle(manifests, template, definitions, retry_defaults(self.settings))
         if not bundle.ok:
             raise ManifestsInvalid([e.to_json() for e in bundle.errors])
+        if check is not None:
+            check(bundle)  # the caller's access checks (denied Spark settings), before anything
         files = files_of(manifests, template, definitions)
         if plan_only:
             actions = self.plan(bundle, prune=prune)
@@ -119,6 +124,7 @@ class Deployer:
                 plan_only=True,
                 prune=prune,
                 node_id=self.node_id,
+                owner=user,
             )
             return Submitted(record, actions)
         owner = f"{self.node_id}/{uuid.uuid4().hex[:12]}"
@@ -132,6 +138,7 @@ class Deployer:
                 prune=prune,
                 node_id=self.node_id,
                 lease_owner=owner,
+                owner=user,
             )
         except BaseException:
             self.store.leases.release(LEASE, owner)
@@ -467,7 +474,9 @@ class _Run:
         conf = dict(job.manifest.properties)
         existing = self.store.stream_jobs.find(job.name)
         if existing is None:
-            self.streams.create(job.name, steps, conf=conf, checkpoint_root=str(root))
+            self.streams.create(
+                job.name, steps, conf=conf, checkpoint_root=str(root), owner=self.record.owner
+            )
         else:
             self.streams.redefine(job.name, sql=steps, conf=conf, checkpoint_root=str(root))
             self.streams.start(job.name)

@@ -46,8 +46,9 @@ class JobRunner:
         self.gateway = gateway
         self.clock = clock
 
-    def start(self, name: str) -> JobRunRecord:
-        """Run a batch job's current version; the run is ``running`` at once."""
+    def start(self, name: str, *, user: str | None = None) -> JobRunRecord:
+        """Run a batch job's current version; the run is ``running`` at once. Its session is
+        ``user``'s (who started the run)."""
         job = self.store.jobs.get(name)
         if job.removed:
             raise JobRemoved(name)
@@ -58,6 +59,7 @@ class JobRunner:
         session, statement = self.gateway.create_session(
             SessionKind.INTERACTIVE,
             name=f"job:{name}",
+            owner=user,
             conf=dict(job.manifest.get("properties") or {}),
             attributes={"job": name, "job_run": run.id, "job_version": job.version},
             first_statement=(StatementKind(first["kind"]), first["code"]),

@@ -6,6 +6,9 @@
 - A stream job's session goes to a streaming engine (``newSession()`` there too): long-running
   queries get drivers of their own, apart from interactive work, up to
   ``stream_engine_max_jobs`` jobs per engine.
+- Shared and streaming engines host sessions of one share key only (``sessions.share_key``:
+  one user's, one group's, or NULL for everyone's at share level ``server``); a warm engine
+  nobody has claimed yet is claimed by the first key that needs one.
 - A batch session, or a session asking for static conf (driver memory, executors, jars, ...),
   gets a dedicated engine: one from the warm pool when its conf allows, else a new process.
 
@@ -82,15 +85,13 @@ class Placement:
         launched = False
         engine: EngineRecord | None
         if session.kind is SessionKind.INTERACTIVE and not own:
-            engine = self.store.engines.shared_with_room(self.settings.shared_engine_max_sessions)
-            if engine is None:
-                engine = self._launch(EngineKind.SHARED)
-        elif session.kind is SessionKind.STREAMING and not own:
-            engine = self.store.engines.shared_with_room(
-                self.settings.stream_engine_max_jobs, EngineKind.STREAMING
+            engine = self._shared(
+                EngineKind.SHARED, self.settings.shared_engine_max_sessions, session.share_key
             )
-            if engine is None:
-                engine = self._launch(EngineKind.STREAMING)
+        elif session.kind is SessionKind.STREAMING and not own:
+            engine = self._shared(
+                EngineKind.STREAMING, self.settings.stream_engine_max_jobs, session.share_key
+            )
         else:
             engine = None if own else self.store.engines.claim_warm(session.id, now=self.clock())
             if engine is None:
@@ -110,6 +111,17 @@ class Placement:
             self.stop_engine(engine.id)
         elif not launched and engine.kind is EngineKind.DEDICATED:
             self.keep_warm()  # we took one from the pool
+
+    def _shared(self, kind: EngineKind, room: int, share_key: str | None) -> EngineRecord:
+        """An engine of ``kind`` for a session with this share key: one already serving the
+        key with room, else the warm unclaimed one (claimed for the key), else a new one. So
+        two users' sessions never share a driver unless the share level says they may."""
+        engine = self.store.engines.shared_with_room(room, kind, share_key)
+        if engine is None and share_key is not None:
+            engine = self.store.engines.claim_shared(kind, share_key, now=self.clock())
+            if engine is not None and kind is EngineKind.SHARED:
+                self.keep_shared()  # the next user finds a warm engine too
+        return engine or self._launch(kind, share_key=share_key)
 
     def keep_warm(self) -> None:
         """Keep ``warm_engines`` dedicated engines started and unassigned."""
@@ -133,10 +145,20 @@ class Placement:
         )
 
     def _launch(
-        self, kind: EngineKind, *, session_id: int | None = None, conf: dict[str, str] | None = None
+        self,
+        kind: EngineKind,
+        *,
+        session_id: int | None = None,
+        conf: dict[str, str] | None = None,
+        share_key: str | None = None,
     ) -> EngineRecord:
         engine = self.store.engines.add(
-            kind, now=self.clock(), conf=conf, node_id=self.node_id, session_id=session_id
+            kind,
+            now=self.clock(),
+            conf=conf,
+            node_id=self.node_id,
+            session_id=session_id,
+            share_key=share_key,
         )
         try:
             self.launcher.launch(engine)

@@ -102,15 +102,22 @@ class Streams:
         *,
         conf: dict[str, str] | None = None,
         checkpoint_root: str | None = None,
+        owner: str | None = None,
     ) -> StreamJobRecord:
         """Check and record a job; the supervisor duty launches it within a second or so.
-        ``script``: SQL, or steps (SQL and PySpark) run in order."""
+        ``script``: SQL, or steps (SQL and PySpark) run in order. Its sessions are ``owner``'s."""
         _check_name(name)
         _check_root(checkpoint_root)
         sql, steps = _script(script)
         self.check(sql, conf)
         return self.store.stream_jobs.add(
-            name, sql, now=self.clock(), conf=conf, checkpoint_root=checkpoint_root, steps=steps
+            name,
+            sql,
+            now=self.clock(),
+            conf=conf,
+            checkpoint_root=checkpoint_root,
+            steps=steps,
+            owner=owner,
         )
 
     def redefine(
@@ -278,6 +285,13 @@ class Streams:
                 now=now,
                 name=f"stream:{job.name}",
                 conf=job.conf,
+                owner=job.owner,
+                # A job's engine hosts only its owner's jobs, as interactive engines do.
+                share_key=(
+                    None
+                    if self.settings.share_level == "server" or job.owner is None
+                    else f"user:{job.owner}"
+                ),
                 attributes={
                     "stream_job": job.name,
                     "stream_job_id": job.id,

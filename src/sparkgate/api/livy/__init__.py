@@ -7,6 +7,9 @@ server over the same sessions and statements as the native ``/v1`` API, so Livy 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import Any
+
 from fastapi import FastAPI
 
 from sparkgate.api.errors import register_error_body
@@ -18,10 +21,10 @@ PREFIXES = ("/sessions", "/batches", "/version")
 STATUSES = {409: 400, 422: 400}
 
 
-def install(app: FastAPI) -> None:
-    """Serve the Livy routes from ``app``, with Livy's error bodies (``{"msg": ...}``)."""
+def install(app: FastAPI, *, dependencies: Sequence[Any] = ()) -> None:
+    """Serve the Livy routes from ``app``, with Livy's error bodies (``{"msg": ...}``);
+    ``dependencies`` (authentication) apply to every route."""
     for prefix in PREFIXES:
         register_error_body(prefix, livy_error_body, statuses=STATUSES)
-    app.include_router(version.router)
-    app.include_router(sessions.router)
-    app.include_router(batches.router)
+    for router in (version.router, sessions.router, batches.router):
+        app.include_router(router, dependencies=list(dependencies))

@@ -16,7 +16,7 @@ from urllib.parse import urlparse
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from sparkgate.api.deps import NodeDep
+from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.livy import common, views
 from sparkgate.api.livy.models import CreateBatch
 from sparkgate.api.livy.states import batch_state
@@ -44,12 +44,15 @@ def _check_file(body: CreateBatch) -> None:
 
 
 @router.get("")
-def list_batches(node: NodeDep, start: From = None, size: Size = None) -> dict[str, Any]:
+def list_batches(
+    node: NodeDep, user: UserDep, start: From = None, size: Size = None
+) -> dict[str, Any]:
     """Batches by id (the active ones and those ended recently): ``{"from", "total",
     "sessions"}``."""
     first = start or 0
     page = node.store.sessions.list_page(
         kinds=[SessionKind.BATCH],
+        owner=user.owner_filter(),
         ended_since=time.time() - node.settings.livy_session_retention,
         offset=first,
         limit=100 if size is None or size < 0 else size,
@@ -61,6 +64,7 @@ def list_batches(node: NodeDep, start: From = None, size: Size = None) -> dict[s
 def create_batch(
     body: CreateBatch,
     node: NodeDep,
+    user: UserDep,
     response: Response,
     do_as: Annotated[str | None, Query(alias="doAs")] = None,
 ) -> dict[str, Any]:
@@ -70,6 +74,7 @@ def create_batch(
         SessionKind.BATCH,
         name=body.name,
         conf=body.spark_conf(),
+        user=user,
         proxy_user=do_as or body.proxyUser,
         attributes={"livy": body.livy_attributes()},
         # A file statement's code is its command line, as engine.batch_files reads it.
@@ -80,13 +85,13 @@ def create_batch(
 
 
 @router.get("/{batch_id}")
-def get_batch(batch_id: int, node: NodeDep) -> dict[str, Any]:
-    return common.batch_json(node, common.get_session(node, batch_id, SessionKind.BATCH))
+def get_batch(batch_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+    return common.batch_json(node, common.get_session(node, batch_id, SessionKind.BATCH, user))
 
 
 @router.get("/{batch_id}/state")
-def get_batch_state(batch_id: int, node: NodeDep) -> dict[str, Any]:
-    session = common.get_session(node, batch_id, SessionKind.BATCH)
+def get_batch_state(batch_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+    session = common.get_session(node, batch_id, SessionKind.BATCH, user)
     statement = node.store.statements.find_by_seq(batch_id, 0)
     return {
         "id": batch_id,
@@ -96,19 +101,19 @@ def get_batch_state(batch_id: int, node: NodeDep) -> dict[str, Any]:
 
 @router.get("/{batch_id}/log")
 def get_batch_log(
-    batch_id: int, node: NodeDep, start: From = None, size: Size = None
+    batch_id: int, node: NodeDep, user: UserDep, start: From = None, size: Size = None
 ) -> dict[str, Any]:
     """``{"id", "from", "total", "log"}``: what the file printed so far (stdout, then stderr),
     and why the batch failed; by default the last 100 lines."""
-    session = common.get_session(node, batch_id, SessionKind.BATCH)
+    session = common.get_session(node, batch_id, SessionKind.BATCH, user)
     lines = views.batch_log(session, node.store.statements.find_by_seq(batch_id, 0))
     first, page = views.log_page(lines, start, size)
     return {"id": batch_id, "from": first, "total": len(lines), "log": page}
 
 
 @router.delete("/{batch_id}")
-def delete_batch(batch_id: int, node: NodeDep) -> dict[str, Any]:
+def delete_batch(batch_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Kill the batch (``killed``): its Spark jobs are cancelled and its engine stops."""
-    common.get_session(node, batch_id, SessionKind.BATCH)
-    node.gateway.kill_session(batch_id)
+    common.get_session(node, batch_id, SessionKind.BATCH, user)
+    node.gateway.kill_session(batch_id, user=user)
     return {"msg": "deleted"}

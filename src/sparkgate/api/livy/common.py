@@ -11,7 +11,9 @@ from fastapi import Request
 from sparkgate import results
 from sparkgate.api.deps import NodeDep
 from sparkgate.api.livy import views
+from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest, NotFound
+from sparkgate.gateway import visible
 from sparkgate.node import ServerNode
 from sparkgate.states import SessionKind, StatementKind, StatementState
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
@@ -47,8 +49,13 @@ def check_csrf(request: Request, node: NodeDep) -> None:
         raise CsrfHeaderMissing
 
 
-def get_session(node: ServerNode, session_id: int, kind: SessionKind) -> SessionRecord:
+def get_session(
+    node: ServerNode, session_id: int, kind: SessionKind, user: Principal
+) -> SessionRecord:
+    """The session, if it is of ``kind`` and ``user`` may see it (else 404, as if absent)."""
     session = node.store.sessions.find(session_id)
+    if session is not None and not visible(user, session):
+        session = None
     if session is None or session.kind is not kind:
         what = "Session" if kind is SessionKind.INTERACTIVE else "Batch"
         hint = ""

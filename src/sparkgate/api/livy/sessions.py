@@ -17,11 +17,13 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from sparkgate.api.deps import NodeDep
+from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.livy import common, views
 from sparkgate.api.livy.models import CreateSession, CreateStatement
 from sparkgate.api.livy.states import interactive_state, session_kind, statement_kind
+from sparkgate.auth.principal import Principal
 from sparkgate.gateway import QueryFinished
+from sparkgate.node import ServerNode
 from sparkgate.states import SessionKind
 
 router = APIRouter(prefix="/sessions", tags=["livy"], dependencies=[Depends(common.check_csrf)])
@@ -31,12 +33,15 @@ Size = Annotated[int | None, Query()]
 
 
 @router.get("")
-def list_sessions(node: NodeDep, start: From = None, size: Size = None) -> dict[str, Any]:
+def list_sessions(
+    node: NodeDep, user: UserDep, start: From = None, size: Size = None
+) -> dict[str, Any]:
     """Interactive sessions by id, ``?from=0&size=100``: the active ones and those ended in
     the last ``livy_session_retention`` seconds (any session stays readable by its id)."""
     first = start or 0
     page = node.store.sessions.list_page(
         kinds=[SessionKind.INTERACTIVE],
+        owner=user.owner_filter(),
         ended_since=time.time() - node.settings.livy_session_retention,
         offset=first,
         limit=100 if size is None or size < 0 else size,
@@ -52,6 +57,7 @@ def list_sessions(node: NodeDep, start: From = None, size: Size = None) -> dict[
 def create_session(
     body: CreateSession,
     node: NodeDep,
+    user: UserDep,
     response: Response,
     do_as: Annotated[str | None, Query(alias="doAs")] = None,
 ) -> dict[str, Any]:
@@ -61,6 +67,7 @@ def create_session(
         SessionKind.INTERACTIVE,
         name=body.name,
         conf=body.spark_conf(),
+        user=user,
         proxy_user=do_as or body.proxyUser,
         attributes={"livy": {**body.livy_attributes(), "kind": kind}},
     )
@@ -69,22 +76,24 @@ def create_session(
 
 
 @router.get("/{session_id}")
-def get_session(session_id: int, node: NodeDep) -> dict[str, Any]:
-    return common.session_json(node, common.get_session(node, session_id, SessionKind.INTERACTIVE))
+def get_session(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+    return common.session_json(
+        node, common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
+    )
 
 
 @router.get("/{session_id}/state")
-def get_session_state(session_id: int, node: NodeDep) -> dict[str, Any]:
-    session = common.get_session(node, session_id, SessionKind.INTERACTIVE)
+def get_session_state(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+    session = common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
     return {"id": session.id, "state": interactive_state(session.state)}
 
 
 @router.get("/{session_id}/log")
 def get_session_log(
-    session_id: int, node: NodeDep, start: From = None, size: Size = None
+    session_id: int, node: NodeDep, user: UserDep, start: From = None, size: Size = None
 ) -> dict[str, Any]:
     """``{"id", "from", "total", "log"}``: what happened to the session, from the store."""
-    session = common.get_session(node, session_id, SessionKind.INTERACTIVE)
+    session = common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
     engine = node.store.engines.find(session.engine_id) if session.engine_id else None
     lines = views.session_log(session, engine)
     first, page = views.log_page(lines, start, size)
@@ -92,10 +101,10 @@ def get_session_log(
 
 
 @router.delete("/{session_id}")
-def delete_session(session_id: int, node: NodeDep) -> dict[str, Any]:
+def delete_session(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """End the session (``killed``); its running statement is cancelled. Repeating is fine."""
-    common.get_session(node, session_id, SessionKind.INTERACTIVE)
-    node.gateway.kill_session(session_id)
+    common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
+    node.gateway.kill_session(session_id, user=user)
     return {"msg": "deleted"}
 
 
@@ -104,10 +113,10 @@ def delete_session(session_id: int, node: NodeDep) -> dict[str, Any]:
 
 @router.get("/{session_id}/statements")
 def list_statements(
-    session_id: int, node: NodeDep, start: From = None, size: Size = None
+    session_id: int, node: NodeDep, user: UserDep, start: From = None, size: Size = None
 ) -> dict[str, Any]:
     """The session's statements in order: ``{"total_statements", "statements"}``."""
-    common.get_session(node, session_id, SessionKind.INTERACTIVE)
+    common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
     first = start or 0
     page = node.store.statements.list_page(
         session_id=session_id,
@@ -122,19 +131,19 @@ def list_statements(
 
 @router.post("/{session_id}/statements", status_code=201)
 def create_statement(
-    session_id: int, body: CreateStatement, node: NodeDep, response: Response
+    session_id: int, body: CreateStatement, node: NodeDep, user: UserDep, response: Response
 ) -> dict[str, Any]:
     """Queue code: ``{"code": "...", "kind"?: "pyspark" | "python" | "sql"}``; without a kind
     it runs as the session's kind."""
-    session = common.get_session(node, session_id, SessionKind.INTERACTIVE)
+    session = common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
     kind = statement_kind(body.kind, views.session_kind_of(session), session_id)
-    statement = node.gateway.submit(body.code, session_id=session_id, kind=kind)
+    statement = node.gateway.submit(body.code, user=user, session_id=session_id, kind=kind)
     response.headers["Location"] = f"/sessions/{session_id}/statements/{statement.seq}"
     return common.statement_json(node, statement)
 
 
-def _statement(node: NodeDep, session_id: int, statement_id: int) -> Any:
-    common.get_session(node, session_id, SessionKind.INTERACTIVE)
+def _statement(node: ServerNode, user: Principal, session_id: int, statement_id: int) -> Any:
+    common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
     statement = node.store.statements.find_by_seq(session_id, statement_id)
     if statement is None:
         raise common.LivyNotFound(
@@ -146,14 +155,18 @@ def _statement(node: NodeDep, session_id: int, statement_id: int) -> Any:
 
 
 @router.get("/{session_id}/statements/{statement_id}")
-def get_statement(session_id: int, statement_id: int, node: NodeDep) -> dict[str, Any]:
-    return common.statement_json(node, _statement(node, session_id, statement_id))
+def get_statement(
+    session_id: int, statement_id: int, node: NodeDep, user: UserDep
+) -> dict[str, Any]:
+    return common.statement_json(node, _statement(node, user, session_id, statement_id))
 
 
 @router.post("/{session_id}/statements/{statement_id}/cancel")
-def cancel_statement(session_id: int, statement_id: int, node: NodeDep) -> dict[str, Any]:
+def cancel_statement(
+    session_id: int, statement_id: int, node: NodeDep, user: UserDep
+) -> dict[str, Any]:
     """Cancel a waiting or running statement; a finished one stays as it is (as in Livy)."""
-    statement = _statement(node, session_id, statement_id)
+    statement = _statement(node, user, session_id, statement_id)
     with contextlib.suppress(QueryFinished):
-        node.gateway.cancel(statement.id)
+        node.gateway.cancel(statement.id, user=user)
     return {"msg": "canceled"}

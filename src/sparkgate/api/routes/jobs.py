@@ -8,7 +8,7 @@ from fastapi import APIRouter, Query
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparkgate.api.deps import NodeDep
+from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.views import (
     decision_view,
     deployment_view,
@@ -17,7 +17,10 @@ from sparkgate.api.views import (
     job_view,
     stream_job_view,
 )
-from sparkgate.errors import JobRunNotFound
+from sparkgate.auth.access import JOBS
+from sparkgate.auth.principal import Principal
+from sparkgate.errors import DeploymentNotFound, JobRunNotFound
+from sparkgate.jobs.bundle import Bundle
 from sparkgate.jobs.files import SourceFile
 from sparkgate.node import ServerNode
 from sparkgate.store.records import JobRecord
@@ -51,7 +54,7 @@ class DeploymentCreate(BaseModel):
 
 
 @router.post("/v1/deployments", status_code=202)
-def create_deployment(body: DeploymentCreate, node: NodeDep) -> JSONResponse:
+def create_deployment(body: DeploymentCreate, node: NodeDep, user: UserDep) -> JSONResponse:
     """Deploy jobs: ``{"manifests": [{"path": "clicks.yaml", "content": "name: clicks..."}],
     "template": {...}, "definitions": [...], "prune": false, "plan_only": false, "wait": 30}``.
 
@@ -61,6 +64,12 @@ def create_deployment(body: DeploymentCreate, node: NodeDep) -> JSONResponse:
     outcome. ``plan_only``: 200 with the plan, nothing changes. A deploy under way: waits up to
     ``wait`` seconds, then 409 ``DEPLOY_IN_PROGRESS`` naming it.
     """
+    node.users.require(user, JOBS, "deploy jobs")
+
+    def check(bundle: Bundle) -> None:
+        for job in bundle.jobs:
+            node.users.check_conf(user, dict(job.manifest.properties), target=f"job:{job.name}")
+
     submitted = node.deployer.submit(
         [m.source() for m in body.manifests],
         body.template.source() if body.template is not None else None,
@@ -68,8 +77,18 @@ def create_deployment(body: DeploymentCreate, node: NodeDep) -> JSONResponse:
         prune=body.prune,
         plan_only=body.plan_only,
         wait=body.wait,
+        user=user.name,
+        check=check,
     )
     deployment = submitted.deployment
+    if not body.plan_only:
+        node.users.audit(
+            user,
+            "deploy",
+            "ok",
+            target=f"deployment:{deployment.id}",
+            detail={"prune": body.prune, "jobs": sorted({a.name for a in submitted.actions})},
+        )
     view = deployment_view(deployment, node.store.deployments.decisions(deployment.id))
     return JSONResponse(view, status_code=200 if body.plan_only else 202)
 
@@ -77,11 +96,16 @@ def create_deployment(body: DeploymentCreate, node: NodeDep) -> JSONResponse:
 @router.get("/v1/deployments")
 def list_deployments(
     node: NodeDep,
+    user: UserDep,
+    owner: str | None = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
 ) -> dict[str, Any]:
-    """Deployments, newest first, each with its decisions."""
-    page = node.store.deployments.list_page(offset=offset, limit=limit)
+    """Your deployments (admins: everyone's, or ``?owner=``), newest first, each with its
+    decisions."""
+    page = node.store.deployments.list_page(
+        owner=user.owner_filter(owner), offset=offset, limit=limit
+    )
     return {
         "deployments": [
             deployment_view(d, node.store.deployments.decisions(d.id)) for d in page.items
@@ -93,22 +117,27 @@ def list_deployments(
 
 
 @router.get("/v1/deployments/{deployment_id}")
-def get_deployment(deployment_id: int, node: NodeDep) -> dict[str, Any]:
+def get_deployment(deployment_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """A deployment: its state, and for each job the action, reason and outcome."""
     deployment = node.store.deployments.get(deployment_id)
+    if not user.owns(deployment.owner):
+        raise DeploymentNotFound(deployment_id)
     return deployment_view(deployment, node.store.deployments.decisions(deployment.id))
 
 
 @router.get("/v1/jobs")
-def list_jobs(node: NodeDep, removed: bool = False) -> dict[str, Any]:
-    """Deployed jobs by name (``?removed=true``: pruned ones too)."""
+def list_jobs(node: NodeDep, user: UserDep, removed: bool = False) -> dict[str, Any]:
+    """Deployed jobs by name (``?removed=true``: pruned ones too). Jobs are the team's: every
+    user with the ``jobs`` right sees them all."""
+    _jobs_right(node, user, "read jobs")
     return {"jobs": [_job(node, job) for job in node.store.jobs.all(removed=removed)]}
 
 
 @router.get("/v1/jobs/{name}")
-def get_job(name: str, node: NodeDep) -> dict[str, Any]:
+def get_job(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """A job: its current version and manifest, what it runs, its stream job (streaming) or
     recent runs (batch), and the latest deploy decisions about it."""
+    _jobs_right(node, user, "read jobs")
     job = node.store.jobs.get(name)
     view = _job(node, job)
     stream = None if job.batch else node.store.stream_jobs.find(name)
@@ -135,9 +164,10 @@ def get_job(name: str, node: NodeDep) -> dict[str, Any]:
 
 @router.get("/v1/jobs/{name}/history")
 def job_history(
-    name: str, node: NodeDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100
+    name: str, node: NodeDep, user: UserDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100
 ) -> dict[str, Any]:
     """Every version of a job (newest first) and every deploy decision about it."""
+    _jobs_right(node, user, "read jobs")
     node.store.jobs.get(name)
     return {
         "name": name,
@@ -149,22 +179,27 @@ def job_history(
 
 
 @router.post("/v1/jobs/{name}/runs", status_code=202)
-def run_job(name: str, node: NodeDep) -> dict[str, Any]:
+def run_job(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Run a batch job: its sources, then an atomic replace of its target table. 202 with the
     run (``running``); ``GET /v1/jobs/{name}/runs/{id}`` says how it ended."""
-    return job_run_view(node.job_runner.start(name))
+    node.users.require(user, JOBS, "run jobs", target=f"job:{name}")
+    run = node.job_runner.start(name, user=user.name)
+    node.users.audit(user, "job.run", "ok", target=f"job:{name}", detail={"run": run.id})
+    return job_run_view(run)
 
 
 @router.get("/v1/jobs/{name}/runs")
 def list_runs(
-    name: str, node: NodeDep, limit: Annotated[int, Query(ge=1, le=1000)] = 20
+    name: str, node: NodeDep, user: UserDep, limit: Annotated[int, Query(ge=1, le=1000)] = 20
 ) -> dict[str, Any]:
+    _jobs_right(node, user, "read jobs")
     node.store.jobs.get(name)
     return {"runs": [job_run_view(r) for r in node.store.job_runs.of_job(name, limit=limit)]}
 
 
 @router.get("/v1/jobs/{name}/runs/{run_id}")
-def get_run(name: str, run_id: int, node: NodeDep) -> dict[str, Any]:
+def get_run(name: str, run_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+    _jobs_right(node, user, "read jobs")
     run = node.store.job_runs.get(run_id)
     if run.job != name:
         raise JobRunNotFound(run_id)  # another job's run: as unknown as any
@@ -172,10 +207,16 @@ def get_run(name: str, run_id: int, node: NodeDep) -> dict[str, Any]:
 
 
 @router.post("/v1/jobs/{name}/runs/{run_id}/cancel", status_code=202)
-def cancel_run(name: str, run_id: int, node: NodeDep) -> dict[str, Any]:
+def cancel_run(name: str, run_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Stop a run: its session is killed; a write under way is aborted (nothing shows)."""
-    get_run(name, run_id, node)
+    get_run(name, run_id, node, user)
+    node.users.require(user, JOBS, "cancel job runs", target=f"job:{name}")
+    node.users.audit(user, "job.cancel", "ok", target=f"job:{name}", detail={"run": run_id})
     return job_run_view(node.job_runner.cancel(run_id))
+
+
+def _jobs_right(node: ServerNode, user: Principal, action: str) -> None:
+    node.users.require(user, JOBS, action)
 
 
 def _job(node: ServerNode, job: JobRecord) -> dict[str, Any]:

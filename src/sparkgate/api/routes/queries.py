@@ -9,7 +9,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate import results
-from sparkgate.api.deps import NodeDep, WatcherDep
+from sparkgate.api.deps import NodeDep, UserDep, WatcherDep
 from sparkgate.api.views import query_view
 from sparkgate.errors import InvalidRequest, ResultGone, ResultNotReady
 from sparkgate.states import TERMINAL_STATEMENT_STATES, StatementState
@@ -25,26 +25,34 @@ class QuerySubmit(BaseModel):
 
 
 @router.post("", status_code=201)
-def submit_query(body: QuerySubmit, node: NodeDep) -> dict[str, Any]:
+def submit_query(body: QuerySubmit, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Queue a query: ``{"query": "SELECT 1", "session_id": 3}``; without a session it runs
     as a one-query batch."""
     if not body.query.strip():
         raise InvalidRequest("query: the query is empty.", field="query")
-    statement = node.gateway.submit(body.query, session_id=body.session_id)
+    statement = node.gateway.submit(body.query, user=user, session_id=body.session_id)
     return {"id": statement.id, "session_id": statement.session_id, "state": statement.state.value}
 
 
 @router.get("")
 def list_queries(
     node: NodeDep,
+    user: UserDep,
+    owner: str | None = None,
     session_id: int | None = None,
     state: Annotated[list[StatementState] | None, Query()] = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
-    """Queries, newest first: ``?session_id=3&state=running``."""
+    """Your queries, newest first: ``?session_id=3&state=running`` (admins: everyone's, or
+    ``?owner=``)."""
     page = node.store.statements.list_page(
-        session_id=session_id, states=state, offset=offset, limit=limit, newest_first=True
+        session_id=session_id,
+        states=state,
+        owner=user.owner_filter(owner),
+        offset=offset,
+        limit=limit,
+        newest_first=True,
     )
     return {
         "queries": [query_view(s) for s in page.items],
@@ -58,11 +66,12 @@ def list_queries(
 async def get_query(
     query_id: int,
     node: NodeDep,
+    user: UserDep,
     watcher: WatcherDep,
     wait: Annotated[float, Query(ge=0)] = 0,
 ) -> dict[str, Any]:
     """The query's state; ``?wait=30`` holds the answer until it is final or 30 s pass."""
-    statement = await asyncio.to_thread(node.store.statements.get, query_id)
+    statement = await asyncio.to_thread(node.gateway.statement, query_id, user=user)
     if wait > 0 and statement.state not in TERMINAL_STATEMENT_STATES:
         await watcher.wait(query_id, min(wait, node.settings.long_poll_max))
         statement = await asyncio.to_thread(node.store.statements.get, query_id)
@@ -73,11 +82,12 @@ async def get_query(
 def get_result(
     query_id: int,
     node: NodeDep,
+    user: UserDep,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int | None, Query(ge=0)] = None,
 ) -> dict[str, Any]:
     """A page of the result: ``?offset=0&limit=1000`` -> ``{"schema", "rows", "total"}``."""
-    statement = node.store.statements.get(query_id)
+    statement = node.gateway.statement(query_id, user=user)
     if statement.state is not StatementState.SUCCESS or statement.result is None:
         raise ResultNotReady(query_id, statement.state.value)
     page_limit = min(limit if limit is not None else 1000, node.settings.result_page_max)
@@ -96,6 +106,6 @@ def get_result(
 
 
 @router.post("/{query_id}/cancel", status_code=202)
-def cancel_query(query_id: int, node: NodeDep) -> dict[str, Any]:
+def cancel_query(query_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Cancel: a waiting query at once, a running one as soon as its engine interrupts it."""
-    return query_view(node.gateway.cancel(query_id))
+    return query_view(node.gateway.cancel(query_id, user=user))

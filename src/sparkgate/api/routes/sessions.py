@@ -7,7 +7,7 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sparkgate.api.deps import NodeDep
+from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.views import session_view
 from sparkgate.states import SessionKind, SessionState
 
@@ -36,22 +36,29 @@ class SessionCreate(BaseModel):
 
 
 @router.post("", status_code=201)
-def create_session(body: SessionCreate, node: NodeDep) -> dict[str, Any]:
+def create_session(body: SessionCreate, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Start a session: ``{"kind": "interactive", "conf": {"spark.sql.ansi.enabled": "false"}}``."""
-    session, _ = node.gateway.create_session(SessionKind(body.kind), name=body.name, conf=body.conf)
+    session, _ = node.gateway.create_session(
+        SessionKind(body.kind), user=user, name=body.name, conf=body.conf
+    )
     return session_view(session)
 
 
 @router.get("")
 def list_sessions(
     node: NodeDep,
+    user: UserDep,
+    owner: str | None = None,
     state: Annotated[list[SessionState] | None, Query()] = None,
     kind: Annotated[list[SessionKind] | None, Query()] = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
-    """Sessions, oldest first: ``?state=idle&state=busy&offset=0&limit=100``."""
-    page = node.store.sessions.list_page(states=state, kinds=kind, offset=offset, limit=limit)
+    """Your sessions, oldest first: ``?state=idle&state=busy&offset=0&limit=100`` (admins:
+    everyone's, or ``?owner=``)."""
+    page = node.store.sessions.list_page(
+        states=state, kinds=kind, owner=user.owner_filter(owner), offset=offset, limit=limit
+    )
     return {
         "sessions": [session_view(s) for s in page.items],
         "total": page.total,
@@ -61,11 +68,11 @@ def list_sessions(
 
 
 @router.get("/{session_id}")
-def get_session(session_id: int, node: NodeDep) -> dict[str, Any]:
-    return session_view(node.store.sessions.get(session_id))
+def get_session(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+    return session_view(node.gateway.session(session_id, user=user))
 
 
 @router.delete("/{session_id}")
-def kill_session(session_id: int, node: NodeDep) -> dict[str, Any]:
+def kill_session(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """End the session (``killed``); its running statement is cancelled."""
-    return session_view(node.gateway.kill_session(session_id))
+    return session_view(node.gateway.kill_session(session_id, user=user))

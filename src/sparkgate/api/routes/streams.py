@@ -7,8 +7,11 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparkgate.api.deps import NodeDep
+from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.views import stream_job_view, stream_query_view, stream_restart_view
+from sparkgate.auth.access import STREAMS
+from sparkgate.auth.principal import Principal
+from sparkgate.errors import StreamJobNotFound
 from sparkgate.node import ServerNode
 from sparkgate.states import StreamJobState
 from sparkgate.store.records import StreamJobRecord
@@ -28,24 +31,38 @@ class StreamCreate(BaseModel):
 
 
 @router.post("/v1/streams", status_code=201)
-def create_stream(body: StreamCreate, node: NodeDep) -> dict[str, Any]:
+def create_stream(body: StreamCreate, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Create a stream job and keep it running: ``{"name": "clicks", "sql": "CREATE STREAM r
     USING rate; SAVE STREAM r TO parquet OPTIONS ('path'='/data/clicks')"}``."""
-    job = node.streams.create(
-        body.name, body.sql, conf=body.conf, checkpoint_root=body.checkpoint_root
+    node.users.require(user, STREAMS, "start stream jobs", target=f"stream:{body.name}")
+    node.users.check_conf(user, body.conf, target=f"stream:{body.name}")
+    node.users.check_conf(
+        user, dict.fromkeys(_set_keys(body.sql), ""), target=f"stream:{body.name}"
     )
+    job = node.streams.create(
+        body.name,
+        body.sql,
+        conf=body.conf,
+        checkpoint_root=body.checkpoint_root,
+        owner=user.name,
+    )
+    node.users.audit(user, "stream.create", "ok", target=f"stream:{job.name}")
     return _detail(node, job)
 
 
 @router.get("/v1/streams")
 def list_streams(
     node: NodeDep,
+    user: UserDep,
+    owner: str | None = None,
     state: Annotated[list[StreamJobState] | None, Query()] = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
 ) -> dict[str, Any]:
     """Stream jobs by name, each with its queries' states: ``?state=running``."""
-    page = node.store.stream_jobs.list_page(states=state, offset=offset, limit=limit)
+    page = node.store.stream_jobs.list_page(
+        states=state, owner=user.owner_filter(owner), offset=offset, limit=limit
+    )
     streams = []
     for job in page.items:
         view = stream_job_view(job)
@@ -58,37 +75,42 @@ def list_streams(
 
 
 @router.get("/v1/streams/{name}")
-def get_stream(name: str, node: NodeDep) -> dict[str, Any]:
+def get_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """A stream job: state, restarts, next restart, last error, and each query with its recent
     progress and restarts. Read from the store only: Spark is never asked."""
-    return _detail(node, node.store.stream_jobs.get(name))
+    return _detail(node, _job(node, user, name))
 
 
 @router.post("/v1/streams/{name}/stop", status_code=202)
-def stop_stream(name: str, node: NodeDep) -> dict[str, Any]:
+def stop_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Stop at a micro-batch boundary (``stopping``, then ``stopped``); checkpoints stay
     consistent, and ``start`` resumes from them."""
+    _changing(node, user, name, "stop")
     return _detail(node, node.streams.stop(name))
 
 
 @router.post("/v1/streams/{name}/start", status_code=202)
-def start_stream(name: str, node: NodeDep) -> dict[str, Any]:
+def start_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Start a stopped or failed job again; its queries resume from their checkpoints."""
+    _changing(node, user, name, "start")
     return _detail(node, node.streams.start(name))
 
 
 @router.delete("/v1/streams/{name}")
-def delete_stream(name: str, node: NodeDep, keep_checkpoints: bool = False) -> dict[str, Any]:
+def delete_stream(
+    name: str, node: NodeDep, user: UserDep, keep_checkpoints: bool = False
+) -> dict[str, Any]:
     """Delete a stopped or failed job (409 while it runs), and its checkpoints unless
     ``?keep_checkpoints=true``."""
+    _changing(node, user, name, "delete")
     job = node.streams.delete(name, keep_checkpoints=keep_checkpoints)
     return {**stream_job_view(job), "deleted": True}
 
 
 @router.get("/v1/sessions/{session_id}/streams")
-def session_streams(session_id: int, node: NodeDep) -> dict[str, Any]:
+def session_streams(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """The streaming queries started by SAVE STREAM in a session."""
-    node.store.sessions.get(session_id)
+    node.gateway.session(session_id, user=user)
     queries = node.store.stream_queries.of_session(session_id)
     return {
         "queries": [
@@ -101,6 +123,26 @@ def session_streams(session_id: int, node: NodeDep) -> dict[str, Any]:
             if q.job_id is None
         ]
     }
+
+
+def _job(node: ServerNode, user: Principal, name: str) -> StreamJobRecord:
+    """The job, if the user may see it; else not found, as for a name that does not exist."""
+    job = node.store.stream_jobs.find(name)
+    if job is None or not user.owns(job.owner):
+        raise StreamJobNotFound(name)
+    return job
+
+
+def _changing(node: ServerNode, user: Principal, name: str, verb: str) -> None:
+    _job(node, user, name)
+    node.users.require(user, STREAMS, f"{verb} stream jobs", target=f"stream:{name}")
+    node.users.audit(user, f"stream.{verb}", "ok", target=f"stream:{name}")
+
+
+def _set_keys(sql: str) -> tuple[str, ...]:
+    from sparkgate.auth.sql import sql_needs
+
+    return sql_needs(sql).settings
 
 
 def _detail(node: ServerNode, job: StreamJobRecord) -> dict[str, Any]:

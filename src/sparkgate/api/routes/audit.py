@@ -1,0 +1,50 @@
+"""The audit log: ``GET /v1/audit`` (admins)."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query
+
+from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.views import iso
+
+router = APIRouter(tags=["audit"])
+
+
+@router.get("/v1/audit")
+def list_audit(
+    node: NodeDep,
+    user: UserDep,
+    by: Annotated[str | None, Query(alias="user")] = None,
+    action: str | None = None,
+    outcome: str | None = None,
+    since: float | None = None,
+    offset: Annotated[int, Query(ge=0)] = 0,
+    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+) -> dict[str, Any]:
+    """Events, newest first: ``?user=bob&action=session&outcome=denied&since=<epoch>``
+    (``action`` matches a prefix: ``session`` finds ``session.create`` and
+    ``session.kill``)."""
+    node.users.require_admin(user, "read the audit log")
+    page = node.store.audit.list_page(
+        user=by, action=action, outcome=outcome, since=since, offset=offset, limit=limit
+    )
+    return {
+        "events": [
+            {
+                "id": e.id,
+                "at": iso(e.at),
+                "user": e.user,
+                "address": e.address,
+                "action": e.action,
+                "target": e.target,
+                "outcome": e.outcome,
+                "detail": e.detail,
+            }
+            for e in page.items
+        ],
+        "total": page.total,
+        "offset": page.offset,
+        "limit": page.limit,
+    }

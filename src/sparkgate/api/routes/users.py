@@ -1,0 +1,91 @@
+"""Who am I, and personal access tokens: ``/v1/whoami``, ``/v1/tokens``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+from pydantic import BaseModel, ConfigDict, Field
+
+from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.views import iso
+from sparkgate.auth import tokens
+from sparkgate.auth.principal import Principal
+from sparkgate.errors import Forbidden
+from sparkgate.store.tokens import TokenNotFound, TokenRecord
+
+router = APIRouter(tags=["users"])
+
+
+class TokenCreate(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str | None = Field(default=None, max_length=255)
+    expires_in: float | None = Field(default=None, gt=0, description="seconds; none: never")
+
+
+def token_view(record: TokenRecord) -> dict[str, Any]:
+    return {
+        "id": record.id,
+        "name": record.name,
+        "owner": record.owner,
+        "prefix": record.prefix,
+        "created_at": iso(record.created_at),
+        "expires_at": iso(record.expires_at),
+        "last_used_at": iso(record.last_used_at),
+        "revoked_at": iso(record.revoked_at),
+    }
+
+
+@router.get("/v1/whoami")
+def whoami(user: UserDep) -> dict[str, Any]:
+    """``{"user", "groups", "admin", "rights", "via"}``: who the credentials say you are."""
+    return {
+        "user": user.name,
+        "groups": sorted(user.groups),
+        "admin": user.admin,
+        "rights": sorted(user.rights),
+        "via": user.via,
+    }
+
+
+@router.post("/v1/tokens", status_code=201)
+def create_token(body: TokenCreate, node: NodeDep, user: UserDep) -> dict[str, Any]:
+    """A personal access token: ``{"name": "laptop", "expires_in": 2592000}``. The secret is in
+    this answer only (the store keeps its hash); use it as ``Authorization: Bearer <token>`` or
+    as the password in Basic auth."""
+    if not node.users.enabled:
+        raise Forbidden(
+            "Tokens need authentication: the server runs with SPARKGATE_AUTH=none, where "
+            "every request is already the anonymous user's."
+        )
+    if user.via == "token":
+        # A token cannot mint tokens: a stolen one must not outlive its revocation.
+        raise Forbidden("Create tokens with your password or a JWT, not with another token.")
+    record, secret = tokens.create(
+        node.store, user.name, now=node.users.clock(), name=body.name, expires_in=body.expires_in
+    )
+    node.users.audit(user, "token.create", "ok", target=f"token:{record.id}")
+    return {**token_view(record), "token": secret}
+
+
+@router.get("/v1/tokens")
+def list_tokens(node: NodeDep, user: UserDep, owner: str | None = None) -> dict[str, Any]:
+    """Your tokens (admins: everyone's, or ``?owner=``), without their secrets."""
+    records = node.store.tokens.list(owner=user.owner_filter(owner))
+    return {"tokens": [token_view(r) for r in records]}
+
+
+@router.delete("/v1/tokens/{token_id}")
+def revoke_token(token_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+    """Revoke a token: it stops working at once. Revoking it again changes nothing."""
+    record = _token(node, user, token_id)
+    node.users.audit(user, "token.revoke", "ok", target=f"token:{record.id}")
+    return token_view(node.store.tokens.revoke(record.id, now=node.users.clock()))
+
+
+def _token(node: NodeDep, user: Principal, token_id: int) -> TokenRecord:
+    record = node.store.tokens.get(token_id)
+    if not user.owns(record.owner):
+        raise TokenNotFound(token_id)
+    return record

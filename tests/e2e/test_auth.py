@@ -1,0 +1,545 @@
+"""Users and access, end to end: a real server with authentication on (password file, LDAP
+against a real slapd when it can run here, JWT with a key the test makes, personal access
+tokens), real engines, and real clients (httpx, the livy package).
+
+One server for the module; users:
+- alice (password file): every right but admin
+- bob (password file, group analysts): sql only
+- carol (password file): admin
+- airflow (password file): impersonator
+- dave (LDAP; analysts through the directory's group): sql only
+- erin (JWT, groups from the token): every right but admin
+"""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from livy.models import SessionKind as LivyKind
+from livy.session import LivySession
+
+from sparkgate.auth.passwords import PasswordFile
+from sparkgate.settings import Settings
+from sparkgate.store.schema import stream_jobs
+from sparkgate.testing import ServerProcess, eventually, kill_engines, local_test_settings
+from sparkgate.testing_jwt import JwtIssuer
+from sparkgate.testing_slapd import LDAP_USERS, SlapdServer, slapd_unavailable
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+
+PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret", "airflow": "af"}
+ACCESS = """
+admins: [carol]
+groups: {analysts: [bob]}
+impersonators: [airflow]
+rules:
+  - {groups: [analysts], allow: [sql]}
+  - {users: ["*"], allow: [sql, code, streams, jobs]}
+limits: {sessions_per_user: 10, running_queries_per_user: 20}
+"""
+
+
+class Env:
+    def __init__(self, server: ServerProcess, issuer: JwtIssuer, ldap: bool, home: Path) -> None:
+        self.server = server
+        self.url = server.url
+        self.issuer = issuer
+        self.ldap = ldap
+        self.home = home
+        self.access_file = home / "access.yaml"
+        self.password_file = home / "passwords"
+
+    def client(self, user: str | None = None, *, token: str | None = None) -> httpx.Client:
+        headers = {}
+        auth: tuple[str, str] | None = None
+        if token is not None:
+            headers["Authorization"] = f"Bearer {token}"
+        elif user is not None:
+            auth = (user, PASSWORDS.get(user) or LDAP_USERS[user])
+        return httpx.Client(base_url=self.url, auth=auth, headers=headers, timeout=60)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[Env]:
+    home = tmp_path_factory.mktemp("auth-home")
+    passwords = PasswordFile(home / "passwords")
+    for name, password in PASSWORDS.items():
+        passwords.set(name, password)
+    (home / "access.yaml").write_text(ACCESS)
+    issuer = JwtIssuer()
+    issuer.write_jwks(home / "jwks.json")
+    methods = ["password", "jwt"]
+    stack = contextlib.ExitStack()
+    ldap_settings: dict[str, Any] = {}
+    if slapd_unavailable() is None:
+        slapd = stack.enter_context(SlapdServer())
+        methods.insert(1, "ldap")
+        ldap_settings = {
+            "auth_ldap_url": slapd.url,
+            "auth_ldap_user_dn": slapd.user_dn_template,
+            "auth_ldap_search_base": slapd.search_base,
+        }
+    settings = local_test_settings(
+        home,
+        metastore_uri=metastore_uri,
+        auth=",".join(methods),
+        auth_password_file=home / "passwords",
+        auth_jwt_jwks=str(home / "jwks.json"),
+        access_file=home / "access.yaml",
+        warm_engines=0,
+        shared_engine=False,
+        **ldap_settings,
+    )
+    server = ServerProcess(settings).start()
+    try:
+        yield Env(server, issuer, "ldap" in methods, home)
+    finally:
+        server.stop()
+        kill_engines(settings)
+        stack.close()
+
+
+def _wait_idle(client: httpx.Client, session_id: int) -> dict[str, Any]:
+    def idle() -> dict[str, Any] | None:
+        session: dict[str, Any] = client.get(f"/v1/sessions/{session_id}").json()
+        assert session["state"] not in {"error", "dead", "killed"}, session
+        return session if session["state"] == "idle" else None
+
+    return eventually(idle, timeout=240, what=f"session {session_id} idle")
+
+
+def _run(client: httpx.Client, query: str, session_id: int | None = None) -> dict[str, Any]:
+    submitted = client.post("/v1/queries", json={"query": query, "session_id": session_id})
+    assert submitted.status_code == 201, submitted.text
+    query_id = submitted.json()["id"]
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        answer: dict[str, Any] = client.get(f"/v1/queries/{query_id}", params={"wait": 10}).json()
+        if answer["state"] in {"success", "failed", "cancelled"}:
+            return answer
+    raise AssertionError(f"query {query_id} did not finish")
+
+
+@pytest.fixture(scope="module")
+def alice_objects(env: Env) -> dict[str, Any]:
+    """Things alice owns, for other users to fail to see: an interactive session with a
+    finished query, a batch, a token, a stream job, a deployment."""
+    with env.client("alice") as alice:
+        session = alice.post("/v1/sessions", json={"kind": "interactive"}).json()
+        _wait_idle(alice, session["id"])
+        query = _run(alice, "SELECT 1 AS one", session["id"])
+        assert query["state"] == "success", query
+        batch_query = _run(alice, "SELECT 2 AS two")
+        token = alice.post("/v1/tokens", json={"name": "laptop"}).json()
+        manifest = "name: nightly\nmode: batch\ntarget-table: auth_e2e.nightly\nsql: SELECT 1\n"
+        deployment = alice.post(
+            "/v1/deployments",
+            json={"manifests": [{"path": "n.yaml", "content": manifest}], "plan_only": True},
+        )
+        assert deployment.status_code == 200, deployment.text
+    # A stopped stream job of alice's, written straight to the store: starting a real one
+    # would cost a streaming engine, and only its ownership is under test here.
+    now = time.time()
+    with env.server.store() as store, store.db.begin() as conn:
+        conn.execute(
+            stream_jobs.insert().values(
+                name="alices_stream",
+                state="stopped",
+                owner="alice",
+                sql="CREATE STREAM r USING rate; SAVE STREAM r TO noop",
+                conf={},
+                revision=1,
+                failures=0,
+                restarts=0,
+                version=1,
+                created_at=now,
+                updated_at=now,
+            )
+        )
+    return {
+        "session": session["id"],
+        "query": query["id"],
+        "batch": batch_query["session_id"],
+        "token": token["id"],
+        "deployment": deployment.json().get("id"),
+        "stream": "alices_stream",
+    }
+
+
+# -- the route table: a new route cannot forget authentication or ownership ----------------
+
+
+def _routes() -> list[tuple[str, str]]:
+    """Every (method, path) the app serves, from its OpenAPI description (which lists the
+    routes of every included router, whatever FastAPI does inside)."""
+    from sparkgate.api.app import create_app
+
+    app = create_app(Settings(home=Path("/nonexistent")))
+    return [
+        (method.upper(), path)
+        for path, operations in app.openapi()["paths"].items()
+        for method in operations
+    ]
+
+
+def test_every_route_but_healthz_answers_401_without_credentials(env: Env) -> None:
+    routes = _routes()
+    assert len(routes) > 40, routes
+    with httpx.Client(base_url=env.url, timeout=30) as anonymous:
+        for method, path in routes:
+            concrete = re.sub(r"\{[^}]+\}", "1", path)
+            answer = anonymous.request(method, concrete, json={} if method == "POST" else None)
+            if path == "/healthz":
+                assert answer.status_code == 200
+                continue
+            assert answer.status_code == 401, (method, path, answer.status_code, answer.text)
+            assert "Basic" in answer.headers["WWW-Authenticate"]
+            assert "Bearer" in answer.headers["WWW-Authenticate"]
+
+
+# Team-wide (jobs from manifests) or not owned (engines, the caller's own identity): not part
+# of the ownership walk; their access is by right (tested below).
+_NOT_OWNED = ("/v1/jobs", "/v1/engines", "/v1/whoami", "/v1/audit", "/version", "/metrics")
+
+
+def _fill(path: str, ids: dict[str, Any]) -> str:
+    values = {
+        "session_id": ids["session"],
+        "batch_id": ids["batch"],
+        "query_id": ids["query"],
+        "statement_id": 0,
+        "token_id": ids["token"],
+        "deployment_id": ids["deployment"],
+        "name": ids["stream"],
+    }
+    return re.sub(r"\{([^}:]+)(:[^}]*)?\}", lambda m: str(values[m.group(1)]), path)
+
+
+def test_another_users_ids_answer_404_on_every_route(
+    env: Env, alice_objects: dict[str, Any]
+) -> None:
+    checked = 0
+    with env.client("alice") as alice, env.client(token=env.issuer.token("erin")) as erin:
+        for method, path in _routes():
+            if "{" not in path or path.startswith(_NOT_OWNED):
+                continue
+            concrete = _fill(path, alice_objects)
+            if method == "DELETE" or path.endswith(("/cancel", "/stop", "/start")):
+                body = None
+            else:
+                body = {"code": "1 + 1", "kind": "pyspark"}
+            other = erin.request(method, concrete, json=body)
+            assert other.status_code == 404, (method, concrete, other.status_code, other.text)
+            checked += 1
+            if method == "GET":
+                # ... while alice herself sees it: the 404 is about ownership, not the id.
+                assert alice.get(concrete).status_code == 200, (concrete, alice.get(concrete))
+    assert checked >= 20
+    # Lists hold only one's own.
+    with env.client(token=env.issuer.token("erin")) as erin:
+        assert erin.get("/v1/sessions").json()["sessions"] == []
+        assert erin.get("/v1/queries").json()["queries"] == []
+        assert erin.get("/sessions").json()["sessions"] == []
+        assert erin.get("/batches").json()["sessions"] == []
+        assert erin.get("/v1/tokens").json()["tokens"] == []
+        assert erin.get("/v1/streams").json()["streams"] == []
+        assert erin.get("/v1/deployments").json()["deployments"] == []
+    with env.client("carol") as carol:  # an admin sees everyone's, or one owner's
+        owners = {s["owner"] for s in carol.get("/v1/sessions").json()["sessions"]}
+        assert "alice" in owners
+        only = carol.get("/v1/sessions", params={"owner": "nobody"}).json()
+        assert only["sessions"] == []
+        assert carol.get(f"/v1/queries/{alice_objects['query']}/result").status_code == 200
+
+
+# -- authentication ---------------------------------------------------------------------------
+
+
+def test_wrong_password_and_unknown_user_get_the_same_answer(env: Env) -> None:
+    with httpx.Client(base_url=env.url, timeout=30) as client:
+        wrong = client.get("/v1/whoami", auth=("alice", "not-her-password"))
+        unknown = client.get("/v1/whoami", auth=("mallory", "whatever"))
+        garbage = client.get("/v1/whoami", headers={"Authorization": "Basic !!!"})
+    assert wrong.status_code == unknown.status_code == garbage.status_code == 401
+    assert wrong.json() == unknown.json() == garbage.json()
+    with env.client("carol") as carol:
+        failed = carol.get("/v1/audit", params={"action": "login", "outcome": "failed"}).json()
+    claimed = {e["detail"].get("user") for e in failed["events"]}
+    assert {"alice", "mallory"} <= claimed
+    assert all(e["user"] is None for e in failed["events"])
+    assert not any("not-her-password" in str(e) for e in failed["events"])
+
+
+def test_password_jwt_and_ldap_users_are_who_they_say(env: Env) -> None:
+    with env.client("bob") as bob:
+        me = bob.get("/v1/whoami").json()
+    assert me == {
+        "user": "bob",
+        "groups": ["analysts"],
+        "admin": False,
+        "rights": ["sql"],
+        "via": "password",
+    }
+    token = env.issuer.token("erin", groups=["platform"])
+    with env.client(token=token) as erin:
+        me = erin.get("/v1/whoami").json()
+    assert me["user"] == "erin" and me["groups"] == ["platform"] and me["via"] == "jwt"
+    assert me["rights"] == ["code", "jobs", "sql", "streams"]
+    if not env.ldap:
+        pytest.skip(f"LDAP part skipped: {slapd_unavailable()}")
+    with env.client("dave") as dave:
+        me = dave.get("/v1/whoami").json()
+    # dave's group comes from the directory, and the access rules apply to it.
+    assert me["user"] == "dave" and "analysts" in me["groups"] and me["via"] == "ldap"
+    assert me["rights"] == ["sql"]
+
+
+def test_expired_or_wrongly_signed_jwts_are_refused(env: Env) -> None:
+    expired = env.issuer.token("erin", expires_in=-3600)
+    forged = env.issuer.forged("erin")
+    other = JwtIssuer(kid="someone-else").token("erin")
+    for token in (expired, forged, other, "not.a.jwt"):
+        with env.client(token=token) as client:
+            assert client.get("/v1/whoami").status_code == 401, token
+
+
+def test_personal_access_tokens_work_as_bearer_and_as_basic_password(env: Env) -> None:
+    with env.client("alice") as alice:
+        created = alice.post("/v1/tokens", json={"name": "ci", "expires_in": 3600})
+        assert created.status_code == 201, created.text
+        token = created.json()
+        secret = token["token"]
+        assert secret.startswith("sgp_")
+        listed = alice.get("/v1/tokens").json()["tokens"]
+        assert token["id"] in [t["id"] for t in listed]
+        assert all("token" not in t and "secret_hash" not in t for t in listed)
+    with env.client(token=secret) as by_token:
+        assert by_token.get("/v1/whoami").json()["via"] == "token"
+        # A token cannot mint another token.
+        assert by_token.post("/v1/tokens", json={}).status_code == 403
+    with httpx.Client(base_url=env.url, auth=("alice", secret), timeout=30) as basic:
+        assert basic.get("/v1/whoami").json()["user"] == "alice"
+    with httpx.Client(base_url=env.url, auth=("bob", secret), timeout=30) as wrong_user:
+        assert wrong_user.get("/v1/whoami").status_code == 401
+    with env.client("alice") as alice:
+        revoked = alice.delete(f"/v1/tokens/{token['id']}")
+        assert revoked.status_code == 200 and revoked.json()["revoked_at"] is not None
+    with env.client(token=secret) as by_token:
+        assert by_token.get("/v1/whoami").status_code == 401
+    with env.client("carol") as carol:
+        events = carol.get("/v1/audit", params={"user": "alice", "action": "token"}).json()
+    actions = [e["action"] for e in events["events"] if e["target"] == f"token:{token['id']}"]
+    assert actions == ["token.revoke", "token.create"]
+
+
+def test_the_password_file_and_the_access_file_are_reread_without_restart(env: Env) -> None:
+    with httpx.Client(base_url=env.url, auth=("frank", "frank-pw"), timeout=30) as frank:
+        assert frank.get("/v1/whoami").status_code == 401
+        PasswordFile(env.password_file).set("frank", "frank-pw")
+        assert frank.get("/v1/whoami").json()["user"] == "frank"
+        original = env.access_file.read_text()
+        try:
+            env.access_file.write_text(
+                original.replace("groups: {analysts: [bob]}", "groups: {analysts: [bob, frank]}")
+            )
+            assert frank.get("/v1/whoami").json()["rights"] == ["sql"]
+            PasswordFile(env.password_file).remove("frank")
+            assert frank.get("/v1/whoami").status_code == 401  # removed: no cache keeps him
+        finally:
+            env.access_file.write_text(original)
+
+
+# -- rights, settings, impersonation ---------------------------------------------------------
+
+
+def test_a_sql_only_user_cannot_run_code_or_streams_and_nothing_runs(env: Env) -> None:
+    with env.client("bob") as bob:
+        session = bob.post("/sessions", json={"kind": "pyspark"})
+        assert session.status_code == 201, session.text
+        session_id = session.json()["id"]
+        eventually(
+            lambda: bob.get(f"/sessions/{session_id}/state").json()["state"] == "idle",
+            timeout=240,
+            what="bob's session idle",
+        )
+        code = bob.post(f"/sessions/{session_id}/statements", json={"code": "1 + 1"})
+        assert code.status_code == 403, code.text
+        assert "'code'" in code.json()["msg"]
+        stream = bob.post(
+            "/v1/queries",
+            json={"query": "CREATE STREAM r USING rate", "session_id": session_id},
+        )
+        assert stream.status_code == 403 and stream.json()["error"]["right"] == "streams"
+        job = bob.post("/v1/streams", json={"name": "bobs", "sql": "CREATE STREAM r USING rate"})
+        assert job.status_code == 403
+        batch = bob.post("/batches", json={"file": "/tmp/x.py"})
+        assert batch.status_code == 403
+        # Nothing ran: the session has no statements, and no stream job exists.
+        assert bob.get(f"/sessions/{session_id}/statements").json()["total_statements"] == 0
+        assert bob.get("/v1/streams/bobs").status_code == 404
+        # SQL he may run.
+        sql = bob.post(
+            f"/sessions/{session_id}/statements", json={"code": "SELECT 42", "kind": "sql"}
+        )
+        assert sql.status_code == 201, sql.text
+        bob.delete(f"/sessions/{session_id}")
+    with env.client("carol") as carol:
+        denied = carol.get("/v1/audit", params={"user": "bob", "outcome": "denied"}).json()
+    rights = {e["detail"].get("right") for e in denied["events"]}
+    assert {"code", "streams"} <= rights
+
+
+def test_denied_spark_settings_are_refused_in_conf_and_in_set(env: Env) -> None:
+    with env.client("alice") as alice:
+        before = alice.get("/v1/sessions").json()["total"]
+        refused = alice.post(
+            "/v1/sessions",
+            json={"kind": "interactive", "conf": {"spark.hadoop.fs.s3a.secret.key": "x"}},
+        )
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"]["key"] == "spark.hadoop.fs.s3a.secret.key"
+        livy = alice.post(
+            "/sessions", json={"kind": "sql", "conf": {"spark.driver.extraJavaOptions": "-X"}}
+        )
+        assert livy.status_code == 403 and "spark.driver.extraJavaOptions" in livy.json()["msg"]
+        assert alice.get("/v1/sessions").json()["total"] == before  # nothing was created
+        session_id = alice.get("/v1/sessions", params={"state": "idle"}).json()["sessions"][0]["id"]
+        set_master = alice.post(
+            "/v1/queries",
+            json={"query": "SET spark.master=local[8]", "session_id": session_id},
+        )
+        assert set_master.status_code == 403
+        assert set_master.json()["error"]["key"] == "spark.master"
+        allowed = _run(alice, "SET spark.sql.shuffle.partitions=3", session_id)
+        assert allowed["state"] == "success", allowed
+    with env.client("carol") as carol:  # admins may
+        assert (
+            carol.post("/v1/queries", json={"query": "SET spark.master=local[1]"}).status_code
+            == 201
+        )
+
+
+def test_proxy_user_is_honoured_only_for_impersonators(env: Env) -> None:
+    with env.client("bob") as bob:
+        refused = bob.post("/sessions", json={"kind": "sql", "proxyUser": "alice"})
+        assert refused.status_code == 403 and "proxyUser" in refused.json()["msg"]
+    with env.client("airflow") as airflow:
+        made = airflow.post("/sessions", json={"kind": "sql", "proxyUser": "alice"})
+        assert made.status_code == 201, made.text
+        session = made.json()
+        assert session["owner"] == "alice" and session["proxyUser"] == "alice"
+        # The impersonator can follow what it started.
+        assert airflow.get(f"/sessions/{session['id']}").status_code == 200
+    with env.client("alice") as alice:
+        assert alice.get(f"/sessions/{session['id']}").status_code == 200
+        alice.delete(f"/sessions/{session['id']}")
+    with env.client("carol") as carol:
+        events = carol.get("/v1/audit", params={"action": "impersonate"}).json()["events"]
+    outcomes = {(e["user"], e["outcome"]) for e in events}
+    assert ("airflow", "ok") in outcomes and ("bob", "denied") in outcomes
+
+
+def test_two_users_sessions_never_share_an_engine(env: Env, alice_objects: dict[str, Any]) -> None:
+    with env.client("bob") as bob:
+        session = bob.post("/v1/sessions", json={"kind": "interactive"}).json()
+        bobs = _wait_idle(bob, session["id"])
+    with env.client("alice") as alice:
+        alices = alice.get(f"/v1/sessions/{alice_objects['session']}").json()
+        second = alice.post("/v1/sessions", json={"kind": "interactive"}).json()
+        alices_second = _wait_idle(alice, second["id"])
+        alice.delete(f"/v1/sessions/{second['id']}")
+    assert bobs["engine_id"] != alices["engine_id"]
+    assert alices_second["engine_id"] == alices["engine_id"]  # her own share one
+    with env.server.store() as store:
+        assert store.engines.get(bobs["engine_id"]).share_key == "user:bob"
+        assert store.engines.get(alices["engine_id"]).share_key == "user:alice"
+    with env.client("bob") as bob:
+        bob.delete(f"/v1/sessions/{session['id']}")
+
+
+def test_the_livy_client_works_with_basic_auth(env: Env) -> None:
+    with LivySession.create(
+        env.url, auth=("alice", PASSWORDS["alice"]), kind=LivyKind.PYSPARK, echo=False
+    ) as session:
+        session.run("df = spark.range(5).selectExpr('id * 2 AS twice')")
+        frame = session.download("df")
+    assert list(frame["twice"]) == [0, 2, 4, 6, 8]
+    with env.client("carol") as carol:
+        events = carol.get("/v1/audit", params={"user": "alice", "action": "query"}).json()
+    assert any(e["detail"].get("kind") == "pyspark" for e in events["events"])
+
+
+def test_only_admins_stop_engines_and_read_the_audit(env: Env) -> None:
+    with env.client("alice") as alice:
+        engines = alice.get("/v1/engines").json()["engines"]
+        assert engines
+        assert alice.post(f"/v1/engines/{engines[0]['id']}/stop").status_code == 403
+        assert alice.get("/v1/audit").status_code == 403
+        assert alice.get(f"/v1/engines/{engines[0]['id']}/ui/").status_code == 403
+
+
+def test_limits_and_body_size(env: Env) -> None:
+    with env.client("alice") as alice:
+        huge = alice.post(
+            "/v1/queries",
+            content=b'{"query": "' + b"x" * (9 * 1024 * 1024) + b'"}',
+            headers={"content-type": "application/json"},
+        )
+        assert huge.status_code == 413 and str(8 * 1024 * 1024) in huge.json()["error"]["message"]
+    original = env.access_file.read_text()
+    try:
+        env.access_file.write_text(
+            original.replace("sessions_per_user: 10", "sessions_per_user: 1")
+        )
+        with env.client("alice") as alice:
+            refused = alice.post("/v1/sessions", json={"kind": "interactive"})
+        assert (
+            refused.status_code == 429 and "sessions_per_user" in refused.json()["error"]["message"]
+        )
+    finally:
+        env.access_file.write_text(original)
+
+
+def test_the_cli_logs_in_with_a_token_and_out(env: Env, tmp_path: Path) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SPARKGATE_")}
+    cli_env = {**base, "XDG_CONFIG_HOME": str(tmp_path / "config"), "SPARKGATE_SERVER": env.url}
+
+    def sparkgate(*args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sparkgate.cli.main", *args],
+            check=False,
+            input=stdin,
+            capture_output=True,
+            text=True,
+            env=cli_env,
+            timeout=120,
+        )
+
+    refused = sparkgate("whoami")
+    assert refused.returncode != 0 and "login" in refused.stderr
+    wrong = sparkgate("login", "--user", "alice", "--password-stdin", stdin="nope\n")
+    assert wrong.returncode != 0
+    logged = sparkgate("login", "--user", "alice", "--password-stdin", stdin="alice-secret\n")
+    assert logged.returncode == 0, logged.stderr
+    stored = tmp_path / "config" / "sparkgate" / "credentials.json"
+    assert stored.stat().st_mode & 0o777 == 0o600
+    me = json.loads(sparkgate("whoami", "--json").stdout)
+    assert me["user"] == "alice" and me["via"] == "token"
+    listed = sparkgate("sessions", "list", "--json")
+    assert listed.returncode == 0, listed.stderr
+    assert sparkgate("logout").returncode == 0
+    assert sparkgate("whoami").returncode != 0  # logged out; the token is revoked too
+    secret = json.loads(stored.read_text()) if stored.exists() else {}
+    assert env.url not in secret
