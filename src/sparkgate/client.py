@@ -4,18 +4,26 @@ with Client("http://127.0.0.1:8998") as sg:
     query = sg.submit("SELECT 1 AS one")
     done = sg.wait(query["id"])
     page = sg.result(query["id"])
+
+Credentials, first found wins: ``token=`` or ``user=``/``password=``; ``SPARKGATE_TOKEN``;
+``SPARKGATE_USER`` with ``SPARKGATE_PASSWORD``; the token ``sparkgate login`` stored for the
+server. A token is sent as ``Authorization: Bearer``, a user and password as Basic.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Iterator
+from collections.abc import Generator, Iterator
 from typing import Any
 
 import httpx
 
+from sparkgate import credentials
+
 DEFAULT_SERVER = "http://127.0.0.1:8998"
 FINAL_STATES = frozenset({"success", "failed", "cancelled"})
+PERSONAL_TOKEN_PREFIX = "sgp_"
 
 
 class ClientError(Exception):
@@ -29,10 +37,34 @@ class ClientError(Exception):
         self.body = body
 
 
+class BearerAuth(httpx.Auth):
+    def __init__(self, token: str) -> None:
+        self.personal = token.startswith(PERSONAL_TOKEN_PREFIX)
+        self._header = f"Bearer {token}"
+
+    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+        request.headers["Authorization"] = self._header
+        yield request
+
+
 class Client:
-    def __init__(self, server: str = DEFAULT_SERVER, *, timeout: float = 30.0) -> None:
+    def __init__(
+        self,
+        server: str = DEFAULT_SERVER,
+        *,
+        timeout: float = 30.0,
+        user: str | None = None,
+        password: str | None = None,
+        token: str | None = None,
+        transport: httpx.BaseTransport | None = None,
+    ) -> None:
         self.server = server.rstrip("/")
-        self._http = httpx.Client(base_url=self.server, timeout=timeout)
+        auth, self.auth_source, self.auth_user = _credentials(self.server, user, password, token)
+        # The server refuses to create tokens with a token: callers ask for a password then.
+        self.uses_personal_token = isinstance(auth, BearerAuth) and auth.personal
+        self._http = httpx.Client(
+            base_url=self.server, timeout=timeout, auth=auth, transport=transport
+        )
 
     def __enter__(self) -> Client:
         return self
@@ -301,6 +333,73 @@ class Client:
                 return run
             time.sleep(0.3)
 
+    # users and access
+    def whoami(self) -> dict[str, Any]:
+        """Who the server takes these credentials for: user, groups, admin, rights, via."""
+        result: dict[str, Any] = self._call("GET", "/v1/whoami")
+        return result
+
+    def create_token(
+        self, name: str | None = None, expires_in: float | None = None
+    ) -> dict[str, Any]:
+        """A new personal access token; its secret (``token``) is in this answer only."""
+        body = {"name": name, "expires_in": expires_in}
+        result: dict[str, Any] = self._call("POST", "/v1/tokens", json=body)
+        return result
+
+    def tokens(self, owner: str | None = None) -> dict[str, Any]:
+        params = {"owner": owner} if owner is not None else {}
+        result: dict[str, Any] = self._call("GET", "/v1/tokens", params=params)
+        return result
+
+    def revoke_token(self, token_id: str | int) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("DELETE", f"/v1/tokens/{token_id}")
+        return result
+
+    def audit(
+        self,
+        user: str | None = None,
+        action: str | None = None,
+        outcome: str | None = None,
+        offset: int = 0,
+        limit: int = 100,
+        since: float | None = None,
+    ) -> dict[str, Any]:
+        """Audit events, newest first (admins only); ``action`` matches a prefix, ``since`` is
+        epoch seconds."""
+        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        filters = (("user", user), ("action", action), ("outcome", outcome), ("since", since))
+        for key, value in filters:
+            if value is not None:
+                params[key] = value
+        result: dict[str, Any] = self._call("GET", "/v1/audit", params=params)
+        return result
+
     def health(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/healthz")
         return result
+
+
+def _credentials(
+    server: str, user: str | None, password: str | None, token: str | None
+) -> tuple[httpx.Auth | None, str | None, str | None]:
+    """The auth to send, where it came from, and the user it names (when known)."""
+    if token is not None and (user is not None or password is not None):
+        raise ValueError("Client: pass token= or user= and password=, not both.")
+    if token is not None:
+        return BearerAuth(token), "argument", None
+    if user is not None or password is not None:
+        password = password if password is not None else os.environ.get("SPARKGATE_PASSWORD")
+        if user is None or password is None:
+            raise ValueError("Client: user= needs password= (or SPARKGATE_PASSWORD), and back.")
+        return httpx.BasicAuth(user, password), "argument", user
+    env_token = os.environ.get("SPARKGATE_TOKEN")
+    if env_token:
+        return BearerAuth(env_token), "SPARKGATE_TOKEN", None
+    env_user, env_password = os.environ.get("SPARKGATE_USER"), os.environ.get("SPARKGATE_PASSWORD")
+    if env_user and env_password:
+        return httpx.BasicAuth(env_user, env_password), "SPARKGATE_USER", env_user
+    stored = credentials.load(server)
+    if stored is not None:
+        return BearerAuth(stored.token), f"stored ({credentials.path()})", stored.user
+    return None, None, None

@@ -1,16 +1,22 @@
-"""What every CLI command shares: the server option, the client, and failing clearly."""
+"""What every CLI command shares: the server option, credentials, the client, and failing
+clearly."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
-from typing import Annotated, Any, NoReturn
+from dataclasses import dataclass
+from typing import Annotated, Any, NoReturn, TypedDict
 
 import typer
 from rich.console import Console
 
+from sparkgate import credentials
 from sparkgate.client import DEFAULT_SERVER, Client, ClientError
+from sparkgate.credentials import CredentialsError
 
 console = Console()
 err_console = Console(stderr=True)
@@ -20,8 +26,46 @@ ServerOption = Annotated[
     typer.Option("--server", envvar="SPARKGATE_SERVER", help="The sparkgate server to talk to."),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+UserOption = Annotated[
+    str | None,
+    typer.Option(
+        "--user",
+        envvar="SPARKGATE_USER",
+        help="Log in as this user (password from SPARKGATE_PASSWORD, or asked for).",
+    ),
+]
+TokenOption = Annotated[
+    str | None,
+    typer.Option(
+        "--token", envvar="SPARKGATE_TOKEN", help="A personal access token (sgp_...) or a JWT."
+    ),
+]
 
 DEFAULT = DEFAULT_SERVER
+
+
+@dataclass
+class Login:
+    """The global ``--user``/``--token`` options, and whether they were typed (which beats
+    the environment and the stored token) or came from the environment."""
+
+    user: str | None = None
+    token: str | None = None
+    user_typed: bool = False
+    token_typed: bool = False
+    password: str | None = None  # once asked for, not asked again in the same command
+
+
+login_options = Login()
+
+
+def set_login(user: str | None, token: str | None, *, user_typed: bool, token_typed: bool) -> None:
+    if user_typed and token_typed:
+        fail("pass --user or --token, not both.")
+    # Changed in place: commands imported ``login_options`` itself.
+    login_options.user, login_options.token = user, token
+    login_options.user_typed, login_options.token_typed = user_typed, token_typed
+    login_options.password = None
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -29,14 +73,81 @@ def fail(message: str, code: int = 1) -> NoReturn:
     raise typer.Exit(code)
 
 
+def stdin_is_tty() -> bool:
+    return sys.stdin is not None and sys.stdin.isatty()
+
+
+def ask_password(user: str, *, confirm: bool = False) -> str:
+    """SPARKGATE_PASSWORD, or asked for (hidden) on a terminal; fails when neither."""
+    password = os.environ.get("SPARKGATE_PASSWORD")
+    if password:
+        return password
+    if not stdin_is_tty():
+        fail(f"no password for {user}: set SPARKGATE_PASSWORD, or run in a terminal.")
+    answer: str = typer.prompt(
+        f"Password for {user}", hide_input=True, confirmation_prompt=confirm, err=True
+    )
+    return answer
+
+
+class ClientCredentials(TypedDict, total=False):
+    user: str
+    password: str
+    token: str
+
+
+def client_credentials(server: str) -> ClientCredentials:
+    """The Client keyword arguments the global options call for; {} leaves the choice to the
+    Client (SPARKGATE_TOKEN, SPARKGATE_USER + SPARKGATE_PASSWORD, then the stored token)."""
+    opts = login_options
+    if opts.user_typed and opts.user:
+        opts.password = opts.password or ask_password(opts.user)
+        return {"user": opts.user, "password": opts.password}
+    if opts.token:
+        return {"token": opts.token}
+    if opts.user and not os.environ.get("SPARKGATE_PASSWORD") and stdin_is_tty():
+        # SPARKGATE_USER alone: ask for the password, unless a stored token covers the server.
+        try:
+            stored = credentials.load(server)
+        except CredentialsError as exc:
+            fail(str(exc))
+        if stored is None:
+            opts.password = opts.password or ask_password(opts.user)
+            return {"user": opts.user, "password": opts.password}
+    return {}
+
+
+def unauthenticated_hint(server: str) -> str:
+    return (
+        f"Log in with `sparkgate login --server {server}`, or pass --token / --user "
+        "(SPARKGATE_TOKEN, SPARKGATE_USER and SPARKGATE_PASSWORD)."
+    )
+
+
+def make_client(server: str) -> Client:
+    """A client with the command's credentials (see ``client_credentials``)."""
+    try:
+        return Client(server, **client_credentials(server))
+    except CredentialsError as exc:
+        fail(str(exc))
+
+
+def describe_client_error(exc: ClientError, server: str) -> str:
+    if exc.status == 401:
+        message = str(exc).rstrip()
+        return f"{message}{'' if message.endswith('.') else '.'} {unauthenticated_hint(server)}"
+    return str(exc)
+
+
 @contextmanager
 def client(server: str) -> Iterator[Client]:
-    """A client whose errors end the command with one clear line and a non-zero exit."""
+    """A client with the command's credentials whose errors end the command with one clear
+    line and a non-zero exit."""
     try:
-        with Client(server) as c:
+        with make_client(server) as c:
             yield c
     except ClientError as exc:
-        fail(str(exc))
+        fail(describe_client_error(exc, server))
 
 
 def print_json(value: Any) -> None:

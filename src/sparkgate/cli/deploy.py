@@ -11,7 +11,16 @@ import typer
 from rich.live import Live
 from rich.table import Table
 
-from sparkgate.cli.common import JsonOption, ServerOption, console, err_console, fail, print_json
+from sparkgate.cli.common import (
+    JsonOption,
+    ServerOption,
+    console,
+    describe_client_error,
+    err_console,
+    fail,
+    make_client,
+    print_json,
+)
 from sparkgate.cli.render import describe_error, versions_text
 from sparkgate.client import DEFAULT_SERVER, Client, ClientError
 
@@ -65,7 +74,7 @@ def deploy(
         fail(f"no manifests (*.yaml, *.yml) in {', '.join(map(str, paths))}")
     body_template = _file(template) if template is not None else None
     body_definitions = [_file(p) for p in definitions or []]
-    with Client(server) as sg:
+    with make_client(server) as sg:
         try:
             deployment = sg.deploy(
                 manifests,
@@ -81,7 +90,7 @@ def deploy(
             elif not plan:
                 deployment = sg.wait_deployment(deployment["id"], timeout)
         except ClientError as exc:
-            _refused(exc)
+            _refused(exc, server)
     if as_json:
         print_json(deployment)
     elif plan:
@@ -157,7 +166,7 @@ def _follow(sg: Client, deployment: dict[str, Any], timeout: float) -> dict[str,
     return deployment
 
 
-def _refused(exc: ClientError) -> None:
+def _refused(exc: ClientError, server: str) -> None:
     error = exc.body.get("error", {}) if isinstance(exc.body, dict) else {}
     problems = error.get("errors")
     if exc.code == "MANIFESTS_INVALID" and isinstance(problems, list):
@@ -166,7 +175,7 @@ def _refused(exc: ClientError) -> None:
             field = f" [bold]{p['field']}[/]:" if p.get("field") else ""
             err_console.print(f"{where}:{field} {p['message']}", highlight=False, soft_wrap=True)
         fail(f"nothing was deployed: {len(problems)} problem(s) in the manifests")
-    fail(str(exc))
+    fail(describe_client_error(exc, server))
 
 
 def _file(path: Path) -> dict[str, str]:

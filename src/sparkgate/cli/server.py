@@ -2,33 +2,104 @@
 
 from __future__ import annotations
 
+import ipaddress
 import logging
-from typing import Annotated
+from pathlib import Path
+from typing import Annotated, Any
 
 import typer
 
-from sparkgate.cli.common import fail
+from sparkgate.cli.common import err_console, fail
 from sparkgate.errors import SparkgateError
 from sparkgate.settings import Settings
 
 
+def is_loopback(host: str) -> bool:
+    name = host.strip().strip("[]").lower()
+    if name == "localhost" or name.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(name).is_loopback
+    except ValueError:
+        return False
+
+
+def listen_problem(settings: Settings) -> str | None:
+    """Why this server must not start as configured (None: it may): the pure check run before
+    anything starts."""
+    if not settings.auth_methods and not settings.insecure and not is_loopback(settings.host):
+        return (
+            f"refusing to listen on {settings.host} with SPARKGATE_AUTH={settings.auth}: anyone "
+            "who reaches the port could run code on the Spark drivers. Set SPARKGATE_AUTH "
+            '(see README "Users and access") or pass --insecure.'
+        )
+    certfile, keyfile = settings.ssl_certfile, settings.ssl_keyfile
+    if (certfile is None) != (keyfile is None):
+        given, missing = ("certificate", "key") if keyfile is None else ("key", "certificate")
+        return (
+            f"TLS needs both a certificate and its key: the {given} is set but not the "
+            f"{missing} (--ssl-certfile and --ssl-keyfile, or SPARKGATE_SSL_CERTFILE and "
+            "SPARKGATE_SSL_KEYFILE)."
+        )
+    for option, path in (("--ssl-certfile", certfile), ("--ssl-keyfile", keyfile)):
+        if path is not None and not path.expanduser().is_file():
+            return f"{option}: no such file {path}."
+    return None
+
+
 def server(
     host: Annotated[
-        str | None, typer.Option(help="Address to listen on [default: 127.0.0.1].")
+        str | None, typer.Option(help="Address to listen on (default: 127.0.0.1).")
     ] = None,
-    port: Annotated[int | None, typer.Option(help="Port to listen on [default: 8998].")] = None,
+    port: Annotated[int | None, typer.Option(help="Port to listen on (default: 8998).")] = None,
+    insecure: Annotated[
+        bool,
+        typer.Option(
+            "--insecure",
+            help="Allow SPARKGATE_AUTH=none on an address other than loopback.",
+        ),
+    ] = False,
+    ssl_certfile: Annotated[
+        Path | None, typer.Option("--ssl-certfile", help="Serve HTTPS with this certificate.")
+    ] = None,
+    ssl_keyfile: Annotated[
+        Path | None, typer.Option("--ssl-keyfile", help="The certificate's private key.")
+    ] = None,
 ) -> None:
     """Start a server node (embedded defaults: SQLite store and Spark local mode under
     ./.sparkgate, or $SPARKGATE_HOME). Engines it starts keep running if it stops."""
+    settings = Settings()
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "insecure": insecure or None,
+        "ssl_certfile": ssl_certfile,
+        "ssl_keyfile": ssl_keyfile,
+    }
+    settings = settings.model_copy(update={k: v for k, v in options.items() if v is not None})
+    problem = listen_problem(settings)
+    if problem is not None:
+        fail(problem)
+    if settings.auth_methods and settings.ssl_certfile is None and not is_loopback(settings.host):
+        err_console.print(
+            f"[yellow]warning:[/] serving plain HTTP on {settings.host}: passwords and tokens "
+            "cross the network readable; pass --ssl-certfile/--ssl-keyfile or put TLS in front.",
+            highlight=False,
+            soft_wrap=True,
+        )
+
     import uvicorn
 
     from sparkgate.api.app import create_app
     from sparkgate.catalog.metastore import java_executable
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    settings = Settings()
-    updates = {k: v for k, v in {"host": host, "port": port}.items() if v is not None}
-    settings = settings.model_copy(update=updates)
+    tls: dict[str, Any] = {}
+    if settings.ssl_certfile is not None and settings.ssl_keyfile is not None:
+        tls = {
+            "ssl_certfile": str(settings.ssl_certfile.expanduser()),
+            "ssl_keyfile": str(settings.ssl_keyfile.expanduser()),
+        }
     try:
         java_executable()
         app = create_app(settings)
@@ -38,6 +109,7 @@ def server(
             port=settings.port,
             log_level="info",
             timeout_keep_alive=int(settings.http_keep_alive),
+            **tls,
         )
     except SparkgateError as exc:
         fail(str(exc))

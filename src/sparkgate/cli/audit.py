@@ -1,0 +1,87 @@
+"""``sparkgate audit``: who did what, from where, and how it went (admins)."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+from rich.table import Table
+
+from sparkgate.cli.common import (
+    JsonOption,
+    ServerOption,
+    client,
+    console,
+    err_console,
+    fail,
+    print_json,
+)
+from sparkgate.cli.render import cell
+from sparkgate.client import DEFAULT_SERVER
+from sparkgate.sql.durations import parse_duration
+
+
+def audit(
+    server: ServerOption = DEFAULT_SERVER,
+    user: Annotated[str | None, typer.Option("--user", help="Only this user's events.")] = None,
+    action: Annotated[
+        str | None,
+        typer.Option("--action", help="Only actions starting so: session, token.create."),
+    ] = None,
+    outcome: Annotated[
+        str | None, typer.Option("--outcome", help="Only this outcome (e.g. denied).")
+    ] = None,
+    limit: Annotated[int, typer.Option("--limit", help="At most this many events.")] = 50,
+    offset: Annotated[int, typer.Option("--offset", help="Skip this many first.")] = 0,
+    since: Annotated[
+        str | None, typer.Option("--since", help="Only the last while, e.g. 1h, 7d.")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """Audit events, newest first (admins).
+
+    Example: sparkgate audit --outcome denied --since 1d
+    """
+    since_epoch = None
+    if since is not None:
+        try:
+            since_epoch = time.time() - parse_duration(since)
+        except ValueError as exc:
+            fail(f"--since: {exc}")
+    with client(server) as sg:
+        page = sg.audit(
+            user=user,
+            action=action,
+            outcome=outcome,
+            offset=offset,
+            limit=limit,
+            since=since_epoch,
+        )
+    if as_json:
+        print_json(page)
+        return
+    events = page["events"]  # newest first, as the server answers
+    table = Table(header_style="bold")
+    for column in ("id", "at", "user", "address", "action", "target", "outcome", "detail"):
+        table.add_column(column, overflow="fold")
+    for e in events:
+        detail = e.get("detail")
+        table.add_row(
+            str(e["id"]),
+            e.get("at") or "",
+            e.get("user") or "",
+            e.get("address") or "",
+            e.get("action") or "",
+            e.get("target") or "",
+            e.get("outcome") or "",
+            "" if detail in (None, "", {}) else cell(detail),
+        )
+    console.print(table)
+    shown = f"{page.get('offset', offset) + 1}-{page.get('offset', offset) + len(events)}"
+    err_console.print(
+        f"{len(events)} events ({shown} of {page.get('total', len(events))})"
+        if events
+        else f"no events (of {page.get('total', 0)})",
+        highlight=False,
+    )

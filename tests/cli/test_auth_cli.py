@@ -1,0 +1,425 @@
+"""``sparkgate users|login|logout|whoami|tokens|audit`` and the server's refusal to listen
+openly without auth; the server side of login is a small fake speaking the same HTTP."""
+
+from __future__ import annotations
+
+import base64
+import json
+import shlex
+import stat
+import sys
+import threading
+import types
+from collections.abc import Iterator
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from pathlib import Path
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner, Result
+
+from sparkgate import credentials
+from sparkgate.auth.passwords import check_password
+from sparkgate.cli import server as server_cli
+from sparkgate.cli.main import app
+from sparkgate.credentials import CredentialsError
+from sparkgate.settings import Settings
+
+runner = CliRunner()
+
+
+def run(*args: str, input: str | None = None, **env: str) -> Result:
+    """``run("users add alice", "--password-file", path)``: each argument split as a shell would."""
+    return runner.invoke(
+        app, [word for arg in args for word in shlex.split(arg)], input=input, env=env
+    )
+
+
+def said(result: Result) -> str:
+    """stdout and stderr with Rich's line wrapping undone."""
+    return " ".join(result.output.split())
+
+
+@pytest.fixture(autouse=True)
+def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    for name in (
+        "SPARKGATE_TOKEN",
+        "SPARKGATE_USER",
+        "SPARKGATE_PASSWORD",
+        "SPARKGATE_SERVER",
+        "SPARKGATE_AUTH",
+        "SPARKGATE_AUTH_PASSWORD_FILE",
+        "SPARKGATE_INSECURE",
+        "SPARKGATE_SSL_CERTFILE",
+        "SPARKGATE_SSL_KEYFILE",
+        "SPARKGATE_HOST",
+    ):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
+# -- users -----------------------------------------------------------------------------
+
+
+def test_users_add_list_remove(tmp_path: Path) -> None:
+    file = tmp_path / "passwords"
+    added = run(f"users add alice --password-file {file} --password-stdin", input="wonder land\n")
+    assert added.exit_code == 0, added.output
+    from_env = run(
+        "users add bob --password-stdin", input="b0b\n", SPARKGATE_AUTH_PASSWORD_FILE=str(file)
+    )
+    assert from_env.exit_code == 0, from_env.output
+    hashes = dict(line.split(":", 1) for line in file.read_text().splitlines())
+    assert check_password("wonder land", hashes["alice"]) and check_password("b0b", hashes["bob"])
+    assert stat.S_IMODE(file.stat().st_mode) == 0o600
+
+    listed = run("users", "list", "--password-file", str(file))
+    assert listed.exit_code == 0 and listed.stdout.split() == ["alice", "bob"]
+    assert "$2" not in listed.output
+    as_json = run("users", "list", "--password-file", str(file), "--json")
+    assert json.loads(as_json.stdout) == ["alice", "bob"]
+
+    changed = run(f"users add alice --password-file {file} --password-stdin", input="new\n")
+    assert "password changed for alice" in said(changed)
+    assert check_password("new", file.read_text().split("alice:")[1].split()[0])
+
+    assert run("users", "remove", "bob", "--password-file", str(file)).exit_code == 0
+    assert run("users", "list", "--password-file", str(file)).stdout.split() == ["alice"]
+    missing = run("users", "remove", "bob", "--password-file", str(file))
+    assert missing.exit_code == 1 and "no user 'bob'" in said(missing)
+
+
+def test_users_add_prompts_twice_on_a_terminal(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr("sparkgate.cli.users.stdin_is_tty", lambda: True)
+    file = tmp_path / "passwords"
+    added = run("users", "add", "carol", "--password-file", str(file), input="pw1\npw1\n")
+    assert added.exit_code == 0, added.output
+    assert "pw1" not in added.output  # hidden
+    assert check_password("pw1", file.read_text().split(":", 1)[1].strip())
+
+
+def test_users_add_fails_clearly(tmp_path: Path) -> None:
+    no_file = run("users", "add", "alice", "--password-stdin", input="x\n")
+    assert no_file.exit_code == 1
+    assert "pass --password-file or set SPARKGATE_AUTH_PASSWORD_FILE" in said(no_file)
+    file = str(tmp_path / "passwords")
+    no_terminal = run("users", "add", "alice", "--password-file", file)
+    assert no_terminal.exit_code == 1 and "--password-stdin" in said(no_terminal)
+    empty = run("users", "add", "alice", "--password-file", file, "--password-stdin", input="\n")
+    assert empty.exit_code == 1 and "empty password" in said(empty)
+    bad_name = run("users", "add", "a:b", "--password-file", file, "--password-stdin", input="x\n")
+    assert bad_name.exit_code == 1 and "no colons or spaces" in said(bad_name)
+    assert "Traceback" not in bad_name.output
+
+
+# -- the credentials file ------------------------------------------------------------------
+
+
+def test_credentials_round_trip_private_and_forget(tmp_path: Path) -> None:
+    assert credentials.load("http://h:1") is None
+    where = credentials.save("http://h:1/", "alice", "sgp_secret", 12)
+    assert where == tmp_path / "config" / "sparkgate" / "credentials.json"
+    assert stat.S_IMODE(where.stat().st_mode) == 0o600
+    assert stat.S_IMODE(where.parent.stat().st_mode) == 0o700
+    credentials.save("http://other:2", None, "sgp_other", None)
+    stored = credentials.load("http://h:1")
+    assert stored == credentials.StoredCredentials("alice", "sgp_secret", "12")
+    assert json.loads(where.read_text())["http://h:1"]["token"] == "sgp_secret"
+
+    assert credentials.forget("http://h:1") and not credentials.forget("http://h:1")
+    assert credentials.load("http://h:1") is None
+    assert credentials.load("http://other:2") == credentials.StoredCredentials(
+        None, "sgp_other", None
+    )
+    assert stat.S_IMODE(where.stat().st_mode) == 0o600
+    assert [p.name for p in where.parent.iterdir()] == ["credentials.json"]
+
+
+def test_credentials_rewrite_fixes_a_readable_file(tmp_path: Path) -> None:
+    where = credentials.path()
+    where.parent.mkdir(parents=True)
+    where.write_text("{}")
+    where.chmod(0o644)
+    credentials.save("http://h:1", "alice", "sgp_x", "1")
+    assert stat.S_IMODE(where.stat().st_mode) == 0o600
+
+
+def test_credentials_home_default(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    monkeypatch.delenv("XDG_CONFIG_HOME")
+    monkeypatch.setenv("HOME", str(tmp_path))
+    assert credentials.path() == tmp_path / ".config" / "sparkgate" / "credentials.json"
+
+
+def test_a_broken_credentials_file_is_one_clear_line() -> None:
+    where = credentials.path()
+    where.parent.mkdir(parents=True)
+    where.write_text("{not json")
+    with pytest.raises(CredentialsError, match="not valid JSON"):
+        credentials.load("http://h:1")
+    done = run("whoami", "--server", "http://127.0.0.1:9")
+    assert done.exit_code == 1 and "not valid JSON" in said(done)
+    assert "Traceback" not in done.output
+
+
+# -- login, whoami, tokens, logout, audit against a fake server ----------------------------
+
+
+class FakeServer:
+    """Just enough of the server's auth API: alice/pw, tokens, whoami, audit."""
+
+    def __init__(self) -> None:
+        self.tokens: dict[str, dict[str, Any]] = {}
+        self.secrets: dict[str, str] = {}
+        self.seen: list[str] = []  # Authorization headers, in order
+        fake = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, format: str, *args: Any) -> None:
+                pass
+
+            def do_GET(self) -> None:
+                fake.handle(self)
+
+            def do_POST(self) -> None:
+                fake.handle(self)
+
+            def do_DELETE(self) -> None:
+                fake.handle(self)
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}"
+
+    def user(self, header: str) -> str | None:
+        kind, _, value = header.partition(" ")
+        if kind == "Basic":
+            name, _, password = base64.b64decode(value).decode().partition(":")
+            return name if (name, password) == ("alice", "pw") else None
+        token_id = self.secrets.get(value) if kind == "Bearer" else None
+        if token_id is None or self.tokens[token_id]["revoked_at"]:
+            return None
+        return str(self.tokens[token_id]["owner"])
+
+    def handle(self, request: BaseHTTPRequestHandler) -> None:
+        header = request.headers.get("Authorization", "")
+        self.seen.append(header)
+        user = self.user(header)
+        if user is None:
+            message = {"code": "UNAUTHENTICATED", "message": "Credentials needed."}
+            return self.answer(request, 401, {"error": message})
+        path = request.path.split("?")[0]
+        if path == "/v1/whoami":
+            via = "password" if header.startswith("Basic") else "token"
+            me = {"user": user, "groups": ["eng"], "admin": True, "rights": ["*"], "via": via}
+            return self.answer(request, 200, me)
+        if request.command == "POST" and path == "/v1/tokens" and header.startswith("Bearer"):
+            message = {"code": "FORBIDDEN", "message": "Not with another token."}
+            return self.answer(request, 403, {"error": message})
+        if request.command == "POST" and path == "/v1/tokens":
+            body = json.loads(request.rfile.read(int(request.headers["Content-Length"])))
+            token_id = f"t{len(self.tokens) + 1}"
+            secret = f"sgp_secret{len(self.tokens) + 1}"
+            self.tokens[token_id] = {
+                "id": token_id,
+                "name": body["name"],
+                "owner": user,
+                "created_at": "2026-01-01T00:00:00.000Z",
+                "expires_at": None if body["expires_in"] is None else f"+{body['expires_in']}s",
+                "last_used_at": None,
+                "revoked_at": None,
+            }
+            self.secrets[secret] = token_id
+            return self.answer(request, 201, {**self.tokens[token_id], "token": secret})
+        if path == "/v1/tokens":
+            return self.answer(request, 200, {"tokens": list(self.tokens.values())})
+        if request.command == "DELETE" and path.startswith("/v1/tokens/"):
+            token = self.tokens[path.rsplit("/", 1)[1]]
+            token["revoked_at"] = "2026-01-02T00:00:00.000Z"
+            return self.answer(request, 200, token)
+        if path == "/v1/audit":
+            events = [
+                {
+                    "id": i,
+                    "at": f"2026-01-0{i}T00:00:00Z",
+                    "user": user,
+                    "address": "127.0.0.1",
+                    "action": "login",
+                    "target": None,
+                    "outcome": "ok",
+                    "detail": {"n": i},
+                }
+                for i in (2, 1)
+            ]
+            return self.answer(
+                request, 200, {"events": events, "total": 2, "offset": 0, "limit": 50}
+            )
+        return self.answer(request, 404, {"error": {"code": "NOT_FOUND", "message": path}})
+
+    def answer(self, request: BaseHTTPRequestHandler, status: int, body: Any) -> None:
+        data = json.dumps(body).encode()
+        request.send_response(status)
+        request.send_header("Content-Type", "application/json")
+        request.send_header("Content-Length", str(len(data)))
+        request.end_headers()
+        request.wfile.write(data)
+
+
+@pytest.fixture
+def fake() -> Iterator[FakeServer]:
+    server = FakeServer()
+    thread = threading.Thread(target=server.httpd.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield server
+    finally:
+        server.httpd.shutdown()
+        server.httpd.server_close()
+        thread.join()
+
+
+def test_login_whoami_tokens_logout(fake: FakeServer) -> None:
+    unauthenticated = run("whoami", "--server", fake.url)
+    assert unauthenticated.exit_code == 1
+    assert "UNAUTHENTICATED" in said(unauthenticated) and "sparkgate login" in said(unauthenticated)
+
+    wrong = run(f"login --server {fake.url} --user alice --password-stdin", input="nope\n")
+    assert wrong.exit_code == 1 and "UNAUTHENTICATED" in said(wrong)
+    assert credentials.load(fake.url) is None
+
+    done = run(
+        f"login --server {fake.url} --user alice --password-stdin --name laptop --expires 30d",
+        input="pw\n",
+    )
+    assert done.exit_code == 0, done.output
+    assert "as alice" in said(done) and str(credentials.path()) in said(done)
+    assert fake.tokens["t1"]["expires_at"] == "+2592000s" and fake.tokens["t1"]["name"] == "laptop"
+    assert credentials.load(fake.url) == credentials.StoredCredentials("alice", "sgp_secret1", "t1")
+
+    me = run("whoami", "--server", fake.url)
+    assert me.exit_code == 0 and "alice (via token; groups: eng; admin: yes)" in said(me)
+    assert fake.seen[-1] == "Bearer sgp_secret1"
+    assert json.loads(run("whoami", "--server", fake.url, "--json").stdout)["user"] == "alice"
+
+    # the server creates tokens only with a password (or a JWT): the stored user's is asked for
+    no_password = run("tokens", "create", "--server", fake.url)
+    assert no_password.exit_code == 1 and "SPARKGATE_PASSWORD" in said(no_password)
+    created = run("tokens", "create", "--server", fake.url, "--name", "ci", SPARKGATE_PASSWORD="pw")
+    assert created.exit_code == 0 and created.stdout.strip() == "sgp_secret2"
+    assert fake.seen[-1].startswith("Basic ")
+    assert "only time the secret is shown" in " ".join(created.stderr.split())
+    listed = run("tokens", "list", "--server", fake.url)
+    assert listed.exit_code == 0 and "laptop" in listed.stdout and "sgp_" not in listed.stdout
+    as_json = json.loads(run(f"tokens list --server {fake.url} --json").stdout)
+    assert [t["id"] for t in as_json] == ["t1", "t2"]
+    assert run("tokens", "revoke", "t2", "--server", fake.url).exit_code == 0
+    assert fake.tokens["t2"]["revoked_at"]
+
+    # a typed --token or --user beats the stored token
+    assert run("--token", "sgp_secret2", "whoami", "--server", fake.url).exit_code == 1
+    as_user = run("--user", "alice", "whoami", "--server", fake.url, SPARKGATE_PASSWORD="pw")
+    assert as_user.exit_code == 0 and "via password" in said(as_user)
+    both = run("--user", "alice", "--token", "x", "whoami", "--server", fake.url)
+    assert both.exit_code == 1 and "not both" in said(both)
+    no_password = run("--user", "alice", "whoami", "--server", fake.url)
+    assert no_password.exit_code == 1 and "SPARKGATE_PASSWORD" in said(no_password)
+    anonymous_token = run("tokens", "create", "--server", fake.url, SPARKGATE_TOKEN="sgp_secret1")
+    assert anonymous_token.exit_code == 1 and "pass --user NAME" in said(anonymous_token)
+
+    out = run("logout", "--server", fake.url)
+    assert out.exit_code == 0 and "logged out" in said(out)
+    assert fake.tokens["t1"]["revoked_at"] and credentials.load(fake.url) is None
+    assert "not logged in" in said(run("logout", "--server", fake.url))
+
+
+def test_login_again_revokes_the_previous_token(fake: FakeServer) -> None:
+    for _ in range(2):
+        done = run(
+            f"login --server {fake.url} --password-stdin", input="pw\n", SPARKGATE_USER="alice"
+        )
+        assert done.exit_code == 0, done.output
+    assert fake.tokens["t1"]["revoked_at"] and not fake.tokens["t2"]["revoked_at"]
+
+
+def test_logout_when_the_server_is_gone_still_forgets() -> None:
+    credentials.save("http://127.0.0.1:9", "alice", "sgp_x", "t1")
+    done = run("logout", "--server", "http://127.0.0.1:9")
+    assert done.exit_code == 0 and "could not be revoked" in said(done)
+    assert credentials.load("http://127.0.0.1:9") is None
+
+
+def test_bad_expires_is_one_line(fake: FakeServer) -> None:
+    done = run("tokens", "create", "--server", fake.url, "--expires", "soon")
+    assert done.exit_code == 1 and "is not a duration" in said(done)
+
+
+def test_audit_newest_first(fake: FakeServer) -> None:
+    alice = {"SPARKGATE_USER": "alice", "SPARKGATE_PASSWORD": "pw"}
+    done = run(f"audit --server {fake.url} --since 7d", **alice)
+    assert done.exit_code == 0, done.output
+    assert done.stdout.index("2026-01-02") < done.stdout.index("2026-01-01")
+    assert "2 events (1-2 of 2)" in said(done)
+    page = json.loads(run(f"audit --server {fake.url} --json", **alice).stdout)
+    assert page["total"] == 2 and [e["id"] for e in page["events"]] == [2, 1]
+
+
+# -- sparkgate server ------------------------------------------------------------------
+
+
+def test_loopback() -> None:
+    for host in ("127.0.0.1", "127.3.4.5", "::1", "[::1]", "localhost", "LOCALHOST"):
+        assert server_cli.is_loopback(host), host
+    for host in ("0.0.0.0", "::", "10.0.0.1", "example.org", ""):
+        assert not server_cli.is_loopback(host), host
+
+
+@pytest.fixture
+def no_start(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
+    """What uvicorn.run was called with; nothing is started."""
+    calls: list[dict[str, Any]] = []
+    fake_app = types.ModuleType("sparkgate.api.app")
+    fake_app.create_app = lambda settings: ("app", settings)  # type: ignore[attr-defined]
+    fake_metastore = types.ModuleType("sparkgate.catalog.metastore")
+    fake_metastore.java_executable = lambda: "java"  # type: ignore[attr-defined]
+    fake_uvicorn = types.ModuleType("uvicorn")
+    fake_uvicorn.run = lambda app, **kwargs: calls.append({"app": app, **kwargs})  # type: ignore[attr-defined]
+    monkeypatch.setitem(sys.modules, "sparkgate.api.app", fake_app)
+    monkeypatch.setitem(sys.modules, "sparkgate.catalog.metastore", fake_metastore)
+    monkeypatch.setitem(sys.modules, "uvicorn", fake_uvicorn)
+    return calls
+
+
+def test_server_refuses_an_open_address_without_auth(
+    tmp_path: Path, no_start: list[dict[str, Any]]
+) -> None:
+    home = tmp_path / "home"
+    done = run("server", "--host", "0.0.0.0", SPARKGATE_HOME=str(home), SPARKGATE_AUTH="none")
+    assert done.exit_code == 1
+    assert said(done).startswith(
+        "error: refusing to listen on 0.0.0.0 with SPARKGATE_AUTH=none: anyone who reaches the "
+        "port could run code on the Spark drivers."
+    )
+    assert "--insecure" in said(done)
+    assert no_start == [] and not home.exists()
+
+    assert run("server", "--host", "0.0.0.0", "--insecure").exit_code == 0
+    assert run("server", "--host", "0.0.0.0", SPARKGATE_INSECURE="true").exit_code == 0
+    assert run("server", "--host", "127.0.0.1").exit_code == 0
+    authed = run("server", "--host", "0.0.0.0", SPARKGATE_AUTH="password")
+    assert authed.exit_code == 0 and "plain HTTP" in said(authed)
+    assert [c["host"] for c in no_start] == ["0.0.0.0", "0.0.0.0", "127.0.0.1", "0.0.0.0"]
+    assert all("ssl_certfile" not in c for c in no_start)
+
+
+def test_server_tls_options(tmp_path: Path, no_start: list[dict[str, Any]]) -> None:
+    cert, key = tmp_path / "cert.pem", tmp_path / "key.pem"
+    cert.write_text("cert")
+    key.write_text("key")
+    half = run("server", "--ssl-certfile", str(cert))
+    assert half.exit_code == 1 and "both a certificate and its key" in said(half)
+    missing = run("server", "--ssl-certfile", str(cert), "--ssl-keyfile", str(tmp_path / "nope"))
+    assert missing.exit_code == 1 and "--ssl-keyfile: no such file" in said(missing)
+    done = run("server", "--ssl-certfile", str(cert), "--ssl-keyfile", str(key))
+    assert done.exit_code == 0, done.output
+    assert no_start[-1]["ssl_certfile"] == str(cert) and no_start[-1]["ssl_keyfile"] == str(key)
+    assert server_cli.listen_problem(Settings(ssl_keyfile=key)) is not None
