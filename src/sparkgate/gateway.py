@@ -258,7 +258,23 @@ class Gateway:
     def cancel(self, statement_id: int, *, user: Principal) -> StatementRecord:
         """Cancel a statement: a waiting one at once, a running one through its engine."""
         self.statement(statement_id, user=user)
-        self.users.audit(user, "query.cancel", "ok", target=f"query:{statement_id}")
+        try:
+            statement = self._cancel(statement_id)
+        except QueryFinished as exc:
+            self.users.audit(
+                user, "query.cancel", "failed", target=f"query:{statement_id}", detail=exc.to_dict()
+            )
+            raise
+        self.users.audit(
+            user,
+            "query.cancel",
+            "ok",
+            target=f"query:{statement_id}",
+            detail={"state": statement.state.value},
+        )
+        return statement
+
+    def _cancel(self, statement_id: int) -> StatementRecord:
         for _ in range(3):  # the engine may move it between our read and our write
             statement = self.store.statements.get(statement_id)
             if statement.state in TERMINAL_STATEMENT_STATES:

@@ -126,6 +126,17 @@ def test_tokens_expire_and_revoke(users: tuple[Users, Clock], store: Store) -> N
         layer.authenticate(f"Bearer {secret}", address=None)
 
 
+def test_a_user_removed_from_the_password_file_loses_their_tokens(
+    users: tuple[Users, Clock], store: Store, tmp_path: Path
+) -> None:
+    layer, clock = users
+    _, secret = tokens.create(store, "bob", now=clock.now, name=None, expires_in=None)
+    assert layer.authenticate(f"Bearer {secret}", address=None).name == "bob"
+    PasswordFile(tmp_path / "passwords").remove("bob")
+    with pytest.raises(Unauthenticated):
+        layer.authenticate(f"Bearer {secret}", address=None)
+
+
 def test_repeated_failures_from_one_address_are_slowed_down(users: tuple[Users, Clock]) -> None:
     layer, clock = users
     delays = []

@@ -145,7 +145,7 @@ class Users:
     def _bearer_identity(self, token: str) -> Identity | None:
         if tokens.looks_like_token(token):
             # Not cached: a revoked token stops working at once (one indexed read).
-            return tokens.verify(self.store, token, now=self.clock())
+            return self._current(tokens.verify(self.store, token, now=self.clock()))
         for _, check in self._bearer:
             identity = check.verify_bearer(token)
             if identity is not None:
@@ -154,7 +154,7 @@ class Users:
 
     def _basic_identity(self, header: str, name: str, password: str) -> Identity | None:
         if tokens.looks_like_token(password):
-            return tokens.verify(self.store, password, now=self.clock(), user=name)
+            return self._current(tokens.verify(self.store, password, now=self.clock(), user=name))
         key = hashlib.sha256(header.encode()).hexdigest()
         now = self.clock()
         with self._lock:
@@ -170,6 +170,15 @@ class Users:
                     self._cache[key] = (now + self.settings.auth_cache_ttl, identity)
                 return identity
         return None
+
+    def _current(self, identity: Identity | None) -> Identity | None:
+        """A token's owner, if still a user: when the password file is the only source of
+        users, removing a user from it ends their tokens too. (LDAP and JWT users cannot be
+        listed; revoke their tokens with ``sparkgate tokens revoke``.)"""
+        if identity is None or self.methods != ["password"]:
+            return identity
+        listed = self._still_listed(Identity(identity.name, via="password"))
+        return identity if listed else None
 
     def _still_listed(self, identity: Identity) -> bool:
         # A user removed from the password file loses access at once, cache or not (the file
