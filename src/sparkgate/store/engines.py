@@ -106,29 +106,9 @@ class Engines:
 
     def claim_warm(self, session_id: int, *, now: float) -> EngineRecord | None:
         """Give a session the oldest unassigned dedicated engine from the warm pool, if any."""
-        for _ in range(5):  # another node may grab the same engine; try the next one
-            with self._db.begin() as conn:
-                candidate = (
-                    sa.select(engines.c.id)
-                    .where(engines.c.kind == EngineKind.DEDICATED.value)
-                    .where(engines.c.session_id.is_(None))
-                    .where(engines.c.state.in_(_TAKING_WORK))
-                    .order_by(engines.c.state.desc(), engines.c.id)  # running before starting
-                    .limit(1)
-                )
-                if self._db.dialect == "postgresql":
-                    candidate = candidate.with_for_update(skip_locked=True)
-                engine_id = conn.execute(candidate).scalar()
-                if engine_id is None:
-                    return None
-                taken = conn.execute(
-                    engines.update()
-                    .where(engines.c.id == engine_id, engines.c.session_id.is_(None))
-                    .values(session_id=session_id, updated_at=now)
-                ).rowcount
-            if taken == 1:
-                return self.get(engine_id)
-        return None
+        return self._claim(
+            EngineKind.DEDICATED, engines.c.session_id, {"session_id": session_id}, now=now
+        )
 
     def warm_count(self) -> int:
         query = (
@@ -175,24 +155,33 @@ class Engines:
 
     def claim_shared(self, kind: EngineKind, share_key: str, *, now: float) -> EngineRecord | None:
         """Give an unclaimed live engine of ``kind`` (one kept warm) to ``share_key``: from
-        then on it hosts only sessions with that key. Compare-and-set, so two nodes cannot
-        both claim it."""
-        for _ in range(5):
+        then on it hosts only sessions with that key."""
+        return self._claim(kind, engines.c.share_key, {"share_key": share_key}, now=now)
+
+    def _claim(
+        self, kind: EngineKind, free: sa.Column[Any], values: dict[str, Any], *, now: float
+    ) -> EngineRecord | None:
+        """Compare-and-set the oldest live engine of ``kind`` whose ``free`` column is NULL to
+        ``values``, so two nodes cannot both take it."""
+        for _ in range(5):  # another node may grab the same engine; try the next one
             with self._db.begin() as conn:
-                engine_id = conn.execute(
+                candidate = (
                     sa.select(engines.c.id)
                     .where(engines.c.kind == kind.value)
-                    .where(engines.c.share_key.is_(None))
+                    .where(free.is_(None))
                     .where(engines.c.state.in_(_TAKING_WORK))
-                    .order_by(engines.c.state.desc(), engines.c.id)
+                    .order_by(engines.c.state.desc(), engines.c.id)  # running before starting
                     .limit(1)
-                ).scalar()
+                )
+                if self._db.dialect == "postgresql":
+                    candidate = candidate.with_for_update(skip_locked=True)
+                engine_id = conn.execute(candidate).scalar()
                 if engine_id is None:
                     return None
                 taken = conn.execute(
                     engines.update()
-                    .where(engines.c.id == engine_id, engines.c.share_key.is_(None))
-                    .values(share_key=share_key, updated_at=now)
+                    .where(engines.c.id == engine_id, free.is_(None))
+                    .values(**values, updated_at=now)
                 ).rowcount
             if taken == 1:
                 return self.get(engine_id)
