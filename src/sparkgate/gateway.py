@@ -19,6 +19,7 @@ from typing import Any
 
 from sparkgate.auth.access import CODE, SQL
 from sparkgate.auth.principal import Principal
+from sparkgate.auth.principal import share_key as owner_share_key
 from sparkgate.auth.users import Users
 from sparkgate.errors import Conflict, MissingRight, QueryNotFound, SessionNotFound
 from sparkgate.launcher.placement import Placement
@@ -117,9 +118,11 @@ class Gateway:
             self.users.check_session_limit(user)
             owner = user.name
             share_key = self.users.share_key(user, uuid.uuid4().hex[:12])
+        elif owner is not None:
+            # Internal sessions (job runs) share only with their owner's.
+            share_key = owner_share_key(self.settings.share_level, owner)
         elif self.settings.share_level != "server":
-            # Internal sessions (job runs) share only with their owner's, or with each other.
-            share_key = f"user:{owner}" if owner else "system"
+            share_key = "system"  # ownerless internal sessions: only with each other
         session = self.store.sessions.add(
             kind,
             now=self.clock(),

@@ -29,10 +29,8 @@ async def get_user(request: Request) -> Principal:
 
     Checking a password may take a bcrypt hash or an LDAP bind: done off the event loop. A
     failed attempt from an address that failed often is answered late, slowing guessing down
-    without holding a worker thread."""
-    cached: Principal | None = getattr(request.state, "user", None)
-    if cached is not None:
-        return cached
+    without holding a worker thread. FastAPI runs it once per request, however many
+    dependencies name it."""
     node = get_node(request)
     address = request.client.host if request.client is not None else None
     header = request.headers.get("authorization")
@@ -46,7 +44,6 @@ async def get_user(request: Request) -> Principal:
         if delay > 0:
             await asyncio.sleep(delay)
         raise
-    request.state.user = user
     return user
 
 

@@ -36,3 +36,18 @@ class Principal:
         if self.admin:
             return requested
         return self.name
+
+
+def share_key(
+    level: str, name: str, groups: frozenset[str] = frozenset(), tag: str = ""
+) -> str | None:
+    """Which engines a session of user ``name`` may share (SPARKGATE_ENGINE_SHARE_LEVEL): one
+    user's (``user:bob``), one group's, anyone's (None, level ``server``), or its own
+    (``session:<tag>``, level ``connection``). Without groups or a tag, the user's."""
+    if level == "server":
+        return None
+    if level == "group" and groups:
+        return f"group:{min(groups)}"
+    if level == "connection" and tag:
+        return f"session:{tag}"
+    return f"user:{name}"

@@ -20,8 +20,9 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sparkgate.auth import tokens
-from sparkgate.auth.access import ADMIN, CODE, SQL, STREAMS, Access, AccessRules
-from sparkgate.auth.principal import ANONYMOUS, Identity, Principal
+from sparkgate.auth.access import ADMIN, CODE, RIGHTS, SQL, STREAMS, Access, AccessRules
+from sparkgate.auth.passwords import PasswordFile
+from sparkgate.auth.principal import ANONYMOUS, Identity, Principal, share_key
 from sparkgate.auth.sql import sql_needs
 from sparkgate.errors import (
     ConfigurationError,
@@ -68,28 +69,28 @@ class Users:
                 f"SPARKGATE_AUTH: unknown method(s) {', '.join(unknown)}; use none or a comma "
                 f"list of {', '.join(METHODS)}."
             )
-        self._password: list[tuple[str, _PasswordCheck]] = []
-        self._bearer: list[tuple[str, _BearerCheck]] = []
+        self.password_file: PasswordFile | None = None
+        self._password: list[_PasswordCheck] = []  # in SPARKGATE_AUTH's order
+        self._bearer: list[_BearerCheck] = []
         for method in self.methods:
             if method == "password":
-                self._password.append((method, self._password_file(settings)))
+                self.password_file = self._password_file(settings)
+                self._password.append(self.password_file)
             elif method == "ldap":
                 from sparkgate.auth.ldap import LdapAuthenticator
 
-                self._password.append((method, LdapAuthenticator(settings)))
+                self._password.append(LdapAuthenticator(settings))
             elif method == "jwt":
                 from sparkgate.auth.jwt import JwtAuthenticator
 
-                self._bearer.append((method, JwtAuthenticator(settings, clock=clock)))
+                self._bearer.append(JwtAuthenticator(settings, clock=clock))
         self.access = Access(settings.access_file, settings.admins)
         self._lock = threading.Lock()
         self._cache: dict[str, tuple[float, Identity]] = {}
         self._failures: dict[str, deque[float]] = {}
 
     @staticmethod
-    def _password_file(settings: Settings) -> _PasswordCheck:
-        from sparkgate.auth.passwords import PasswordFile
-
+    def _password_file(settings: Settings) -> PasswordFile:
         if settings.auth_password_file is None:
             raise ConfigurationError(
                 "SPARKGATE_AUTH includes password but SPARKGATE_AUTH_PASSWORD_FILE is not set."
@@ -121,11 +122,6 @@ class Users:
             raise Unauthenticated()
         return self.principal(identity, address=address)
 
-    def authenticate_password(self, name: str, password: str, *, address: str | None) -> Principal:
-        """For front doors that receive a user and password (the Thrift door's SASL PLAIN)."""
-        raw = base64.b64encode(f"{name}:{password}".encode()).decode()
-        return self.authenticate(f"Basic {raw}", address=address)
-
     def identify(self, authorization: str) -> Identity | None:
         scheme, _, value = authorization.strip().partition(" ")
         value = value.strip()
@@ -146,7 +142,7 @@ class Users:
         if tokens.looks_like_token(token):
             # Not cached: a revoked token stops working at once (one indexed read).
             return self._current(tokens.verify(self.store, token, now=self.clock()))
-        for _, check in self._bearer:
+        for check in self._bearer:
             identity = check.verify_bearer(token)
             if identity is not None:
                 return identity
@@ -161,7 +157,7 @@ class Users:
             hit = self._cache.get(key)
         if hit is not None and hit[0] > now and self._still_listed(hit[1]):
             return hit[1]
-        for _, check in self._password:
+        for check in self._password:
             identity = check.verify(name, password)
             if identity is not None:
                 with self._lock:
@@ -183,21 +179,15 @@ class Users:
     def _still_listed(self, identity: Identity) -> bool:
         # A user removed from the password file loses access at once, cache or not (the file
         # is re-read when it changes; this is a dict lookup).
-        if identity.via != "password":
+        if identity.via != "password" or self.password_file is None:
             return True
-        from sparkgate.auth.passwords import PasswordFile
-
-        return any(
-            identity.name in check.users()
-            for _, check in self._password
-            if isinstance(check, PasswordFile)
-        )
+        return identity.name in self.password_file.users()
 
     def principal(self, identity: Identity, *, address: str | None = None) -> Principal:
         if not self.enabled:
             # One user on loopback: the machine's owner, with every right.
             return Principal(
-                ANONYMOUS, admin=True, rights=frozenset(self._all()), via="none", address=address
+                ANONYMOUS, admin=True, rights=frozenset(RIGHTS), via="none", address=address
             )
         rules = self.rules()
         groups = rules.groups_of(identity.name, identity.groups)
@@ -214,12 +204,6 @@ class Users:
     def as_user(self, acting: Principal, name: str) -> Principal:
         """The principal of a user someone else acts for (Livy's proxyUser)."""
         return self.principal(Identity(name, via=f"proxy:{acting.name}"), address=acting.address)
-
-    @staticmethod
-    def _all() -> tuple[str, ...]:
-        from sparkgate.auth.access import RIGHTS
-
-        return RIGHTS
 
     def _failed(self, address: str | None, authorization: str) -> None:
         now = self.clock()
@@ -267,6 +251,11 @@ class Users:
             self.require(user, CODE, "run Python code", target=target)
             return
         self.require(user, SQL, "run SQL", target=target)
+        self.check_sql(user, code, target=target)
+
+    def check_sql(self, user: Principal, code: str, *, target: str | None = None) -> None:
+        """What SQL text asks beyond running SQL: ``streams`` for stream statements, and no
+        denied setting in a ``SET key=value``."""
         if user.admin:
             return
         needs = sql_needs(code)
@@ -328,14 +317,7 @@ class Users:
 
     def share_key(self, user: Principal, session_tag: str) -> str | None:
         """Which engine sessions of this user may share (SPARKGATE_ENGINE_SHARE_LEVEL)."""
-        level = self.settings.share_level
-        if level == "server":
-            return None
-        if level == "group" and user.groups:
-            return f"group:{min(user.groups)}"
-        if level == "connection":
-            return f"session:{session_tag}"
-        return f"user:{user.name}"
+        return share_key(self.settings.share_level, user.name, user.groups, session_tag)
 
     # -- what they did -------------------------------------------------------------------
 

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from sparkgate.auth.principal import share_key
 from sparkgate.errors import InvalidRequest, StreamJobBusy
 from sparkgate.gateway import Gateway
 from sparkgate.settings import Settings
@@ -288,9 +289,7 @@ class Streams:
                 owner=job.owner,
                 # A job's engine hosts only its owner's jobs, as interactive engines do.
                 share_key=(
-                    None
-                    if self.settings.share_level == "server" or job.owner is None
-                    else f"user:{job.owner}"
+                    None if job.owner is None else share_key(self.settings.share_level, job.owner)
                 ),
                 attributes={
                     "stream_job": job.name,

@@ -18,7 +18,6 @@ from sparkgate.api.views import (
     stream_job_view,
 )
 from sparkgate.auth.access import JOBS
-from sparkgate.auth.principal import Principal
 from sparkgate.errors import DeploymentNotFound, JobRunNotFound
 from sparkgate.jobs.bundle import Bundle
 from sparkgate.jobs.files import SourceFile
@@ -129,7 +128,7 @@ def get_deployment(deployment_id: int, node: NodeDep, user: UserDep) -> dict[str
 def list_jobs(node: NodeDep, user: UserDep, removed: bool = False) -> dict[str, Any]:
     """Deployed jobs by name (``?removed=true``: pruned ones too). Jobs are the team's: every
     user with the ``jobs`` right sees them all."""
-    _jobs_right(node, user, "read jobs")
+    node.users.require(user, JOBS, "read jobs")
     return {"jobs": [_job(node, job) for job in node.store.jobs.all(removed=removed)]}
 
 
@@ -137,7 +136,7 @@ def list_jobs(node: NodeDep, user: UserDep, removed: bool = False) -> dict[str, 
 def get_job(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """A job: its current version and manifest, what it runs, its stream job (streaming) or
     recent runs (batch), and the latest deploy decisions about it."""
-    _jobs_right(node, user, "read jobs")
+    node.users.require(user, JOBS, "read jobs")
     job = node.store.jobs.get(name)
     view = _job(node, job)
     stream = None if job.batch else node.store.stream_jobs.find(name)
@@ -167,7 +166,7 @@ def job_history(
     name: str, node: NodeDep, user: UserDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100
 ) -> dict[str, Any]:
     """Every version of a job (newest first) and every deploy decision about it."""
-    _jobs_right(node, user, "read jobs")
+    node.users.require(user, JOBS, "read jobs")
     node.store.jobs.get(name)
     return {
         "name": name,
@@ -192,14 +191,14 @@ def run_job(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
 def list_runs(
     name: str, node: NodeDep, user: UserDep, limit: Annotated[int, Query(ge=1, le=1000)] = 20
 ) -> dict[str, Any]:
-    _jobs_right(node, user, "read jobs")
+    node.users.require(user, JOBS, "read jobs")
     node.store.jobs.get(name)
     return {"runs": [job_run_view(r) for r in node.store.job_runs.of_job(name, limit=limit)]}
 
 
 @router.get("/v1/jobs/{name}/runs/{run_id}")
 def get_run(name: str, run_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
-    _jobs_right(node, user, "read jobs")
+    node.users.require(user, JOBS, "read jobs")
     run = node.store.job_runs.get(run_id)
     if run.job != name:
         raise JobRunNotFound(run_id)  # another job's run: as unknown as any
@@ -213,10 +212,6 @@ def cancel_run(name: str, run_id: int, node: NodeDep, user: UserDep) -> dict[str
     node.users.require(user, JOBS, "cancel job runs", target=f"job:{name}")
     node.users.audit(user, "job.cancel", "ok", target=f"job:{name}", detail={"run": run_id})
     return job_run_view(node.job_runner.cancel(run_id))
-
-
-def _jobs_right(node: ServerNode, user: Principal, action: str) -> None:
-    node.users.require(user, JOBS, action)
 
 
 def _job(node: ServerNode, job: JobRecord) -> dict[str, Any]:

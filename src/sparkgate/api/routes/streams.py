@@ -36,9 +36,7 @@ def create_stream(body: StreamCreate, node: NodeDep, user: UserDep) -> dict[str,
     USING rate; SAVE STREAM r TO parquet OPTIONS ('path'='/data/clicks')"}``."""
     node.users.require(user, STREAMS, "start stream jobs", target=f"stream:{body.name}")
     node.users.check_conf(user, body.conf, target=f"stream:{body.name}")
-    node.users.check_conf(
-        user, dict.fromkeys(_set_keys(body.sql), ""), target=f"stream:{body.name}"
-    )
+    node.users.check_sql(user, body.sql, target=f"stream:{body.name}")
     job = node.streams.create(
         body.name,
         body.sql,
@@ -137,12 +135,6 @@ def _changing(node: ServerNode, user: Principal, name: str, verb: str) -> None:
     _job(node, user, name)
     node.users.require(user, STREAMS, f"{verb} stream jobs", target=f"stream:{name}")
     node.users.audit(user, f"stream.{verb}", "ok", target=f"stream:{name}")
-
-
-def _set_keys(sql: str) -> tuple[str, ...]:
-    from sparkgate.auth.sql import sql_needs
-
-    return sql_needs(sql).settings
 
 
 def _detail(node: ServerNode, job: StreamJobRecord) -> dict[str, Any]:
