@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sparkgate.client import Client
-from sparkgate.testing import ServerProcess
+from sparkgate.testing import ServerProcess, eventually
 
 
 @pytest.fixture
@@ -40,3 +40,14 @@ def run(
     """Submit and wait; the final query record."""
     submitted = sg.submit(query, session_id=session_id)
     return sg.wait(submitted["id"], timeout=timeout)
+
+
+def wait_idle(sg: Client, session_id: int) -> None:
+    """Wait for a session to be idle again after its statement. The engine records the
+    statement's outcome, then releases the session in a second write, so a long poll (woken
+    by the first) may return just before the second."""
+    eventually(
+        lambda: sg.session(session_id)["state"] == "idle",
+        timeout=30,
+        what=f"session {session_id} back to idle",
+    )

@@ -10,7 +10,7 @@ from typing import Any
 from sparkgate.client import Client
 from sparkgate.states import EngineState
 from sparkgate.testing import ServerProcess, eventually
-from tests.e2e.conftest import run
+from tests.e2e.conftest import run, wait_idle
 
 
 def test_engine_killed_with_sigkill_fails_its_query_with_engine_lost(
@@ -51,7 +51,7 @@ def test_server_restart_loses_nothing_and_engines_keep_running(
     os.kill(engine_pid, 0)  # the engine outlives the server
     server.start()
 
-    assert sg.session(session["id"])["state"] == "idle"
+    wait_idle(sg, session["id"])
     assert sg.query(answered["id"])["state"] == "success"
     assert sg.result(answered["id"])["rows"] == [[42]]
     # The same engine, the same Spark session: its temporary view is still there.

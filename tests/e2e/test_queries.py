@@ -11,7 +11,7 @@ import httpx
 
 from sparkgate.client import Client
 from sparkgate.testing import ServerProcess, eventually
-from tests.e2e.conftest import run
+from tests.e2e.conftest import run, wait_idle
 
 
 def test_submit_long_poll_and_read(sg: Client, interactive: Any) -> None:
@@ -30,7 +30,7 @@ def test_submit_long_poll_and_read(sg: Client, interactive: Any) -> None:
     page = sg.result(submitted["id"])
     assert page["rows"] == [[i, i * 2] for i in range(5)]
     assert (page["total"], page["offset"]) == (5, 0)
-    assert sg.session(session["id"])["state"] == "idle"  # back to idle after the statement
+    wait_idle(sg, session["id"])  # back to idle after the statement
 
 
 def test_long_poll_returns_at_timeout_for_a_running_query(sg: Client, interactive: Any) -> None:
@@ -111,7 +111,7 @@ def test_sql_errors_carry_class_message_and_position(sg: Client, interactive: An
     assert "nope" in analysis["error"]["message"]
     runtime = run(sg, "SELECT 10 / (id - 3) FROM range(10)", session["id"])
     assert runtime["error"]["code"] == "DIVIDE_BY_ZERO"
-    assert sg.session(session["id"])["state"] == "idle"  # errors do not hurt the session
+    wait_idle(sg, session["id"])  # errors do not hurt the session
 
 
 def test_cancel_interrupts_a_long_query(sg: Client, interactive: Any) -> None:
