@@ -7,6 +7,7 @@ node reports the same truth and nothing is lost when a node restarts.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from typing import cast
 
 import sqlalchemy as sa
 from fastapi import APIRouter, Response
@@ -37,7 +38,7 @@ class StoreCollector(Collector):
                     table.c.kind, table.c.state
                 )
                 for kind, state, count in conn.execute(query):
-                    family.add_metric([kind, state], count)
+                    family.add_metric([str(kind), str(state)], float(cast(int, count)))
                 yield family
 
 
