@@ -79,27 +79,45 @@ class ResultWriter:
 
 def read_page(path: str | Path, offset: int, limit: int) -> tuple[list[list[Any]], int]:
     """Rows [offset, offset + limit) of a stored result as JSON-ready lists, and the total."""
+    batches, total = read_batches(path, offset, limit)
+    rows: list[list[Any]] = []
+    for batch in batches:
+        rows.extend(batch_to_rows(batch))
+    return rows, total
+
+
+def read_batches(path: str | Path, offset: int, limit: int) -> tuple[list[pa.RecordBatch], int]:
+    """Rows [offset, offset + limit) of a stored result as Arrow slices, and the total.
+
+    Only the batches that cover the range are read; the slices share the mapped file."""
     directory = Path(path)
     index = json.loads((directory / INDEX_FILE).read_text())
     order: list[int] = index["order"]
     counts: list[int] = index["rows"]
     total = sum(counts)
-    rows: list[list[Any]] = []
+    slices: list[pa.RecordBatch] = []
     if limit <= 0 or offset >= total:
-        return rows, total
+        return slices, total
+    wanted = limit
     with pa.memory_map(str(directory / DATA_FILE)) as source:
         reader = pa.ipc.open_file(source)
         start = 0
         for physical, count in zip(order, counts, strict=True):
             end = start + count
-            if end > offset and len(rows) < limit:
+            if end > offset and wanted > 0:
                 lo = max(offset - start, 0)
-                take = min(count - lo, limit - len(rows))
-                rows.extend(batch_to_rows(reader.get_batch(physical).slice(lo, take)))
-            if len(rows) >= limit:
+                take = min(count - lo, wanted)
+                slices.append(reader.get_batch(physical).slice(lo, take))
+                wanted -= take
+            if wanted <= 0:
                 break
             start = end
-    return rows, total
+    return slices, total
+
+
+def read_schema(path: str | Path) -> pa.Schema:
+    with pa.memory_map(str(Path(path) / DATA_FILE)) as source:
+        return pa.ipc.open_file(source).schema
 
 
 def delete(path: str | Path) -> None:

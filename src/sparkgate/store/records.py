@@ -101,6 +101,7 @@ class StatementRecord:
     started_at: float | None
     finished_at: float | None
     updated_at: float
+    fetched: int = 0  # rows a HiveServer2 client has fetched so far
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> StatementRecord:

@@ -98,6 +98,9 @@ statements = sa.Table(
     sa.Column("started_at", Time, nullable=True),
     sa.Column("finished_at", Time, nullable=True),
     sa.Column("updated_at", Time, nullable=False),
+    # Rows a HiveServer2 client has fetched (its FETCH_NEXT cursor), kept here so that any
+    # node can serve the next fetch.
+    sa.Column("fetched", sa.Integer, nullable=False, default=0, server_default="0"),
     sa.UniqueConstraint("session_id", "seq"),
     sa.Index(None, "state"),
     sa.Index(None, "session_id", "state"),

@@ -206,6 +206,18 @@ class Statements:
                 statements.update().where(statements.c.id == statement_id).values(output=merged)
             )
 
+    def move_cursor(self, statement_id: int, expected: int, position: int) -> bool:
+        """Move a HiveServer2 fetch cursor from ``expected`` to ``position``; False if another
+        fetch moved it first (the caller reads again)."""
+        stmt = (
+            statements.update()
+            .where(statements.c.id == statement_id)
+            .where(statements.c.fetched == expected)
+            .values(fetched=position)
+        )
+        with self._db.begin() as conn:
+            return conn.execute(stmt).rowcount == 1
+
     def count_unfinished(self, owner: str) -> int:
         """Waiting and running statements in one owner's sessions (for the per-user limit)."""
         query = (
