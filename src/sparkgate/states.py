@@ -42,6 +42,9 @@ class StatementKind(StrEnum):
     SQL = "sql"
     PYSPARK = "pyspark"  # Python in the session's namespace, like a REPL (Livy's pyspark)
     FILE = "file"  # a .py or .sql file the engine reads; the code is "path arg..." (a batch)
+    # A catalog listing for JDBC/ODBC clients (GetTables, GetColumns, ...): the code is a JSON
+    # request ({"call": "tables", ...}); the result has the column layout JDBC expects.
+    CATALOG = "catalog"
 
 
 class EngineState(StrEnum):

@@ -246,7 +246,10 @@ class Users:
         self, user: Principal, kind: StatementKind, code: str, *, target: str | None = None
     ) -> None:
         """The rights a statement needs: ``code`` for Python, ``sql`` for SQL (and ``streams``
-        for stream statements), and no denied setting in a SET."""
+        for stream statements), and no denied setting in a SET. Catalog listings are SQL."""
+        if kind is StatementKind.CATALOG:
+            self.require(user, SQL, "read the catalog", target=target)
+            return
         if kind is not StatementKind.SQL:
             self.require(user, CODE, "run Python code", target=target)
             return

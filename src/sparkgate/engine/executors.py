@@ -90,7 +90,8 @@ def rows_result(
     ctx: ExecutionContext, columns: list[tuple[str, str]], rows: list[list[Any]]
 ) -> ExecResult:
     """Store a few rows made in Python (no Spark job) as the statement's result.
-    ``columns``: (name, type) with types string, bigint, int, double, boolean or timestamp."""
+    ``columns``: (name, type) with types string, bigint, int, smallint, tinyint, double,
+    boolean or timestamp."""
     import pyarrow as pa
     from pyspark.sql import types as T
     from pyspark.sql.pandas.types import to_arrow_schema
@@ -101,6 +102,8 @@ def rows_result(
         "string": T.StringType(),
         "bigint": T.LongType(),
         "int": T.IntegerType(),
+        "smallint": T.ShortType(),
+        "tinyint": T.ByteType(),
         "double": T.DoubleType(),
         "boolean": T.BooleanType(),
         "timestamp": T.TimestampType(),
@@ -142,10 +145,18 @@ def run_batch_file(ctx: ExecutionContext) -> ExecResult:
     return run_file(ctx)
 
 
+def run_catalog(ctx: ExecutionContext) -> ExecResult:
+    """A JDBC metadata call (GetTables, GetColumns, ...) from the catalog (``catalog_calls``)."""
+    from sparkgate.engine.catalog_calls import run_catalog as run
+
+    return run(ctx)
+
+
 EXECUTORS: dict[StatementKind, Executor] = {
     StatementKind.SQL: run_sql,
     StatementKind.PYSPARK: run_pyspark,
     StatementKind.FILE: run_batch_file,
+    StatementKind.CATALOG: run_catalog,
 }
 
 
