@@ -100,6 +100,15 @@ class Settings(BaseSettings):
     python_output_max_chars: int = 8_000_000
     batch_log_max_chars: int = 1_000_000
 
+    # HiveServer2 Thrift door (JDBC, ODBC, PyHive, dbt): binary TCP on this port (0: off; the
+    # HTTP transport is always at /cliservice on the main port).
+    thrift_port: int = 10009
+    thrift_idle_timeout: float = 3600.0  # a Thrift session unused this long ends (0: never)
+    # How long GetOperationStatus holds its answer while the query runs (clients poll in a
+    # tight loop): long enough to spare the store, short enough for progress and logs.
+    thrift_status_wait: float = 1.0
+    thrift_fetch_max_rows: int = 100_000  # rows one FetchResults returns at most
+
     # Livy-compatible API (/sessions, /batches)
     # Rows a Livy ``sql`` statement returns inline. Livy's own cap is 1000, which users hit all
     # the time; 10000 is one native result page (``result_page_max``), still a small response.

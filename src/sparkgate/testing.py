@@ -62,6 +62,7 @@ def local_test_settings(home: Path, **overrides: Any) -> Settings:
     values: dict[str, Any] = {
         "home": home,
         "port": free_port(),
+        "thrift_port": 0,  # the HiveServer2 tests ask for one
         "spark_master": "local[2]",
         "spark_conf": TEST_SPARK_CONF,
         "engine_heartbeat_interval": 1.0,

@@ -7,7 +7,7 @@ from typing import Any
 from sparkgate.duties.reaper import reap_idle_sessions, reap_lost_engines
 from sparkgate.duties.runner import Duty, DutyRunner
 from sparkgate.settings import Settings
-from sparkgate.states import EngineState, SessionState, StatementState
+from sparkgate.states import EngineState, SessionKind, SessionState, StatementState
 from sparkgate.store import Store
 from tests.conftest import NOW, force_state
 
@@ -67,6 +67,18 @@ def test_idle_interactive_sessions_time_out(store: Store, make_session: Any) -> 
     assert store.sessions.get(busy.id).state is SessionState.BUSY
     never = SETTINGS.model_copy(update={"session_idle_timeout": 0})
     assert reap_idle_sessions(store, never, now=NOW + 10**6) == []
+
+
+def test_a_sessions_own_idle_timeout_wins(store: Store) -> None:
+    """HiveServer2 sessions carry SPARKGATE_THRIFT_IDLE_TIMEOUT as their own timeout."""
+    thrift = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, attributes={"idle_timeout": 60})
+    plain = store.sessions.add(SessionKind.INTERACTIVE, now=NOW)
+    for session in (thrift, plain):
+        force_state(store, "sessions", session.id, SessionState.IDLE.value)
+    settings = SETTINGS.model_copy(update={"thrift_idle_timeout": 60})
+    assert reap_idle_sessions(store, settings, now=NOW + 59) == []
+    assert reap_idle_sessions(store, settings, now=NOW + 61) == [thrift.id]
+    assert reap_idle_sessions(store, settings, now=NOW + 601) == [plain.id]
 
 
 def test_only_the_lease_holder_runs_a_duty(store: Store) -> None:

@@ -25,6 +25,10 @@ from sparkgate.api.routes import (
     users,
 )
 from sparkgate.api.watcher import StatementWatcher
+from sparkgate.hive2 import http as hive2_http
+from sparkgate.hive2.binary import BinaryServer
+from sparkgate.hive2.door import Door
+from sparkgate.hive2.service import HiveService
 from sparkgate.node import ServerNode
 from sparkgate.settings import Settings
 
@@ -37,10 +41,23 @@ def create_app(settings: Settings) -> FastAPI:
         node = ServerNode(settings)
         app.state.node = node
         app.state.watcher = StatementWatcher(node.store)
+        # The HiveServer2 door: the same calls over HTTP (/cliservice) and binary TCP.
+        app.state.hive2 = Door(HiveService(node, app.state.watcher))
+        binary = BinaryServer(app.state.hive2, node.users, node.settings)
         node.start()
         try:
+            if settings.thrift_port:
+                try:
+                    await binary.start()
+                except OSError as exc:
+                    raise RuntimeError(
+                        f"cannot listen for HiveServer2 clients on {settings.host}:"
+                        f"{settings.thrift_port}: {exc}. Choose another port with "
+                        "SPARKGATE_THRIFT_PORT or --thrift-port (0 turns it off)."
+                    ) from exc
             yield
         finally:
+            await binary.close()
             await app.state.watcher.close()
             node.stop()
 
@@ -59,6 +76,7 @@ def create_app(settings: Settings) -> FastAPI:
         jobs.router,
         users.router,
         audit.router,
+        hive2_http.router,
     ):
         app.include_router(router, dependencies=guarded)
     app.include_router(metrics.router, dependencies=[Depends(_metrics_guard(settings))])

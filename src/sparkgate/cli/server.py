@@ -52,6 +52,13 @@ def server(
         str | None, typer.Option(help="Address to listen on (default: 127.0.0.1).")
     ] = None,
     port: Annotated[int | None, typer.Option(help="Port to listen on (default: 8998).")] = None,
+    thrift_port: Annotated[
+        int | None,
+        typer.Option(
+            "--thrift-port",
+            help="HiveServer2 binary (JDBC/ODBC) port (default: 10009; 0 turns it off).",
+        ),
+    ] = None,
     insecure: Annotated[
         bool,
         typer.Option(
@@ -72,6 +79,7 @@ def server(
     options: dict[str, Any] = {
         "host": host,
         "port": port,
+        "thrift_port": thrift_port,
         "insecure": insecure or None,
         "ssl_certfile": ssl_certfile,
         "ssl_keyfile": ssl_keyfile,

@@ -69,17 +69,20 @@ def fail_engine(
 
 
 def reap_idle_sessions(store: Store, settings: Settings, *, now: float) -> list[int]:
-    """End interactive sessions idle longer than ``session_idle_timeout`` (0: never)."""
-    if settings.session_idle_timeout <= 0:
+    """End interactive sessions idle longer than their idle timeout (0: never): a session's
+    own ``idle_timeout`` attribute (Thrift sessions), else ``session_idle_timeout``."""
+    timeouts = [t for t in (settings.session_idle_timeout, settings.thrift_idle_timeout) if t > 0]
+    if not timeouts:
         return []
     ended = []
-    for session in store.sessions.idle_since(
-        now - settings.session_idle_timeout, SessionKind.INTERACTIVE
-    ):
+    for session in store.sessions.idle_since(now - min(timeouts), SessionKind.INTERACTIVE):
+        timeout = float(session.attributes.get("idle_timeout", settings.session_idle_timeout))
+        if timeout <= 0 or session.last_activity_at >= now - timeout:
+            continue
         error = {
             "code": "SESSION_TIMED_OUT",
             "message": f"Session {session.id} was idle for more than "
-            f"{settings.session_idle_timeout:.0f}s and was ended to free its resources.",
+            f"{timeout:.0f}s and was ended to free its resources.",
         }
         moved = store.transitions.session(
             session.id, SessionState.DEAD, now=now, expected=[SessionState.IDLE], error=error

@@ -1,0 +1,29 @@
+"""HiveServer2's HTTP transport: each POST to ``/cliservice`` carries one Thrift call.
+
+``jdbc:hive2://host:8998/default;transportMode=http;httpPath=cliservice``. The request is
+authenticated like every other route (Basic: a password or a personal access token), by the
+router's dependency in ``app.py``.
+"""
+
+from __future__ import annotations
+
+from fastapi import APIRouter, Request, Response
+
+from sparkgate.api.deps import UserDep
+from sparkgate.errors import InvalidRequest
+from sparkgate.hive2.door import Door
+from sparkgate.hive2.wire import MalformedMessage
+
+router = APIRouter(tags=["hiveserver2"])
+
+THRIFT = "application/x-thrift"
+
+
+@router.post("/cliservice", include_in_schema=False)
+async def cliservice(request: Request, user: UserDep) -> Response:
+    door: Door = request.app.state.hive2
+    try:
+        reply = await door.answer(await request.body(), user)
+    except MalformedMessage as exc:
+        raise InvalidRequest(f"Not a HiveServer2 Thrift call: {exc}") from exc
+    return Response(content=reply, media_type=THRIFT)

@@ -1,0 +1,539 @@
+"""The TCLIService calls, answered with sparkgate's sessions and queries.
+
+A HiveServer2 session is a sparkgate interactive session, and an operation is a sparkgate query
+(statement): its handle carries the id, so any node answers for any handle and a client that
+reconnects elsewhere carries on. Statements go through the gateway, exactly as from ``/v1``;
+the metadata calls (GetTables, GetColumns, ...) are ``catalog`` statements that the session's
+engine answers from its catalog. Results are read from the stored result files, a page at a
+time; the FETCH_NEXT position is kept in the store (``statements.fetched``).
+
+Every method takes the request struct and the authenticated caller, and returns the response
+struct; errors become a ``TStatus``, never a dropped connection.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
+from importlib.metadata import version
+from typing import Any
+
+from sparkgate import results
+from sparkgate.api.watcher import StatementWatcher
+from sparkgate.auth.principal import Principal
+from sparkgate.errors import NotFound, SparkgateError
+from sparkgate.gateway import QueryFinished
+from sparkgate.hive2 import rowsets
+from sparkgate.hive2.idl import COLUMNAR_FROM, SERVER_PROTOCOL, T
+from sparkgate.hive2.types import column_types, table_schema
+from sparkgate.node import ServerNode
+from sparkgate.states import (
+    TERMINAL_SESSION_STATES,
+    TERMINAL_STATEMENT_STATES,
+    SessionKind,
+    StatementKind,
+    StatementState,
+)
+from sparkgate.store.records import SessionRecord, StatementRecord
+
+log = logging.getLogger("sparkgate.hive2")
+
+_SESSION, _OPERATION = b"S", b"Q"
+_MAGIC = b"SG"
+
+_OPERATION_STATES = {
+    StatementState.WAITING: T.TOperationState.PENDING_STATE,
+    StatementState.RUNNING: T.TOperationState.RUNNING_STATE,
+    StatementState.CANCELLING: T.TOperationState.RUNNING_STATE,
+    StatementState.SUCCESS: T.TOperationState.FINISHED_STATE,
+    StatementState.FAILED: T.TOperationState.ERROR_STATE,
+    StatementState.CANCELLED: T.TOperationState.CANCELED_STATE,
+}
+
+
+class InvalidHandle(SparkgateError):
+    code = "INVALID_HANDLE"
+
+
+class OperationFailed(SparkgateError):
+    """The operation ended failed or cancelled: its error, as the client should show it."""
+
+    code = "OPERATION_FAILED"
+
+    def __init__(self, message: str, sql_state: str | None) -> None:
+        super().__init__(message)
+        self.sql_state = sql_state
+
+
+# -- handles: the id in the guid, so that any node can read them -------------------------
+
+
+def make_handle(kind: bytes, object_id: int) -> Any:
+    guid = _MAGIC + kind + bytes(5) + object_id.to_bytes(8, "big")
+    return T.THandleIdentifier(guid=guid, secret=os.urandom(16))
+
+
+def handle_id(identifier: Any, kind: bytes, what: str) -> int:
+    """The sparkgate id in a handle. Access is checked by ownership, as on every door, so the
+    secret is not: another user's id answers as unknown."""
+    guid = getattr(identifier, "guid", None)
+    if not isinstance(guid, bytes) or len(guid) != 16 or guid[:3] != _MAGIC + kind:
+        raise InvalidHandle(f"Invalid {what} handle: not one this server issued.")
+    return int.from_bytes(guid[8:], "big")
+
+
+def session_handle(session_id: int) -> Any:
+    return T.TSessionHandle(sessionId=make_handle(_SESSION, session_id))
+
+
+def operation_handle(statement_id: int, operation_type: int, *, has_result: bool = True) -> Any:
+    return T.TOperationHandle(
+        operationId=make_handle(_OPERATION, statement_id),
+        operationType=operation_type,
+        hasResultSet=has_result,
+    )
+
+
+def ok() -> Any:
+    return T.TStatus(statusCode=T.TStatusCode.SUCCESS_STATUS)
+
+
+def error_status(exc: BaseException) -> Any:
+    if isinstance(exc, InvalidHandle | NotFound):
+        code = T.TStatusCode.INVALID_HANDLE_STATUS
+    else:
+        code = T.TStatusCode.ERROR_STATUS
+    if isinstance(exc, OperationFailed):
+        return T.TStatus(statusCode=code, errorMessage=exc.message, sqlState=exc.sql_state)
+    if isinstance(exc, SparkgateError):
+        return T.TStatus(statusCode=code, errorMessage=str(exc), errorCode=0)
+    return T.TStatus(statusCode=code, errorMessage=f"[INTERNAL_ERROR] {type(exc).__name__}: {exc}")
+
+
+def failure_text(error: dict[str, Any] | None, state: StatementState) -> str:
+    """An ended statement's error as one line, with Spark's error class and position."""
+    if not error:
+        return f"The operation ended {state.value}."
+    text = f"[{error.get('code', 'ERROR')}] {error.get('message', '')}".strip()
+    if error.get("line") is not None:
+        text += f" (line {error['line']}, pos {error.get('position')})"
+    return text
+
+
+class HiveService:
+    def __init__(self, node: ServerNode, watcher: StatementWatcher) -> None:
+        self.node = node
+        self.gateway = node.gateway
+        self.store = node.store
+        self.settings = node.settings
+        self.watcher = watcher
+        # Log lines each operation's client has fetched (this node only: a client that moves
+        # to another node may see a log line twice, never a result row).
+        self._log_positions: OrderedDict[int, int] = OrderedDict()
+
+    async def call(self, api: str, request: Any, user: Principal) -> Any:
+        """Answer one call. Unknown methods are the transport's concern (an exception)."""
+        method: Callable[[Any, Principal], Awaitable[Any]] = getattr(self, "_" + api)
+        try:
+            return await method(request, user)
+        except Exception as exc:
+            if not isinstance(exc, SparkgateError):
+                log.exception("HiveServer2 %s failed", api)
+            return _failed_response(api, exc)
+
+    # -- sessions ------------------------------------------------------------------------
+
+    async def _OpenSession(self, req: Any, user: Principal) -> Any:
+        protocol = min(int(req.client_protocol or 0), SERVER_PROTOCOL)
+        conf, setup, proxy_user = _session_settings(req.configuration or {})
+        session, _ = await asyncio.to_thread(
+            self.gateway.create_session,
+            SessionKind.INTERACTIVE,
+            user=user,
+            conf=conf,
+            proxy_user=proxy_user,
+            attributes={
+                "door": "hive2",
+                "hive2_protocol": protocol,
+                "idle_timeout": self.settings.thrift_idle_timeout,
+            },
+        )
+        # Variables and the database are session state: set by statements that run first.
+        for code in setup:
+            await asyncio.to_thread(self.gateway.submit, code, user=user, session_id=session.id)
+        return T.TOpenSessionResp(
+            status=ok(),
+            serverProtocolVersion=protocol,
+            sessionHandle=session_handle(session.id),
+            configuration={},
+        )
+
+    async def _CloseSession(self, req: Any, user: Principal) -> Any:
+        session = await self._session(req.sessionHandle, user)
+        if session.state not in TERMINAL_SESSION_STATES:
+            await asyncio.to_thread(self.gateway.kill_session, session.id, user=user)
+        return T.TCloseSessionResp(status=ok())
+
+    async def _GetInfo(self, req: Any, user: Principal) -> Any:
+        await self._session(req.sessionHandle, user)
+        info = T.TGetInfoType
+        strings = {
+            info.CLI_SERVER_NAME: "sparkgate",
+            info.CLI_DBMS_NAME: "Spark SQL",
+            info.CLI_DBMS_VER: version("pyspark"),
+            info.CLI_ODBC_KEYWORDS: "",
+            info.CLI_IDENTIFIER_QUOTE_CHAR: "`",
+            info.CLI_SEARCH_PATTERN_ESCAPE: "\\",
+            info.CLI_USER_NAME: user.name,
+        }
+        lengths = {
+            info.CLI_MAX_COLUMN_NAME_LEN: 128,
+            info.CLI_MAX_SCHEMA_NAME_LEN: 128,
+            info.CLI_MAX_TABLE_NAME_LEN: 128,
+        }
+        if req.infoType in strings:
+            value = T.TGetInfoValue(stringValue=strings[req.infoType])
+        elif req.infoType in lengths:
+            value = T.TGetInfoValue(lenValue=lengths[req.infoType])
+        else:
+            return T.TGetInfoResp(
+                status=T.TStatus(
+                    statusCode=T.TStatusCode.ERROR_STATUS,
+                    errorMessage=f"Unrecognized GetInfoType value: {req.infoType}",
+                ),
+                infoValue=T.TGetInfoValue(stringValue=""),
+            )
+        return T.TGetInfoResp(status=ok(), infoValue=value)
+
+    async def _SetClientInfo(self, req: Any, user: Principal) -> Any:
+        await self._session(req.sessionHandle, user)
+        return T.TSetClientInfoResp(status=ok())
+
+    # -- statements ----------------------------------------------------------------------
+
+    async def _ExecuteStatement(self, req: Any, user: Principal) -> Any:
+        session = await self._session(req.sessionHandle, user)
+        # A statement's own settings (confOverlay) are SET first, in the session, where the
+        # gateway checks them against the denied settings like any other SET.
+        for key, value in sorted((req.confOverlay or {}).items()):
+            await asyncio.to_thread(
+                self.gateway.submit, f"SET {key}={value}", user=user, session_id=session.id
+            )
+        statement = await asyncio.to_thread(
+            self.gateway.submit, req.statement, user=user, session_id=session.id
+        )
+        if req.runAsync:
+            handle = operation_handle(statement.id, T.TOperationType.EXECUTE_STATEMENT)
+            return T.TExecuteStatementResp(status=ok(), operationHandle=handle)
+        statement = await self._finished(statement.id)
+        _raise_if_failed(statement)
+        has_result = bool((statement.result or {}).get("schema"))
+        handle = operation_handle(
+            statement.id, T.TOperationType.EXECUTE_STATEMENT, has_result=has_result
+        )
+        return T.TExecuteStatementResp(status=ok(), operationHandle=handle)
+
+    async def _GetOperationStatus(self, req: Any, user: Principal) -> Any:
+        statement = await self._statement(req.operationHandle, user)
+        if statement.state not in TERMINAL_STATEMENT_STATES:
+            # Hold the answer a little (as HiveServer2's long polling does): clients poll in
+            # a tight loop, and the answer they wait for is "finished".
+            await self.watcher.wait(statement.id, self.settings.thrift_status_wait)
+            statement = await asyncio.to_thread(self.store.statements.get, statement.id)
+        response = T.TGetOperationStatusResp(
+            status=ok(),
+            operationState=_OPERATION_STATES[statement.state],
+            hasResultSet=True,
+            operationStarted=_millis(statement.started_at or statement.created_at),
+            operationCompleted=_millis(statement.finished_at),
+        )
+        if statement.state in (StatementState.FAILED, StatementState.CANCELLED):
+            response.errorMessage = failure_text(statement.error, statement.state)
+            response.sqlState = (statement.error or {}).get("sql_state")
+            response.errorCode = 0
+        if req.getProgressUpdate:
+            done = statement.state in TERMINAL_STATEMENT_STATES
+            response.progressUpdateResponse = T.TProgressUpdateResp(
+                headerNames=[],
+                rows=[],
+                progressedPercentage=1.0 if done else float(statement.progress),
+                status=T.TJobExecutionStatus.COMPLETE
+                if done
+                else T.TJobExecutionStatus.IN_PROGRESS,
+                footerSummary="",
+                startTime=_millis(statement.started_at or statement.created_at) or 0,
+            )
+        return response
+
+    async def _CancelOperation(self, req: Any, user: Principal) -> Any:
+        statement = await self._statement(req.operationHandle, user)
+        with contextlib.suppress(QueryFinished):  # cancelling a finished query: nothing to do
+            await asyncio.to_thread(self.gateway.cancel, statement.id, user=user)
+        return T.TCancelOperationResp(status=ok())
+
+    async def _CloseOperation(self, req: Any, user: Principal) -> Any:
+        statement = await self._statement(req.operationHandle, user)
+        if statement.state not in TERMINAL_STATEMENT_STATES:
+            with contextlib.suppress(QueryFinished):
+                await asyncio.to_thread(self.gateway.cancel, statement.id, user=user)
+        self._log_positions.pop(statement.id, None)
+        return T.TCloseOperationResp(status=ok())
+
+    async def _GetQueryId(self, req: Any, user: Principal) -> Any:
+        statement = await self._statement(req.operationHandle, user)
+        return T.TGetQueryIdResp(queryId=str(statement.id))
+
+    async def _GetResultSetMetadata(self, req: Any, user: Principal) -> Any:
+        statement = await self._statement(req.operationHandle, user)
+        statement = await self._finished(statement.id)
+        _raise_if_failed(statement)
+        columns = column_types((statement.result or {}).get("spark_schema"))
+        return T.TGetResultSetMetadataResp(status=ok(), schema=table_schema(columns))
+
+    async def _FetchResults(self, req: Any, user: Principal) -> Any:
+        statement = await self._statement(req.operationHandle, user)
+        session = await asyncio.to_thread(self.store.sessions.get, statement.session_id)
+        columnar = int(session.attributes.get("hive2_protocol", SERVER_PROTOCOL)) >= COLUMNAR_FROM
+        first = req.orientation == T.TFetchOrientation.FETCH_FIRST
+        if req.orientation not in (T.TFetchOrientation.FETCH_NEXT, T.TFetchOrientation.FETCH_FIRST):
+            raise SparkgateError("Only FETCH_NEXT and FETCH_FIRST are supported.")
+        limit = max(0, min(int(req.maxRows or 0), self.settings.thrift_fetch_max_rows))
+        if req.fetchType == 1:
+            return self._fetch_log(statement, first, limit, columnar)
+        statement = await self._finished(statement.id)
+        _raise_if_failed(statement)
+        # Reading and converting a page is CPU work: off the event loop.
+        rows, more = await asyncio.to_thread(self._fetch_rows, statement, first, limit, columnar)
+        return T.TFetchResultsResp(status=ok(), hasMoreRows=more, results=rows)
+
+    def _fetch_rows(
+        self, statement: StatementRecord, first: bool, limit: int, columnar: bool
+    ) -> tuple[Any, bool]:
+        result = statement.result
+        if result is None:
+            raise SparkgateError(f"Query {statement.id} has no result.")
+        columns = column_types(result.get("spark_schema"))
+        position = 0 if first else statement.fetched
+        while True:
+            try:
+                batches, total = results.read_batches(result["path"], position, limit)
+            except FileNotFoundError as exc:
+                raise SparkgateError(
+                    f"Query {statement.id}'s result is gone (result retention)."
+                ) from exc
+            taken = sum(b.num_rows for b in batches)
+            expected = statement.fetched
+            if self.store.statements.move_cursor(statement.id, expected, position + taken):
+                break
+            # Another fetch of the same operation moved the cursor: read from where it is now.
+            statement = self.store.statements.get(statement.id)
+            position = 0 if first else statement.fetched
+        rows = rowsets.row_set(batches, columns, position, columnar=columnar)
+        return rows, position + taken < total
+
+    def _fetch_log(
+        self, statement: StatementRecord, first: bool, limit: int, columnar: bool
+    ) -> Any:
+        lines = _log_lines(statement)
+        start = 0 if first else self._log_positions.get(statement.id, 0)
+        page = lines[start : start + limit] if limit else []
+        self._log_positions[statement.id] = start + len(page)
+        self._log_positions.move_to_end(statement.id)
+        while len(self._log_positions) > 10_000:
+            self._log_positions.popitem(last=False)
+        return T.TFetchResultsResp(
+            status=ok(),
+            hasMoreRows=start + len(page) < len(lines),
+            results=rowsets.string_row_set(page, start, columnar=columnar),
+        )
+
+    # -- metadata: catalog statements on the session's engine ---------------------------
+
+    async def _GetCatalogs(self, req: Any, user: Principal) -> Any:
+        handle = await self._catalog(req, user, {"call": "catalogs"}, "GET_CATALOGS")
+        return T.TGetCatalogsResp(status=ok(), operationHandle=handle)
+
+    async def _GetSchemas(self, req: Any, user: Principal) -> Any:
+        call = {"call": "schemas", "catalog": req.catalogName, "schema": req.schemaName}
+        handle = await self._catalog(req, user, call, "GET_SCHEMAS")
+        return T.TGetSchemasResp(status=ok(), operationHandle=handle)
+
+    async def _GetTables(self, req: Any, user: Principal) -> Any:
+        call = {
+            "call": "tables",
+            "catalog": req.catalogName,
+            "schema": req.schemaName,
+            "table": req.tableName,
+            "table_types": req.tableTypes,
+        }
+        handle = await self._catalog(req, user, call, "GET_TABLES")
+        return T.TGetTablesResp(status=ok(), operationHandle=handle)
+
+    async def _GetTableTypes(self, req: Any, user: Principal) -> Any:
+        handle = await self._catalog(req, user, {"call": "table_types"}, "GET_TABLE_TYPES")
+        return T.TGetTableTypesResp(status=ok(), operationHandle=handle)
+
+    async def _GetColumns(self, req: Any, user: Principal) -> Any:
+        call = {
+            "call": "columns",
+            "catalog": req.catalogName,
+            "schema": req.schemaName,
+            "table": req.tableName,
+            "column": req.columnName,
+        }
+        handle = await self._catalog(req, user, call, "GET_COLUMNS")
+        return T.TGetColumnsResp(status=ok(), operationHandle=handle)
+
+    async def _GetTypeInfo(self, req: Any, user: Principal) -> Any:
+        handle = await self._catalog(req, user, {"call": "type_info"}, "GET_TYPE_INFO")
+        return T.TGetTypeInfoResp(status=ok(), operationHandle=handle)
+
+    async def _GetFunctions(self, req: Any, user: Principal) -> Any:
+        call = {
+            "call": "functions",
+            "catalog": req.catalogName,
+            "schema": req.schemaName,
+            "function": req.functionName,
+        }
+        handle = await self._catalog(req, user, call, "GET_FUNCTIONS")
+        return T.TGetFunctionsResp(status=ok(), operationHandle=handle)
+
+    async def _GetPrimaryKeys(self, req: Any, user: Principal) -> Any:
+        # Spark tables have no primary keys: an empty result with JDBC's columns, not an error.
+        handle = await self._catalog(req, user, {"call": "primary_keys"}, "UNKNOWN")
+        return T.TGetPrimaryKeysResp(status=ok(), operationHandle=handle)
+
+    async def _GetCrossReference(self, req: Any, user: Principal) -> Any:
+        handle = await self._catalog(req, user, {"call": "cross_reference"}, "UNKNOWN")
+        return T.TGetCrossReferenceResp(status=ok(), operationHandle=handle)
+
+    async def _catalog(
+        self, req: Any, user: Principal, call: dict[str, Any], operation_type: str
+    ) -> Any:
+        session = await self._session(req.sessionHandle, user)
+        code = json.dumps({k: v for k, v in call.items() if v is not None})
+        statement = await asyncio.to_thread(
+            self.gateway.submit,
+            code,
+            user=user,
+            session_id=session.id,
+            kind=StatementKind.CATALOG,
+        )
+        return operation_handle(statement.id, getattr(T.TOperationType, operation_type))
+
+    # -- what sparkgate does not do ------------------------------------------------------
+
+    async def _GetDelegationToken(self, req: Any, user: Principal) -> Any:
+        raise SparkgateError(_NO_DELEGATION)
+
+    async def _CancelDelegationToken(self, req: Any, user: Principal) -> Any:
+        raise SparkgateError(_NO_DELEGATION)
+
+    async def _RenewDelegationToken(self, req: Any, user: Principal) -> Any:
+        raise SparkgateError(_NO_DELEGATION)
+
+    async def _GetLog(self, req: Any, user: Principal) -> Any:
+        raise SparkgateError("GetLog is not supported: use FetchResults with fetchType=1.")
+
+    # -- helpers -------------------------------------------------------------------------
+
+    async def _session(self, handle: Any, user: Principal) -> SessionRecord:
+        session_id = handle_id(getattr(handle, "sessionId", None), _SESSION, "session")
+        return await asyncio.to_thread(self.gateway.session, session_id, user=user)
+
+    async def _statement(self, handle: Any, user: Principal) -> StatementRecord:
+        statement_id = handle_id(getattr(handle, "operationId", None), _OPERATION, "operation")
+        return await asyncio.to_thread(self.gateway.statement, statement_id, user=user)
+
+    async def _finished(self, statement_id: int) -> StatementRecord:
+        """The statement once it has ended (a sync execute, metadata read before polling)."""
+        while True:
+            statement = await asyncio.to_thread(self.store.statements.get, statement_id)
+            if statement.state in TERMINAL_STATEMENT_STATES:
+                return statement
+            await self.watcher.wait(statement_id, self.settings.long_poll_max)
+
+
+_NO_DELEGATION = (
+    "Delegation tokens are not supported: sparkgate authenticates each connection with a "
+    "password or a personal access token (as the password)."
+)
+
+
+def _failed_response(api: str, exc: BaseException) -> Any:
+    status = error_status(exc)
+    if api == "GetQueryId":
+        raise exc  # no status field: the transport answers with an exception
+    response = getattr(T, f"T{api}Resp")(status=status)
+    if api == "GetInfo":
+        response.infoValue = T.TGetInfoValue(stringValue="")
+    return response
+
+
+def _raise_if_failed(statement: StatementRecord) -> None:
+    if statement.state is StatementState.SUCCESS:
+        return
+    error = statement.error or {}
+    raise OperationFailed(failure_text(error, statement.state), error.get("sql_state"))
+
+
+def _session_settings(
+    configuration: dict[str, str],
+) -> tuple[dict[str, str], list[str], str | None]:
+    """OpenSession's configuration as (Spark conf, statements to run first, proxy user).
+
+    ``set:hiveconf:spark.*`` are Spark settings (checked against the denied ones); other
+    ``set:hiveconf:`` keys are Hive client hints (fetch sizes...) with no meaning for Spark;
+    ``set:hivevar:`` are variables for ``${name}``, set with SET; ``use:database`` is a USE.
+    """
+    conf: dict[str, str] = {}
+    setup: list[str] = []
+    proxy_user = None
+    for key, value in configuration.items():
+        if key.startswith("set:hiveconf:"):
+            name = key.removeprefix("set:hiveconf:")
+            if name.startswith("spark."):
+                conf[name] = value
+        elif key.startswith("set:hivevar:"):
+            setup.append(f"SET {key.removeprefix('set:hivevar:')}={value}")
+        elif key == "hive.server2.proxy.user" and value:
+            proxy_user = value
+        elif key.startswith("spark."):
+            conf[key] = value
+    database = configuration.get("use:database")
+    if database and database.lower() != "default":
+        setup.append(f"USE `{database.replace('`', '``')}`")
+    return conf, setup, proxy_user
+
+
+def _log_lines(statement: StatementRecord) -> list[str]:
+    """The operation log a client prints while it waits: what happened to the query."""
+
+    def at(seconds: float) -> str:
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
+
+    lines = [
+        f"{at(statement.created_at)} INFO sparkgate: query {statement.id} queued in session "
+        f"{statement.session_id}"
+    ]
+    if statement.started_at is not None:
+        lines.append(f"{at(statement.started_at)} INFO sparkgate: query {statement.id} running")
+    if statement.finished_at is not None:
+        seconds = statement.finished_at - (statement.started_at or statement.created_at)
+        if statement.state is StatementState.SUCCESS:
+            rows = (statement.result or {}).get("row_count", 0)
+            what = f"succeeded: {rows} rows in {seconds:.3f} s"
+        else:
+            what = f"{statement.state.value}: {failure_text(statement.error, statement.state)}"
+        lines.append(f"{at(statement.finished_at)} INFO sparkgate: query {statement.id} {what}")
+    return lines
+
+
+def _millis(seconds: float | None) -> int | None:
+    return None if seconds is None else int(seconds * 1000)

@@ -1,0 +1,615 @@
+"""The HiveServer2 door with real clients: PyHive (SASL PLAIN and NOSASL), beeline and the Hive
+JDBC driver from pyspark's jars (binary and HTTP transports), SQLAlchemy's ``hive://`` dialect,
+and raw Thrift for what no polite client sends (other users' handles, garbage, wrong SASL).
+
+One server for the module: password authentication, one shared engine for everyone.
+"""
+
+from __future__ import annotations
+
+import os
+import socket
+import struct
+import subprocess
+from collections.abc import Iterator
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from pyhive import hive
+from TCLIService import ttypes
+from thrift.transport.TTransport import TTransportException
+
+from sparkgate.auth.passwords import PasswordFile
+from sparkgate.catalog.metastore import java_executable, pyspark_jars
+from sparkgate.testing import (
+    ServerProcess,
+    eventually,
+    free_port,
+    kill_engines,
+    local_test_settings,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+
+PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret"}
+
+
+class Env:
+    def __init__(self, server: ServerProcess, thrift_port: int, home: Path) -> None:
+        self.server = server
+        self.url = server.url
+        self.http_port = server.settings.port
+        self.thrift_port = thrift_port
+        self.home = home
+
+    def connect(self, user: str = "alice", **kwargs: Any) -> Any:
+        return hive.connect(
+            "127.0.0.1",
+            port=self.thrift_port,
+            username=user,
+            password=PASSWORDS[user],
+            auth="CUSTOM",
+            **kwargs,
+        )
+
+    def connect_http(self, user: str = "alice") -> Any:
+        from thrift.transport import THttpClient
+
+        transport = THttpClient.THttpClient(f"http://127.0.0.1:{self.http_port}/cliservice")
+        hive.Connection._set_authorization_header(transport, user, PASSWORDS[user])
+        return hive.connect(thrift_transport=transport)
+
+    def api(self, user: str = "alice") -> httpx.Client:
+        return httpx.Client(base_url=self.url, auth=(user, PASSWORDS[user]), timeout=60)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[Env]:
+    home = tmp_path_factory.mktemp("hive2-home")
+    passwords = PasswordFile(home / "passwords")
+    for name, password in PASSWORDS.items():
+        passwords.set(name, password)
+    thrift_port = free_port()
+    settings = local_test_settings(
+        home,
+        metastore_uri=metastore_uri,
+        auth="password",
+        auth_password_file=home / "passwords",
+        thrift_port=thrift_port,
+        warm_engines=0,
+        engine_share_level="server",  # one engine for both users: two cores
+    )
+    server = ServerProcess(settings).start()
+    try:
+        server.wait_engines_running()
+        yield Env(server, thrift_port, home)
+    finally:
+        server.stop()
+        kill_engines(settings)
+
+
+def _query_id(cursor: Any) -> int:
+    """The sparkgate query behind a cursor's operation: its id is in the handle."""
+    return int.from_bytes(cursor._operationHandle.operationId.guid[8:], "big")
+
+
+# -- PyHive ------------------------------------------------------------------------------
+
+
+def test_pyhive_types_paging_and_the_same_query_in_v1(env: Env) -> None:
+    with env.connect() as conn, conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT 1 AS i, CAST(2 AS TINYINT) AS t, CAST(3 AS SMALLINT) AS s, "
+            "CAST(4 AS BIGINT) AS b, true AS flag, CAST(1.1 AS FLOAT) AS f, 2.5D AS d, "
+            "'x' AS str, CAST('12.30' AS DECIMAL(10,2)) AS dec, DATE'2024-02-29' AS day, "
+            "TIMESTAMP_NTZ'2024-01-02 03:04:05.5' AS ts, array(1, 2) AS arr, "
+            "map('k', 1) AS m, named_struct('a', 1, 'b', 'y') AS st, X'CAFE' AS bin, "
+            "CAST(NULL AS INT) AS nothing"
+        )
+        names = [d[0] for d in cursor.description]
+        types = [d[1] for d in cursor.description]
+        row = cursor.fetchall()
+        assert names[:4] == ["i", "t", "s", "b"]
+        assert types == [
+            "INT_TYPE",
+            "TINYINT_TYPE",
+            "SMALLINT_TYPE",
+            "BIGINT_TYPE",
+            "BOOLEAN_TYPE",
+            "FLOAT_TYPE",
+            "DOUBLE_TYPE",
+            "STRING_TYPE",
+            "DECIMAL_TYPE",
+            "DATE_TYPE",
+            "TIMESTAMP_TYPE",
+            "ARRAY_TYPE",
+            "MAP_TYPE",
+            "STRUCT_TYPE",
+            "BINARY_TYPE",
+            "INT_TYPE",
+        ]
+        assert row == [
+            (
+                1,
+                2,
+                3,
+                4,
+                True,
+                1.1,
+                2.5,
+                "x",
+                Decimal("12.30"),
+                "2024-02-29",
+                # PyHive parses TIMESTAMP strings itself
+                __import__("datetime").datetime(2024, 1, 2, 3, 4, 5, 500000),
+                "[1,2]",
+                '{"k":1}',
+                '{"a":1,"b":"y"}',
+                b"\xca\xfe",
+                None,
+            )
+        ]
+
+        cursor.arraysize = 1000
+        cursor.execute("SELECT id, CAST(id AS STRING) AS s FROM range(2500)")
+        rows = cursor.fetchall()
+        assert [r[0] for r in rows] == list(range(2500))
+        assert rows[-1] == (2499, "2499")
+        query_id = _query_id(cursor)
+
+    with env.api() as api:
+        query = api.get(f"/v1/queries/{query_id}").json()
+        assert query["state"] == "success"
+        listed = api.get("/v1/queries", params={"limit": 50}).json()["queries"]
+        assert query_id in [q["id"] for q in listed]
+        page = api.get(f"/v1/queries/{query_id}/result", params={"offset": 1000, "limit": 3})
+        assert page.json()["rows"] == [[1000, "1000"], [1001, "1001"], [1002, "1002"]]
+        session = api.get(f"/v1/sessions/{query['session_id']}").json()
+        assert session["owner"] == "alice"
+    with env.api("bob") as bob:
+        assert bob.get(f"/v1/queries/{query_id}").status_code == 404
+
+
+def test_errors_carry_sparks_message_sql_state_and_position(env: Env) -> None:
+    with env.connect() as conn, conn.cursor() as cursor:
+        with pytest.raises(hive.OperationalError) as missing:
+            cursor.execute("SELECT * FROM no_such_table")
+        status = missing.value.args[0].status
+        assert "TABLE_OR_VIEW_NOT_FOUND" in status.errorMessage
+        assert status.sqlState == "42P01"
+        assert "(line 1, pos 15)" in status.errorMessage
+
+        cursor.execute("SELEC 1", async_=True)  # the error arrives through the status
+        state = _wait_done(cursor)
+        assert state.operationState == ttypes.TOperationState.ERROR_STATE
+        assert "PARSE_SYNTAX_ERROR" in state.errorMessage
+        assert state.sqlState == "42601"
+        # The session is still usable after errors.
+        cursor.execute("SELECT 'still here'")
+        assert cursor.fetchall() == [("still here",)]
+
+
+def _wait_done(cursor: Any) -> Any:
+    def done() -> Any:
+        state = cursor.poll()
+        return state if state.operationState not in _RUNNING else None
+
+    return eventually(done, timeout=120, interval=0.05, what="the operation to end")
+
+
+_RUNNING = {
+    ttypes.TOperationState.INITIALIZED_STATE,
+    ttypes.TOperationState.PENDING_STATE,
+    ttypes.TOperationState.RUNNING_STATE,
+}
+
+
+def test_cancel_from_the_client_stops_the_query(env: Env) -> None:
+    with env.connect() as conn, conn.cursor() as cursor:
+        cursor.execute(
+            "SELECT sum(a.id * b.id) FROM range(100000000) a CROSS JOIN range(1000) b",
+            async_=True,
+        )
+        query_id = _query_id(cursor)
+        with env.api() as api:
+            eventually(
+                lambda: api.get(f"/v1/queries/{query_id}").json()["state"] == "running",
+                timeout=120,
+                what="the query to run",
+            )
+        cursor.cancel()
+        state = _wait_done(cursor)
+        assert state.operationState == ttypes.TOperationState.CANCELED_STATE
+        with env.api() as api:
+            assert api.get(f"/v1/queries/{query_id}").json()["state"] == "cancelled"
+        cursor.execute("SELECT 42")
+        assert cursor.fetchall() == [(42,)]
+
+
+def test_session_settings_database_and_variables(env: Env) -> None:
+    with env.connect() as conn, conn.cursor() as cursor:
+        cursor.execute("CREATE DATABASE IF NOT EXISTS hive2_db")
+    configuration = {
+        "set:hiveconf:spark.sql.shuffle.partitions": "3",
+        "set:hivevar:answer": "42",
+    }
+    with (
+        env.connect(database="hive2_db", configuration=configuration) as conn,
+        conn.cursor() as cursor,
+    ):
+        cursor.execute("SELECT current_database(), ${answer}")
+        assert cursor.fetchall() == [("hive2_db", 42)]
+        cursor.execute("SET spark.sql.shuffle.partitions")
+        assert cursor.fetchall() == [("spark.sql.shuffle.partitions", "3")]
+    denied = {"set:hiveconf:spark.hadoop.fs.s3a.secret.key": "x"}
+    with pytest.raises(hive.OperationalError, match="SETTING_DENIED"):
+        env.connect(configuration=denied)
+
+
+def test_wrong_password_and_nosasl_are_refused_with_a_reason(env: Env) -> None:
+    with pytest.raises(TTransportException, match="Authentication failed"):
+        hive.connect(
+            "127.0.0.1", port=env.thrift_port, username="alice", password="wrong", auth="CUSTOM"
+        )
+    with pytest.raises(hive.OperationalError, match="requires authentication"):
+        hive.connect("127.0.0.1", port=env.thrift_port, username="alice", auth="NOSASL")
+    with env.api() as api:
+        token = api.post("/v1/tokens", json={"name": "jdbc"}).json()["token"]
+    # A personal access token works as the password.
+    with (
+        hive.connect(
+            "127.0.0.1", port=env.thrift_port, username="alice", password=token, auth="CUSTOM"
+        ) as conn,
+        conn.cursor() as cursor,
+    ):
+        cursor.execute("SELECT 7")
+        assert cursor.fetchall() == [(7,)]
+
+
+def test_a_client_that_reconnects_elsewhere_carries_on_fetching(env: Env) -> None:
+    conn = env.connect()
+    cursor = conn.cursor()
+    cursor.arraysize = 10
+    cursor.execute("SELECT id FROM range(25)")
+    assert cursor.fetchmany(10) == [(i,) for i in range(10)]
+    handle = cursor._operationHandle
+    conn._transport.close()  # the connection drops; the query and its cursor stay
+    with env.connect_http() as other:
+        client = other.client
+        fetched = client.FetchResults(
+            ttypes.TFetchResultsReq(operationHandle=handle, orientation=0, maxRows=100)
+        )
+        assert fetched.status.statusCode == 0
+        values = fetched.results.columns[0].i64Val.values
+        assert values == list(range(10, 25))
+        again = client.FetchResults(
+            ttypes.TFetchResultsReq(operationHandle=handle, orientation=4, maxRows=3)
+        )
+        assert again.results.columns[0].i64Val.values == [0, 1, 2]  # FETCH_FIRST
+        log = client.FetchResults(
+            ttypes.TFetchResultsReq(operationHandle=handle, orientation=4, maxRows=100, fetchType=1)
+        )
+        lines = log.results.columns[0].stringVal.values
+        assert any("succeeded: 25 rows" in line for line in lines)
+
+
+def test_another_users_handles_are_unknown(env: Env) -> None:
+    with env.connect("alice") as alice, alice.cursor() as cursor:
+        cursor.execute("SELECT 'secret'")
+        handle = cursor._operationHandle
+        with env.connect("bob") as bob:
+            fetched = bob.client.FetchResults(
+                ttypes.TFetchResultsReq(operationHandle=handle, orientation=0, maxRows=10)
+            )
+            assert fetched.status.statusCode == ttypes.TStatusCode.INVALID_HANDLE_STATUS
+            status = bob.client.GetOperationStatus(
+                ttypes.TGetOperationStatusReq(operationHandle=handle)
+            )
+            assert status.status.statusCode == ttypes.TStatusCode.INVALID_HANDLE_STATUS
+            executed = bob.client.ExecuteStatement(
+                ttypes.TExecuteStatementReq(sessionHandle=alice.sessionHandle, statement="SELECT 1")
+            )
+            assert executed.status.statusCode == ttypes.TStatusCode.INVALID_HANDLE_STATUS
+        assert cursor.fetchall() == [("secret",)]
+
+
+def test_metadata_calls_answer_with_jdbc_layouts(env: Env) -> None:
+    with env.connect() as conn, conn.cursor() as cursor:
+        cursor.execute("CREATE DATABASE IF NOT EXISTS meta_db")
+        cursor.execute(
+            "CREATE TABLE IF NOT EXISTS meta_db.people (id BIGINT, name STRING, "
+            "score DECIMAL(5,2)) USING parquet"
+        )
+        cursor.execute(
+            "CREATE OR REPLACE VIEW meta_db.people_view AS SELECT id FROM meta_db.people"
+        )
+        client, session = conn.client, conn.sessionHandle
+
+        def rows(response: Any) -> tuple[list[str], list[tuple[Any, ...]]]:
+            assert response.status.statusCode == 0, response.status
+            handle = response.operationHandle
+            meta = client.GetResultSetMetadata(
+                ttypes.TGetResultSetMetadataReq(operationHandle=handle)
+            )
+            names = [c.columnName for c in meta.schema.columns]
+            fetched = client.FetchResults(
+                ttypes.TFetchResultsReq(operationHandle=handle, orientation=0, maxRows=10000)
+            )
+            columns = []
+            for column in fetched.results.columns:
+                typed = next(v for v in column.__dict__.values() if v is not None)
+                columns.append(typed.values)
+            return names, list(zip(*columns, strict=True))
+
+        names, schemas = rows(
+            client.GetSchemas(ttypes.TGetSchemasReq(sessionHandle=session, schemaName="meta%"))
+        )
+        assert names[:2] == ["TABLE_SCHEM", "TABLE_CATALOG"]
+        assert [s[0] for s in schemas] == ["meta_db"]
+
+        names, tables = rows(
+            client.GetTables(
+                ttypes.TGetTablesReq(sessionHandle=session, schemaName="meta_db", tableName="peo%")
+            )
+        )
+        assert names[:5] == ["TABLE_CAT", "TABLE_SCHEM", "TABLE_NAME", "TABLE_TYPE", "REMARKS"]
+        assert {(t[2], t[3]) for t in tables} == {("people", "TABLE"), ("people_view", "VIEW")}
+
+        names, columns = rows(
+            client.GetColumns(
+                ttypes.TGetColumnsReq(
+                    sessionHandle=session, schemaName="meta_db", tableName="people"
+                )
+            )
+        )
+        assert len(names) == 23 and names[3] == "COLUMN_NAME" and names[4] == "DATA_TYPE"
+        assert [(c[3], c[4]) for c in columns] == [("id", -5), ("name", 12), ("score", 3)]
+
+        _, types = rows(client.GetTypeInfo(ttypes.TGetTypeInfoReq(sessionHandle=session)))
+        assert "DECIMAL" in {t[0] for t in types}
+        _, table_types = rows(client.GetTableTypes(ttypes.TGetTableTypesReq(sessionHandle=session)))
+        assert {t[0] for t in table_types} >= {"TABLE", "VIEW"}
+        names, keys = rows(
+            client.GetPrimaryKeys(
+                ttypes.TGetPrimaryKeysReq(sessionHandle=session, schemaName="meta_db")
+            )
+        )
+        assert keys == [] and "PK_NAME" in names
+
+        info = client.GetInfo(ttypes.TGetInfoReq(sessionHandle=session, infoType=17))
+        assert info.infoValue.stringValue == "Spark SQL"
+        token = client.GetDelegationToken(
+            ttypes.TGetDelegationTokenReq(sessionHandle=session, owner="a", renewer="b")
+        )
+        assert token.status.statusCode == ttypes.TStatusCode.ERROR_STATUS
+        assert "not supported" in token.status.errorMessage
+
+
+# -- raw bytes: what no polite client sends ----------------------------------------------
+
+
+def _sasl(sock: socket.socket, status: int, payload: bytes) -> None:
+    sock.sendall(bytes([status]) + struct.pack(">I", len(payload)) + payload)
+
+
+def _sasl_reply(sock: socket.socket) -> tuple[int, bytes]:
+    head = _recv_exactly(sock, 5)
+    (length,) = struct.unpack(">I", head[1:])
+    return head[0], _recv_exactly(sock, length)
+
+
+def _recv_exactly(sock: socket.socket, size: int) -> bytes:
+    data = b""
+    while len(data) < size:
+        chunk = sock.recv(size - len(data))
+        if not chunk:
+            raise ConnectionError("closed")
+        data += chunk
+    return data
+
+
+def test_garbage_wrong_mechanisms_and_unknown_calls_get_clear_answers(env: Env) -> None:
+    with socket.create_connection(("127.0.0.1", env.thrift_port), timeout=30) as sock:
+        _sasl(sock, 1, b"GSSAPI")
+        status, message = _sasl_reply(sock)
+        assert status == 3 and b"Unsupported SASL mechanism" in message
+
+    with socket.create_connection(("127.0.0.1", env.thrift_port), timeout=30) as sock:
+        _sasl(sock, 1, b"PLAIN")
+        _sasl(sock, 2, b"\0alice\0" + PASSWORDS["alice"].encode())
+        assert _sasl_reply(sock)[0] == 5  # COMPLETE
+        # An unknown call: an exception reply naming it, and the connection goes on.
+        from thrift.protocol.TBinaryProtocol import TBinaryProtocol
+        from thrift.transport.TTransport import TMemoryBuffer
+
+        buffer = TMemoryBuffer()
+        protocol = TBinaryProtocol(buffer)
+        protocol.writeMessageBegin("UploadData", 1, 5)
+        protocol.writeStructBegin("args")
+        protocol.writeFieldStop()
+        protocol.writeStructEnd()
+        protocol.writeMessageEnd()
+        call = buffer.getvalue()
+        sock.sendall(struct.pack(">I", len(call)) + call)
+        (length,) = struct.unpack(">I", _recv_exactly(sock, 4))
+        reply = _recv_exactly(sock, length)
+        assert b"UploadData" in reply and b"does not serve" in reply
+        # Garbage in a frame: the connection is closed, nothing else.
+        sock.sendall(struct.pack(">I", 12) + b"not thrift!!")
+        assert sock.recv(100) == b""
+
+    with socket.create_connection(("127.0.0.1", env.thrift_port), timeout=30) as sock:
+        sock.sendall(b"\x07" * 64)  # neither SASL nor Thrift
+        status, message = _sasl_reply(sock)
+        assert status == 4 and b"Not a SASL message" in message
+
+    # The server serves everyone else as before.
+    with env.connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT 'fine'")
+        assert cursor.fetchall() == [("fine",)]
+    with env.api() as api:
+        garbage = api.post(
+            "/cliservice", content=b"\x00junk", headers={"Content-Type": "application/x-thrift"}
+        )
+        assert garbage.status_code == 422 and "Not a HiveServer2 Thrift call" in garbage.text
+    anonymous = httpx.post(f"{env.url}/cliservice", content=b"x", timeout=30)
+    assert anonymous.status_code == 401
+
+
+# -- SQLAlchemy ----------------------------------------------------------------------------
+
+
+def test_sqlalchemy_hive_dialect_inspects_tables(env: Env) -> None:
+    import sqlalchemy as sa
+
+    engine = sa.create_engine(
+        f"hive://alice:{PASSWORDS['alice']}@127.0.0.1:{env.thrift_port}/default",
+        connect_args={"auth": "CUSTOM"},
+    )
+    try:
+        with engine.connect() as conn:
+            conn.execute(sa.text("CREATE TABLE IF NOT EXISTS sa_people (id INT, name STRING)"))
+            conn.execute(sa.text("INSERT INTO sa_people VALUES (1, 'ann'), (2, 'ben')"))
+            assert conn.execute(sa.text("SELECT name FROM sa_people ORDER BY id")).all() == [
+                ("ann",),
+                ("ben",),
+            ]
+        inspector = sa.inspect(engine)
+        assert inspector.has_table("sa_people")
+        # PyHive 0.7's get_table_names() reads SHOW TABLES' first column, which Spark fills
+        # with the database (Hive has one column): the same answer as Spark Thrift Server's.
+        assert inspector.get_table_names() == ["default"] * len(inspector.get_table_names())
+        columns = {c["name"]: str(c["type"]) for c in inspector.get_columns("sa_people")}
+        assert columns == {"id": "INTEGER", "name": "VARCHAR"}
+    finally:
+        engine.dispose()
+
+
+# -- beeline and the Hive JDBC driver ------------------------------------------------------
+
+
+def _beeline(url: str, user: str, password: str, sql: str, home: Path) -> str:
+    jars = pyspark_jars()
+    env = {**os.environ, "HOME": str(home)}
+    done = subprocess.run(
+        [
+            java_executable(),
+            "-cp",
+            f"{jars}/*",
+            "org.apache.hive.beeline.BeeLine",
+            "-u",
+            url,
+            "-n",
+            user,
+            "-p",
+            password,
+            "--silent=false",
+            "-e",
+            sql,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+        check=False,
+    )
+    return done.stdout + done.stderr
+
+
+@pytest.mark.parametrize("transport", ["binary", "http"])
+def test_beeline_over_both_transports(env: Env, transport: str, tmp_path: Path) -> None:
+    if transport == "binary":
+        url = f"jdbc:hive2://127.0.0.1:{env.thrift_port}/default"
+    else:
+        url = (
+            f"jdbc:hive2://127.0.0.1:{env.http_port}/default;transportMode=http;httpPath=cliservice"
+        )
+    out = _beeline(url, "alice", PASSWORDS["alice"], "SELECT 40 + 2 AS answer;", tmp_path)
+    assert "answer" in out and "42" in out, out
+    out = _beeline(url, "alice", PASSWORDS["alice"], "SELECT * FROM no_such_table;", tmp_path)
+    assert "TABLE_OR_VIEW_NOT_FOUND" in out, out
+    out = _beeline(url, "alice", "wrong", "SELECT 1;", tmp_path)
+    assert "42" not in out
+    if transport == "binary":
+        assert "Authentication failed" in out, out
+    else:
+        assert "401" in out, out
+
+
+# -- dbt ---------------------------------------------------------------------------------
+
+DBT_PROJECT = """
+name: sparkgate_demo
+version: "1.0"
+config-version: 2
+profile: sparkgate
+model-paths: [models]
+"""
+
+DBT_MODELS = {
+    "people.sql": "{{ config(materialized='table') }}\n"
+    "SELECT id, concat('person-', id) AS name FROM range(5)",
+    "grown_ups.sql": "{{ config(materialized='view') }}\n"
+    "SELECT * FROM {{ ref('people') }} WHERE id >= 2",
+    "events.sql": "{{ config(materialized='incremental', incremental_strategy='append') }}\n"
+    "SELECT id FROM range({{ var('events', 3) }})\n"
+    "{% if is_incremental() %}WHERE id > (SELECT max(id) FROM {{ this }}){% endif %}",
+    "schema.yml": """
+version: 2
+models:
+  - name: people
+    columns:
+      - name: id
+        data_tests: [unique, not_null]
+  - name: events
+    columns:
+      - name: id
+        data_tests: [unique]
+""",
+}
+
+
+def test_dbt_spark_runs_a_project_over_thrift(env: Env, tmp_path: Path) -> None:
+    project = tmp_path / "dbt"
+    (project / "models").mkdir(parents=True)
+    (project / "dbt_project.yml").write_text(DBT_PROJECT)
+    for name, text in DBT_MODELS.items():
+        (project / "models" / name).write_text(text)
+    (project / "profiles.yml").write_text(
+        "sparkgate:\n  target: dev\n  outputs:\n    dev:\n"
+        "      type: spark\n      method: thrift\n      host: 127.0.0.1\n"
+        f"      port: {env.thrift_port}\n      user: alice\n"
+        f"      password: {PASSWORDS['alice']}\n      auth: CUSTOM\n"
+        "      schema: dbt_demo\n      threads: 1\n      connect_retries: 0\n"
+    )
+    dbt = Path(os.environ.get("VIRTUAL_ENV", Path(__import__("sys").executable).parent.parent))
+    executable = dbt / "bin" / "dbt"
+
+    def run(*args: str) -> str:
+        done = subprocess.run(
+            [str(executable), *args, "--project-dir", str(project), "--profiles-dir", str(project)],
+            capture_output=True,
+            text=True,
+            timeout=600,
+            cwd=project,
+            env={**os.environ, "DBT_SEND_ANONYMOUS_USAGE_STATS": "false", "HOME": str(tmp_path)},
+            check=False,
+        )
+        assert done.returncode == 0, done.stdout[-4000:] + done.stderr[-2000:]
+        return done.stdout
+
+    out = run("run")
+    assert "Completed successfully" in out and "PASS=3" in out, out
+    out = run("run", "--vars", "{events: 6}")  # the incremental model appends 3, 4, 5
+    assert "PASS=3" in out, out
+    out = run("test")
+    assert "PASS=3" in out, out
+
+    with env.connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT count(*), max(id) FROM dbt_demo.events")
+        assert cursor.fetchall() == [(6, 5)]
+        cursor.execute("SELECT name FROM dbt_demo.grown_ups ORDER BY id")
+        assert cursor.fetchall() == [("person-2",), ("person-3",), ("person-4",)]
