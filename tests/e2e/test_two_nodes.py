@@ -7,6 +7,9 @@ import time
 from typing import Any
 
 import pytest
+from pyhive import hive
+from TCLIService import ttypes
+from thrift.transport import THttpClient
 
 from sparkgate.testing import eventually, free_port
 
@@ -23,7 +26,8 @@ def test_two_nodes_serve_as_one(make_server: Any, pg_url: str, tmp_path: Any) ->
         "warm_engines": 0,
         "lease_ttl": 3.0,
     }
-    a = make_server(home, **common)
+    thrift_port = free_port()
+    a = make_server(home, **common, thrift_port=thrift_port)
     b = make_server(home, **common)
     with a.client() as on_a, b.client() as on_b:
         assert on_a.health()["store"] == on_b.health()["store"] == "postgresql"
@@ -44,6 +48,21 @@ def test_two_nodes_serve_as_one(make_server: Any, pg_url: str, tmp_path: Any) ->
             long["id"],
             submitted["id"],
         ]
+
+        # A HiveServer2 client starts on A's binary port and goes on fetching through B's
+        # HTTP transport: handles carry ids, and the fetch position is in the store.
+        with hive.connect("127.0.0.1", port=thrift_port, username="x") as on_a_thrift:
+            cursor = on_a_thrift.cursor()
+            cursor.arraysize = 10
+            cursor.execute("SELECT id FROM range(30)")
+            assert cursor.fetchmany(10) == [(i,) for i in range(10)]
+            handle = cursor._operationHandle
+        transport = THttpClient.THttpClient(f"{b.url}/cliservice")
+        with hive.connect(thrift_transport=transport) as on_b_thrift:
+            rest = on_b_thrift.client.FetchResults(
+                ttypes.TFetchResultsReq(operationHandle=handle, orientation=0, maxRows=100)
+            )
+            assert rest.results.columns[0].i64Val.values == list(range(10, 30))
 
         # Node A dies without a word: B takes over its duties when A's leases lapse.
         with a.store() as store:
