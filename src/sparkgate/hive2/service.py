@@ -24,7 +24,7 @@ from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from typing import Any
 
-from sparkgate import results
+from sparkgate import __version__, results
 from sparkgate.api.watcher import StatementWatcher
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import NotFound, SparkgateError
@@ -184,7 +184,7 @@ class HiveService:
         await self._session(req.sessionHandle, user)
         info = T.TGetInfoType
         strings = {
-            info.CLI_SERVER_NAME: "sparkgate",
+            info.CLI_SERVER_NAME: f"sparkgate {__version__}",
             info.CLI_DBMS_NAME: "Spark SQL",
             info.CLI_DBMS_VER: version("pyspark"),
             info.CLI_ODBC_KEYWORDS: "",
