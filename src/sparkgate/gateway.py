@@ -76,13 +76,10 @@ class Gateway:
         return session
 
     def statement(self, statement_id: int, *, user: Principal) -> StatementRecord:
-        statement = self.store.statements.find(statement_id)
-        if statement is None:
+        found = self.store.statements.find_with_session(statement_id)
+        if found is None or not visible(user, found[1]):
             raise QueryNotFound(statement_id)
-        session = self.store.sessions.find(statement.session_id)
-        if session is None or not visible(user, session):
-            raise QueryNotFound(statement_id)
-        return statement
+        return found[0]
 
     # -- sessions ------------------------------------------------------------------------
 

@@ -17,7 +17,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store.database import Database
-from sparkgate.store.records import Page, StatementRecord
+from sparkgate.store.records import Page, SessionRecord, StatementRecord
 from sparkgate.store.schema import sessions, statements
 
 
@@ -100,6 +100,22 @@ class Statements:
                 .first()
             )
         return None if row is None else StatementRecord.from_row(row)
+
+    def find_with_session(self, statement_id: int) -> tuple[StatementRecord, SessionRecord] | None:
+        """A statement and its session in one read: what every access check needs."""
+        labelled = [column.label(f"session__{column.name}") for column in sessions.c]
+        query = (
+            sa.select(statements, *labelled)
+            .join(sessions, statements.c.session_id == sessions.c.id)
+            .where(statements.c.id == statement_id)
+        )
+        with self._db.read() as conn:
+            row = conn.execute(query).mappings().first()
+        if row is None:
+            return None
+        statement = StatementRecord.from_row({c.name: row[c.name] for c in statements.c})
+        session = SessionRecord.from_row({c.name: row[f"session__{c.name}"] for c in sessions.c})
+        return statement, session
 
     def get(self, statement_id: int) -> StatementRecord:
         record = self.find(statement_id)
