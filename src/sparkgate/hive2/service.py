@@ -18,6 +18,7 @@ import contextlib
 import json
 import logging
 import os
+import threading
 import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
@@ -136,6 +137,8 @@ class HiveService:
         # Log lines each operation's client has fetched (this node only: a client that moves
         # to another node may see a log line twice, never a result row).
         self._log_positions: OrderedDict[int, int] = OrderedDict()
+        self._protocols: OrderedDict[int, int] = OrderedDict()  # session id -> protocol
+        self._protocols_lock = threading.Lock()  # written from the loop and worker threads
 
     async def call(self, api: str, request: Any, user: Principal) -> Any:
         """Answer one call. Unknown methods are the transport's concern (an exception)."""
@@ -164,6 +167,7 @@ class HiveService:
                 "idle_timeout": self.settings.thrift_idle_timeout,
             },
         )
+        self._remember_protocol(session.id, protocol)
         # Variables and the database are session state: set by statements that run first.
         for code in setup:
             await asyncio.to_thread(self.gateway.submit, code, user=user, session_id=session.id)
@@ -231,7 +235,7 @@ class HiveService:
         if req.runAsync:
             handle = operation_handle(statement.id, T.TOperationType.EXECUTE_STATEMENT)
             return T.TExecuteStatementResp(status=ok(), operationHandle=handle)
-        statement = await self._finished(statement.id)
+        statement = await self._finished(statement)
         _raise_if_failed(statement)
         has_result = bool((statement.result or {}).get("schema"))
         handle = operation_handle(
@@ -290,27 +294,58 @@ class HiveService:
         return T.TGetQueryIdResp(queryId=str(statement.id))
 
     async def _GetResultSetMetadata(self, req: Any, user: Principal) -> Any:
-        statement = await self._statement(req.operationHandle, user)
-        statement = await self._finished(statement.id)
+        statement = await self._finished(await self._statement(req.operationHandle, user))
         _raise_if_failed(statement)
         columns = column_types((statement.result or {}).get("spark_schema"))
         return T.TGetResultSetMetadataResp(status=ok(), schema=table_schema(columns))
 
     async def _FetchResults(self, req: Any, user: Principal) -> Any:
-        statement = await self._statement(req.operationHandle, user)
-        session = await asyncio.to_thread(self.store.sessions.get, statement.session_id)
-        columnar = int(session.attributes.get("hive2_protocol", SERVER_PROTOCOL)) >= COLUMNAR_FROM
-        first = req.orientation == T.TFetchOrientation.FETCH_FIRST
         if req.orientation not in (T.TFetchOrientation.FETCH_NEXT, T.TFetchOrientation.FETCH_FIRST):
             raise SparkgateError("Only FETCH_NEXT and FETCH_FIRST are supported.")
+        first = req.orientation == T.TFetchOrientation.FETCH_FIRST
         limit = max(0, min(int(req.maxRows or 0), self.settings.thrift_fetch_max_rows))
+        statement_id = handle_id(
+            getattr(req.operationHandle, "operationId", None), _OPERATION, "operation"
+        )
         if req.fetchType == 1:
+            statement = await asyncio.to_thread(self.gateway.statement, statement_id, user=user)
+            columnar = await self._columnar(statement.session_id)
             return self._fetch_log(statement, first, limit, columnar)
-        statement = await self._finished(statement.id)
-        _raise_if_failed(statement)
-        # Reading and converting a page is CPU work: off the event loop.
-        rows, more = await asyncio.to_thread(self._fetch_rows, statement, first, limit, columnar)
+
+        def fetch() -> tuple[StatementRecord, Any, bool]:
+            # The check, the page and the cursor: one trip off the event loop (a client
+            # fetching 1000 rows at a time pays this per call).
+            statement = self.gateway.statement(statement_id, user=user)
+            if statement.state not in TERMINAL_STATEMENT_STATES:
+                return statement, None, False
+            _raise_if_failed(statement)
+            columnar = self._known_protocol(statement.session_id) >= COLUMNAR_FROM
+            rows, more = self._fetch_rows(statement, first, limit, columnar)
+            return statement, rows, more
+
+        statement, rows, more = await asyncio.to_thread(fetch)
+        if rows is None:  # fetched before it finished: wait, as a synchronous client expects
+            await self._finished(statement)
+            statement, rows, more = await asyncio.to_thread(fetch)
         return T.TFetchResultsResp(status=ok(), hasMoreRows=more, results=rows)
+
+    def _known_protocol(self, session_id: int) -> int:
+        protocol = self._protocols.get(session_id)
+        if protocol is None:
+            session = self.store.sessions.get(session_id)
+            protocol = int(session.attributes.get("hive2_protocol", SERVER_PROTOCOL))
+            self._remember_protocol(session_id, protocol)
+        return protocol
+
+    async def _columnar(self, session_id: int) -> bool:
+        """Whether the session's protocol has columnar row sets (remembered: it never changes)."""
+        return await asyncio.to_thread(self._known_protocol, session_id) >= COLUMNAR_FROM
+
+    def _remember_protocol(self, session_id: int, protocol: int) -> None:
+        with self._protocols_lock:
+            self._protocols[session_id] = protocol
+            while len(self._protocols) > 10_000:
+                self._protocols.popitem(last=False)
 
     def _fetch_rows(
         self, statement: StatementRecord, first: bool, limit: int, columnar: bool
@@ -451,13 +486,12 @@ class HiveService:
         statement_id = handle_id(getattr(handle, "operationId", None), _OPERATION, "operation")
         return await asyncio.to_thread(self.gateway.statement, statement_id, user=user)
 
-    async def _finished(self, statement_id: int) -> StatementRecord:
+    async def _finished(self, statement: StatementRecord) -> StatementRecord:
         """The statement once it has ended (a sync execute, metadata read before polling)."""
-        while True:
-            statement = await asyncio.to_thread(self.store.statements.get, statement_id)
-            if statement.state in TERMINAL_STATEMENT_STATES:
-                return statement
-            await self.watcher.wait(statement_id, self.settings.long_poll_max)
+        while statement.state not in TERMINAL_STATEMENT_STATES:
+            await self.watcher.wait(statement.id, self.settings.long_poll_max)
+            statement = await asyncio.to_thread(self.store.statements.get, statement.id)
+        return statement
 
 
 _NO_DELEGATION = (
