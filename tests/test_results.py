@@ -10,7 +10,7 @@ from pathlib import Path
 import pyarrow as pa
 import pytest
 
-from sparkgate.results import ResultWriter, read_page, to_json_value
+from sparkgate.results import ResultWriter, delete, read_page, to_json_value
 
 SCHEMA = pa.schema([("id", pa.int64()), ("name", pa.string())])
 
@@ -36,6 +36,18 @@ def test_out_of_order_batches_read_back_in_order(tmp_path: Path) -> None:
     assert rows == [[i, f"n{i}"] for i in range(8, 13)]
     assert read_page(stored.path, 30, 10) == ([], 30)
     assert read_page(stored.path, 5, 0) == ([], 30)
+
+
+def test_a_deleted_result_is_gone_even_after_reads(tmp_path: Path) -> None:
+    """Open results are kept for the next page; a deleted one must not be served from there."""
+    writer = ResultWriter(tmp_path / "9", SCHEMA)
+    writer.write(_batch(0, 5))
+    stored = writer.commit()
+    assert read_page(stored.path, 0, 2)[0] == [[0, "n0"], [1, "n1"]]
+    assert read_page(stored.path, 2, 2)[0] == [[2, "n2"], [3, "n3"]]
+    delete(stored.path)
+    with pytest.raises(FileNotFoundError):
+        read_page(stored.path, 0, 2)
 
 
 def test_result_appears_only_when_committed(tmp_path: Path) -> None:

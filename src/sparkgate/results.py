@@ -18,6 +18,8 @@ import json
 import math
 import os
 import shutil
+import threading
+from collections import OrderedDict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
@@ -90,29 +92,62 @@ def read_batches(path: str | Path, offset: int, limit: int) -> tuple[list[pa.Rec
     """Rows [offset, offset + limit) of a stored result as Arrow slices, and the total.
 
     Only the batches that cover the range are read; the slices share the mapped file."""
-    directory = Path(path)
-    index = json.loads((directory / INDEX_FILE).read_text())
-    order: list[int] = index["order"]
-    counts: list[int] = index["rows"]
-    total = sum(counts)
+    opened = _open(Path(path))
+    total = sum(opened.counts)
     slices: list[pa.RecordBatch] = []
     if limit <= 0 or offset >= total:
         return slices, total
     wanted = limit
-    with pa.memory_map(str(directory / DATA_FILE)) as source:
-        reader = pa.ipc.open_file(source)
-        start = 0
-        for physical, count in zip(order, counts, strict=True):
-            end = start + count
-            if end > offset and wanted > 0:
-                lo = max(offset - start, 0)
-                take = min(count - lo, wanted)
-                slices.append(reader.get_batch(physical).slice(lo, take))
-                wanted -= take
-            if wanted <= 0:
-                break
-            start = end
+    start = 0
+    for physical, count in zip(opened.order, opened.counts, strict=True):
+        end = start + count
+        if end > offset and wanted > 0:
+            lo = max(offset - start, 0)
+            take = min(count - lo, wanted)
+            with opened.lock:
+                slices.append(opened.reader.get_batch(physical).slice(lo, take))
+            wanted -= take
+        if wanted <= 0:
+            break
+        start = end
     return slices, total
+
+
+@dataclass
+class _Opened:
+    stamp: tuple[int, int]  # the index file's inode and mtime: a new result is a new file
+    order: list[int]
+    counts: list[int]
+    reader: pa.ipc.RecordBatchFileReader
+    lock: threading.Lock
+
+
+# Results read page by page (a HiveServer2 client fetching 1000 rows a call, a UI paging)
+# would otherwise parse the file's footer on every page: the last few stay open here. A result
+# is never rewritten in place; one deleted (retention) is noticed by the stat of its index.
+_OPENED: OrderedDict[str, _Opened] = OrderedDict()
+_OPENED_LOCK = threading.Lock()
+_OPENED_MAX = 16
+
+
+def _open(directory: Path) -> _Opened:
+    index_path = directory / INDEX_FILE
+    status = os.stat(index_path)  # FileNotFoundError once the result is gone
+    stamp = (status.st_ino, status.st_mtime_ns)
+    key = str(directory)
+    with _OPENED_LOCK:
+        cached = _OPENED.get(key)
+        if cached is not None and cached.stamp == stamp:
+            _OPENED.move_to_end(key)
+            return cached
+    index = json.loads(index_path.read_text())
+    reader = pa.ipc.open_file(pa.memory_map(str(directory / DATA_FILE)))
+    opened = _Opened(stamp, index["order"], index["rows"], reader, threading.Lock())
+    with _OPENED_LOCK:
+        _OPENED[key] = opened
+        while len(_OPENED) > _OPENED_MAX:
+            _OPENED.popitem(last=False)
+    return opened
 
 
 def read_schema(path: str | Path) -> pa.Schema:
