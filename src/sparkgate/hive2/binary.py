@@ -22,6 +22,7 @@ import contextlib
 import logging
 import ssl
 import struct
+from typing import NoReturn
 
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
@@ -164,7 +165,7 @@ class BinaryServer:
     def _send(self, writer: asyncio.StreamWriter, status: int, payload: bytes) -> None:
         writer.write(bytes([status]) + struct.pack(">I", len(payload)) + payload)
 
-    async def _refuse(self, writer: asyncio.StreamWriter, status: int, message: str) -> None:
+    async def _refuse(self, writer: asyncio.StreamWriter, status: int, message: str) -> NoReturn:
         self._send(writer, status, message.encode())
         with contextlib.suppress(ConnectionError):
             await writer.drain()

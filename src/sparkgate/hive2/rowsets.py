@@ -49,13 +49,14 @@ def row_set(
     batches: list[pa.RecordBatch], columns: list[ColumnType], offset: int, *, columnar: bool
 ) -> Any:
     if columnar:
-        values = [_empty_column(c) for c in columns] if not batches else None
         if batches:
             table = pa.Table.from_batches(batches)
             values = [
                 _column(table.column(i).combine_chunks(), column)
                 for i, column in enumerate(columns)
             ]
+        else:
+            values = [_empty_column(column) for column in columns]
         return T.TRowSet(startRowOffset=offset, rows=[], columns=values, columnCount=len(columns))
     rows: list[Any] = []
     for batch in batches:

@@ -58,6 +58,31 @@ _OPERATION_STATES = {
 }
 
 
+_NAMES = {"catalog": "catalogName", "schema": "schemaName"}
+# The metadata calls, each a catalog statement (engine/catalog_calls.py): TCLIService call ->
+# (catalog call, its request keys -> the Thrift request's fields, operation type).
+_CATALOG_CALLS: dict[str, tuple[str, dict[str, str], str]] = {
+    "GetCatalogs": ("catalogs", {}, "GET_CATALOGS"),
+    "GetSchemas": ("schemas", _NAMES, "GET_SCHEMAS"),
+    "GetTables": (
+        "tables",
+        {**_NAMES, "table": "tableName", "table_types": "tableTypes"},
+        "GET_TABLES",
+    ),
+    "GetTableTypes": ("table_types", {}, "GET_TABLE_TYPES"),
+    "GetColumns": (
+        "columns",
+        {**_NAMES, "table": "tableName", "column": "columnName"},
+        "GET_COLUMNS",
+    ),
+    "GetTypeInfo": ("type_info", {}, "GET_TYPE_INFO"),
+    "GetFunctions": ("functions", {**_NAMES, "function": "functionName"}, "GET_FUNCTIONS"),
+    # Spark tables have no keys: empty results with JDBC's columns, not errors.
+    "GetPrimaryKeys": ("primary_keys", {}, "UNKNOWN"),
+    "GetCrossReference": ("cross_reference", {}, "UNKNOWN"),
+}
+
+
 class InvalidHandle(SparkgateError):
     code = "INVALID_HANDLE"
 
@@ -142,8 +167,10 @@ class HiveService:
 
     async def call(self, api: str, request: Any, user: Principal) -> Any:
         """Answer one call. Unknown methods are the transport's concern (an exception)."""
-        method: Callable[[Any, Principal], Awaitable[Any]] = getattr(self, "_" + api)
         try:
+            if api in _CATALOG_CALLS:
+                return await self._catalog(api, request, user)
+            method: Callable[[Any, Principal], Awaitable[Any]] = getattr(self, "_" + api)
             return await method(request, user)
         except Exception as exc:
             if not isinstance(exc, SparkgateError):
@@ -343,9 +370,7 @@ class HiveService:
 
     def _remember_protocol(self, session_id: int, protocol: int) -> None:
         with self._protocols_lock:
-            self._protocols[session_id] = protocol
-            while len(self._protocols) > 10_000:
-                self._protocols.popitem(last=False)
+            _remember(self._protocols, session_id, protocol)
 
     def _fetch_rows(
         self, statement: StatementRecord, first: bool, limit: int, columnar: bool
@@ -378,10 +403,7 @@ class HiveService:
         lines = _log_lines(statement)
         start = 0 if first else self._log_positions.get(statement.id, 0)
         page = lines[start : start + limit] if limit else []
-        self._log_positions[statement.id] = start + len(page)
-        self._log_positions.move_to_end(statement.id)
-        while len(self._log_positions) > 10_000:
-            self._log_positions.popitem(last=False)
+        _remember(self._log_positions, statement.id, start + len(page))
         return T.TFetchResultsResp(
             status=ok(),
             hasMoreRows=start + len(page) < len(lines),
@@ -390,68 +412,10 @@ class HiveService:
 
     # -- metadata: catalog statements on the session's engine ---------------------------
 
-    async def _GetCatalogs(self, req: Any, user: Principal) -> Any:
-        handle = await self._catalog(req, user, {"call": "catalogs"}, "GET_CATALOGS")
-        return T.TGetCatalogsResp(status=ok(), operationHandle=handle)
-
-    async def _GetSchemas(self, req: Any, user: Principal) -> Any:
-        call = {"call": "schemas", "catalog": req.catalogName, "schema": req.schemaName}
-        handle = await self._catalog(req, user, call, "GET_SCHEMAS")
-        return T.TGetSchemasResp(status=ok(), operationHandle=handle)
-
-    async def _GetTables(self, req: Any, user: Principal) -> Any:
-        call = {
-            "call": "tables",
-            "catalog": req.catalogName,
-            "schema": req.schemaName,
-            "table": req.tableName,
-            "table_types": req.tableTypes,
-        }
-        handle = await self._catalog(req, user, call, "GET_TABLES")
-        return T.TGetTablesResp(status=ok(), operationHandle=handle)
-
-    async def _GetTableTypes(self, req: Any, user: Principal) -> Any:
-        handle = await self._catalog(req, user, {"call": "table_types"}, "GET_TABLE_TYPES")
-        return T.TGetTableTypesResp(status=ok(), operationHandle=handle)
-
-    async def _GetColumns(self, req: Any, user: Principal) -> Any:
-        call = {
-            "call": "columns",
-            "catalog": req.catalogName,
-            "schema": req.schemaName,
-            "table": req.tableName,
-            "column": req.columnName,
-        }
-        handle = await self._catalog(req, user, call, "GET_COLUMNS")
-        return T.TGetColumnsResp(status=ok(), operationHandle=handle)
-
-    async def _GetTypeInfo(self, req: Any, user: Principal) -> Any:
-        handle = await self._catalog(req, user, {"call": "type_info"}, "GET_TYPE_INFO")
-        return T.TGetTypeInfoResp(status=ok(), operationHandle=handle)
-
-    async def _GetFunctions(self, req: Any, user: Principal) -> Any:
-        call = {
-            "call": "functions",
-            "catalog": req.catalogName,
-            "schema": req.schemaName,
-            "function": req.functionName,
-        }
-        handle = await self._catalog(req, user, call, "GET_FUNCTIONS")
-        return T.TGetFunctionsResp(status=ok(), operationHandle=handle)
-
-    async def _GetPrimaryKeys(self, req: Any, user: Principal) -> Any:
-        # Spark tables have no primary keys: an empty result with JDBC's columns, not an error.
-        handle = await self._catalog(req, user, {"call": "primary_keys"}, "UNKNOWN")
-        return T.TGetPrimaryKeysResp(status=ok(), operationHandle=handle)
-
-    async def _GetCrossReference(self, req: Any, user: Principal) -> Any:
-        handle = await self._catalog(req, user, {"call": "cross_reference"}, "UNKNOWN")
-        return T.TGetCrossReferenceResp(status=ok(), operationHandle=handle)
-
-    async def _catalog(
-        self, req: Any, user: Principal, call: dict[str, Any], operation_type: str
-    ) -> Any:
+    async def _catalog(self, api: str, req: Any, user: Principal) -> Any:
+        name, fields, operation_type = _CATALOG_CALLS[api]
         session = await self._session(req.sessionHandle, user)
+        call = {"call": name, **{key: getattr(req, field) for key, field in fields.items()}}
         code = json.dumps({k: v for k, v in call.items() if v is not None})
         statement = await asyncio.to_thread(
             self.gateway.submit,
@@ -460,7 +424,8 @@ class HiveService:
             session_id=session.id,
             kind=StatementKind.CATALOG,
         )
-        return operation_handle(statement.id, getattr(T.TOperationType, operation_type))
+        handle = operation_handle(statement.id, getattr(T.TOperationType, operation_type))
+        return getattr(T, f"T{api}Resp")(status=ok(), operationHandle=handle)
 
     # -- what sparkgate does not do ------------------------------------------------------
 
@@ -567,6 +532,14 @@ def _log_lines(statement: StatementRecord) -> list[str]:
             what = f"{statement.state.value}: {failure_text(statement.error, statement.state)}"
         lines.append(f"{at(statement.finished_at)} INFO sparkgate: query {statement.id} {what}")
     return lines
+
+
+def _remember(memory: OrderedDict[int, int], key: int, value: int) -> None:
+    """Keep ``value`` in a per-node memory of the last 10000 sessions or operations."""
+    memory[key] = value
+    memory.move_to_end(key)
+    while len(memory) > 10_000:
+        memory.popitem(last=False)
 
 
 def _millis(seconds: float | None) -> int | None:
