@@ -150,11 +150,6 @@ def _open(directory: Path) -> _Opened:
     return opened
 
 
-def read_schema(path: str | Path) -> pa.Schema:
-    with pa.memory_map(str(Path(path) / DATA_FILE)) as source:
-        return pa.ipc.open_file(source).schema
-
-
 def delete(path: str | Path) -> None:
     shutil.rmtree(path, ignore_errors=True)
 
