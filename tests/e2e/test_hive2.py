@@ -378,6 +378,21 @@ def test_metadata_calls_answer_with_jdbc_layouts(env: Env) -> None:
             )
         )
         assert keys == [] and "PK_NAME" in names
+        names, references = rows(
+            client.GetCrossReference(ttypes.TGetCrossReferenceReq(sessionHandle=session))
+        )
+        assert references == [] and "FKCOLUMN_NAME" in names
+        names, _ = rows(client.GetCatalogs(ttypes.TGetCatalogsReq(sessionHandle=session)))
+        assert names == ["TABLE_CAT"]
+        names, functions = rows(
+            client.GetFunctions(
+                ttypes.TGetFunctionsReq(
+                    sessionHandle=session, schemaName="meta_db", functionName="upp%"
+                )
+            )
+        )
+        assert names[2] == "FUNCTION_NAME"
+        assert {f[2] for f in functions} == {"upper"}
 
         info = client.GetInfo(ttypes.TGetInfoReq(sessionHandle=session, infoType=17))
         assert info.infoValue.stringValue == "Spark SQL"
