@@ -289,17 +289,7 @@ class HiveService:
             response.sqlState = (statement.error or {}).get("sql_state")
             response.errorCode = 0
         if req.getProgressUpdate:
-            done = statement.state in TERMINAL_STATEMENT_STATES
-            response.progressUpdateResponse = T.TProgressUpdateResp(
-                headerNames=[],
-                rows=[],
-                progressedPercentage=1.0 if done else float(statement.progress),
-                status=T.TJobExecutionStatus.COMPLETE
-                if done
-                else T.TJobExecutionStatus.IN_PROGRESS,
-                footerSummary="",
-                startTime=_millis(statement.started_at or statement.created_at) or 0,
-            )
+            response.progressUpdateResponse = _progress(statement)
         return response
 
     async def _CancelOperation(self, req: Any, user: Principal) -> Any:
@@ -532,6 +522,36 @@ def _log_lines(statement: StatementRecord) -> list[str]:
             what = f"{statement.state.value}: {failure_text(statement.error, statement.state)}"
         lines.append(f"{at(statement.finished_at)} INFO sparkgate: query {statement.id} {what}")
     return lines
+
+
+# beeline renders progress with a fixed nine-column format (Hive's InPlaceUpdate): fewer
+# headers or cells fail in the client ("MissingFormatArgumentException").
+_PROGRESS_HEADERS = [
+    "QUERY",
+    "MODE",
+    "STATUS",
+    "TOTAL",
+    "COMPLETED",
+    "RUNNING",
+    "PENDING",
+    "FAILED",
+    "KILLED",
+]
+
+
+def _progress(statement: StatementRecord) -> Any:
+    """The statement's progress as HiveServer2 reports it: one row for the query (sparkgate
+    knows its progress fraction, not Spark's task counts)."""
+    done = statement.state in TERMINAL_STATEMENT_STATES
+    row = [f"query {statement.id}", "spark", statement.state.value.upper()]
+    return T.TProgressUpdateResp(
+        headerNames=_PROGRESS_HEADERS,
+        rows=[row + [""] * (len(_PROGRESS_HEADERS) - len(row))],
+        progressedPercentage=1.0 if done else float(statement.progress),
+        status=T.TJobExecutionStatus.COMPLETE if done else T.TJobExecutionStatus.IN_PROGRESS,
+        footerSummary=f"QUERY {statement.id}",
+        startTime=_millis(statement.started_at or statement.created_at) or 0,
+    )
 
 
 def _remember(memory: OrderedDict[int, int], key: int, value: int) -> None:
