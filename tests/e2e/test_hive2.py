@@ -153,6 +153,9 @@ def test_pyhive_types_paging_and_the_same_query_in_v1(env: Env) -> None:
             )
         ]
 
+        cursor.execute("SELECT current_user()")  # the connected user, not the engine's
+        assert cursor.fetchall() == [("alice",)]
+
         cursor.arraysize = 1000
         cursor.execute("SELECT id, CAST(id AS STRING) AS s FROM range(2500)")
         rows = cursor.fetchall()

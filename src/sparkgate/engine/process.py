@@ -403,6 +403,18 @@ class Engine:
 
     # -- one statement -------------------------------------------------------------------
 
+    def _run_as_owner(self, owner: str | None) -> None:
+        """SQL's current_user() is the session's owner, as Spark Thrift Server makes it the
+        connected user (else it would be the engine's OS user). The value is a JVM
+        thread-local, and PySpark pins each Python thread to a JVM thread: set it on the
+        statement's thread. Without authentication there is no one to name."""
+        if owner is None or not self.settings.auth_methods:
+            return
+        assert self.spark is not None
+        jvm = self.spark.sparkContext._jvm
+        assert jvm is not None
+        jvm.org.apache.spark.sql.catalyst.CurrentUserContext.CURRENT_USER().set(owner)
+
     def _execute(self, execution: Execution) -> None:
         statement = execution.statement
         assert self.spark is not None
@@ -410,6 +422,7 @@ class Engine:
         sc.setInterruptOnCancel(True)
         sc.addJobTag(execution.tag)
         sc.setJobGroup(execution.tag, f"sparkgate statement {statement.id}", True)
+        self._run_as_owner(execution.session.record.owner)
         ctx = ExecutionContext(
             execution.session,
             statement,
