@@ -56,6 +56,7 @@ def query_view(statement: StatementRecord) -> dict[str, Any]:
     return {
         "id": statement.id,
         "session_id": statement.session_id,
+        "owner": statement.owner,
         "query": statement.code,
         "kind": statement.kind.value,
         "state": statement.state.value,
@@ -80,6 +81,8 @@ def engine_view(engine: EngineRecord) -> dict[str, Any]:
         "host": engine.host,
         "pid": engine.pid,
         "app_id": engine.app_id,
+        # Its Spark UI through sparkgate (admins only), when the engine serves one.
+        "spark_ui": f"/v1/engines/{engine.id}/ui/" if engine.ui_url else None,
         "log_path": engine.log_path,
         "created_at": iso(engine.created_at),
         "started_at": iso(engine.started_at),
@@ -166,6 +169,7 @@ def stream_job_view(job: StreamJobRecord) -> dict[str, Any]:
         "id": job.id,
         "name": job.name,
         "state": job.state.value,
+        "owner": job.owner,
         "revision": job.revision,
         "sql": job.sql,
         "steps": job.steps,

@@ -102,6 +102,7 @@ class StatementRecord:
     finished_at: float | None
     updated_at: float
     fetched: int = 0  # rows a HiveServer2 client has fetched so far
+    owner: str | None = None  # its session's owner, when it was read with its session
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> StatementRecord:

@@ -113,8 +113,10 @@ class Statements:
             row = conn.execute(query).mappings().first()
         if row is None:
             return None
-        statement = StatementRecord.from_row({c.name: row[c.name] for c in statements.c})
         session = SessionRecord.from_row({c.name: row[f"session__{c.name}"] for c in sessions.c})
+        statement = StatementRecord.from_row(
+            {**{c.name: row[c.name] for c in statements.c}, "owner": session.owner}
+        )
         return statement, session
 
     def get(self, statement_id: int) -> StatementRecord:
@@ -168,7 +170,12 @@ class Statements:
         if states is not None:
             where.append(statements.c.state.in_([s.value for s in states]))
         order = statements.c.id.desc() if newest_first else statements.c.id
-        query = sa.select(statements).where(*where).order_by(order)
+        query = (
+            sa.select(statements, sessions.c.owner)
+            .join(sessions, statements.c.session_id == sessions.c.id)
+            .where(*where)
+            .order_by(order)
+        )
         count = sa.select(sa.func.count()).select_from(statements).where(*where)
         with self._db.read() as conn:
             total = conn.execute(count).scalar_one()

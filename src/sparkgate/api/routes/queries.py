@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
@@ -74,7 +75,9 @@ async def get_query(
     statement = await asyncio.to_thread(node.gateway.statement, query_id, user=user)
     if wait > 0 and statement.state not in TERMINAL_STATEMENT_STATES:
         await watcher.wait(query_id, min(wait, node.settings.long_poll_max))
+        owner = statement.owner
         statement = await asyncio.to_thread(node.store.statements.get, query_id)
+        statement = dataclasses.replace(statement, owner=owner)
     return query_view(statement)
 
 

@@ -76,7 +76,7 @@ def list_streams(
 def get_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """A stream job: state, restarts, next restart, last error, and each query with its recent
     progress and restarts. Read from the store only: Spark is never asked."""
-    return _detail(node, _job(node, user, name))
+    return _detail(node, visible_job(node, user, name))
 
 
 @router.post("/v1/streams/{name}/stop", status_code=202)
@@ -123,7 +123,7 @@ def session_streams(session_id: int, node: NodeDep, user: UserDep) -> dict[str, 
     }
 
 
-def _job(node: ServerNode, user: Principal, name: str) -> StreamJobRecord:
+def visible_job(node: ServerNode, user: Principal, name: str) -> StreamJobRecord:
     """The job, if the user may see it; else not found, as for a name that does not exist."""
     job = node.store.stream_jobs.find(name)
     if job is None or not user.owns(job.owner):
@@ -132,7 +132,7 @@ def _job(node: ServerNode, user: Principal, name: str) -> StreamJobRecord:
 
 
 def _changing(node: ServerNode, user: Principal, name: str, verb: str) -> None:
-    _job(node, user, name)
+    visible_job(node, user, name)
     node.users.require(user, STREAMS, f"{verb} stream jobs", target=f"stream:{name}")
     node.users.audit(user, f"stream.{verb}", "ok", target=f"stream:{name}")
 
