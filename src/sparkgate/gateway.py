@@ -11,12 +11,14 @@ user and act as the server.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 import uuid
 from collections.abc import Callable
 from typing import Any
 
+from sparkgate import logs
 from sparkgate.auth.access import CODE, SQL
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.principal import share_key as owner_share_key
@@ -246,20 +248,22 @@ class Gateway:
                     self.users.as_user(user, session.proxy_user), kind, code
                 )
             statement = self.store.statements.add(session_id, code, now=self.clock(), kind=kind)
-        self.users.audit(
-            user,
-            "query.submit",
-            "ok",
-            target=f"query:{statement.id}",
-            detail={"session_id": statement.session_id, "kind": kind.value},
-        )
+        with logs.bound(query_id=statement.id, session_id=statement.session_id):
+            self.users.audit(
+                user,
+                "query.submit",
+                "ok",
+                target=f"query:{statement.id}",
+                detail={"session_id": statement.session_id, "kind": kind.value},
+            )
+            log.info("query %s submitted (%s)", statement.id, kind.value)
         return self.store.statements.get(statement.id)
 
     def cancel(self, statement_id: int, *, user: Principal) -> StatementRecord:
         """Cancel a statement: a waiting one at once, a running one through its engine."""
-        self.statement(statement_id, user=user)
+        owner = self.statement(statement_id, user=user).owner
         try:
-            statement = self._cancel(statement_id)
+            statement = dataclasses.replace(self._cancel(statement_id), owner=owner)
         except QueryFinished as exc:
             self.users.audit(
                 user, "query.cancel", "failed", target=f"query:{statement_id}", detail=exc.to_dict()
@@ -275,6 +279,13 @@ class Gateway:
         return statement
 
     def _cancel(self, statement_id: int) -> StatementRecord:
+        # Whoever calls (a request, a duty's thread), what cancelling logs names the query.
+        with logs.bound(query_id=statement_id):
+            statement = self._move_to_cancel(statement_id)
+            log.info("query %s %s", statement_id, statement.state.value)
+            return statement
+
+    def _move_to_cancel(self, statement_id: int) -> StatementRecord:
         for _ in range(3):  # the engine may move it between our read and our write
             statement = self.store.statements.get(statement_id)
             if statement.state in TERMINAL_STATEMENT_STATES:

@@ -22,6 +22,7 @@ from sparkgate.jobs.deploy import Deployer
 from sparkgate.jobs.runs import JobRunner
 from sparkgate.launcher.local import LocalLauncher
 from sparkgate.launcher.placement import Placement
+from sparkgate.metrics.process import NodeMetrics
 from sparkgate.settings import Settings
 from sparkgate.store import Store
 from sparkgate.streaming.jobs import Streams
@@ -38,7 +39,9 @@ class ServerNode:
         self.node_id = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
         home = settings.resolved_home
         home.mkdir(parents=True, exist_ok=True)
+        self.metrics = NodeMetrics(self.node_id)
         self.store = Store.open(settings.resolved_store_url)
+        self.store.db.observe = self.metrics.observe_transaction
         self.store.migrate()
         metastore_uri = ensure_metastore(settings)
         # Engines get the resolved URI through their environment (Settings.to_env).
@@ -46,7 +49,7 @@ class ServerNode:
         self.placement = Placement(
             self.settings, self.store, LocalLauncher(self.settings, self.store), self.node_id
         )
-        self.users = Users(self.settings, self.store)
+        self.users = Users(self.settings, self.store, on_failed_login=self.metrics.failed_login)
         self.gateway = Gateway(self.settings, self.store, self.placement, self.users)
         self.streams = Streams(self.settings, self.store, self.gateway)
         self.deployer = Deployer(self.settings, self.store, self.streams, self.node_id)

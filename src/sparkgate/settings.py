@@ -31,6 +31,9 @@ class Settings(BaseSettings):
     # the livy client polls batches every 5 s, exactly uvicorn's default, and then races the
     # server closing the connection it is about to reuse (a reset, a failed client call).
     http_keep_alive: float = 75.0
+    # Logs of the server and its engines: readable lines, or one JSON object per line (for a
+    # log shipper); either way each record names its query, session, user and engine.
+    log_format: Literal["text", "json"] = "text"
 
     # Users and access (README "Users and access"). ``auth``: none | password | ldap | jwt, or a
     # comma list tried in order ("password,jwt"); personal access tokens work with any but none.
@@ -57,6 +60,8 @@ class Settings(BaseSettings):
     # group, of everyone (default without auth), or none (an engine per session).
     engine_share_level: Literal["user", "group", "server", "connection"] | None = None
     metrics_public: bool = False  # /metrics without credentials even when auth is on
+    # A dashboard sign-in lasts this long (seconds): its cookie's token expires then.
+    dashboard_session_ttl: float = 12 * 3600.0
     request_max_bytes: int = 8 * 1024 * 1024  # request bodies over this are refused (413)
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None

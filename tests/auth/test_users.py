@@ -153,6 +153,20 @@ def test_repeated_failures_from_one_address_are_slowed_down(users: tuple[Users, 
     assert len(failed) == 8 and failed[0].detail == {"scheme": "basic", "user": "bob"}
 
 
+def test_each_failed_login_is_reported_by_scheme_alone(users: tuple[Users, Clock]) -> None:
+    layer, _ = users
+    reported: list[str] = []
+    layer.on_failed_login = reported.append  # what a node's /metrics counts
+    for header in (None, basic("bob", "guess"), "Bearer nope", "Negotiate abc"):
+        with pytest.raises(Unauthenticated):
+            layer.authenticate(header, address="10.7.7.7")
+    layer.authenticate(basic("bob", "bob-pw"), address="10.7.7.7")
+    # No credentials at all is a challenge, not a failed login (nor is it audited as one).
+    assert reported == ["basic", "bearer", "negotiate"]
+    failed = layer.store.audit.list_page(action="login", outcome="failed").items
+    assert len(failed) == len(reported)
+
+
 def test_rights_settings_impersonation_and_their_audit(users: tuple[Users, Clock]) -> None:
     layer, _ = users
     bob = layer.authenticate(basic("bob", "bob-pw"), address="10.0.0.2")

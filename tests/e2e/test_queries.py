@@ -8,6 +8,7 @@ import uuid
 from typing import Any
 
 import httpx
+from prometheus_client.parser import text_string_to_metric_families
 
 from sparkgate.client import Client
 from sparkgate.testing import ServerProcess, eventually
@@ -226,5 +227,12 @@ def test_health_and_metrics(sg: Client) -> None:
     assert health["status"] == "ok" and health["store"] == "sqlite"
     metrics = httpx.get(f"{sg.server}/metrics")
     assert metrics.status_code == 200
-    assert 'sparkgate_engines{kind="shared",state="running"} 1.0' in metrics.text
+    # The store's figures, labelled as the cluster's (every node serves the same ones).
+    engines = {
+        (s.labels["scope"], s.labels["kind"], s.labels["state"]): s.value
+        for family in text_string_to_metric_families(metrics.text)
+        if family.name == "sparkgate_engines"
+        for s in family.samples
+    }
+    assert engines[("cluster", "shared", "running")] == 1
     assert "sparkgate_queries{" in metrics.text and "sparkgate_sessions{" in metrics.text

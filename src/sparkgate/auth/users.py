@@ -8,6 +8,7 @@ users.require(user, "code", "run Python code")  # MissingRight (403) when not gr
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import binascii
 import contextlib
@@ -57,11 +58,18 @@ class _BearerCheck(Protocol):
 
 class Users:
     def __init__(
-        self, settings: Settings, store: Store, *, clock: Callable[[], float] = time.time
+        self,
+        settings: Settings,
+        store: Store,
+        *,
+        clock: Callable[[], float] = time.time,
+        on_failed_login: Callable[[str], None] | None = None,
     ) -> None:
         self.settings = settings
         self.store = store
         self.clock = clock
+        # Told the scheme of each failed login (a node counts them for /metrics).
+        self.on_failed_login = on_failed_login
         self.methods = settings.auth_methods
         unknown = [m for m in self.methods if m not in METHODS]
         if unknown:
@@ -215,7 +223,26 @@ class Users:
                 recent.popleft()
             if len(self._failures) > 10_000:
                 self._failures.clear()
-        self.audit(None, "login", "failed", address=address, detail=_claimed(authorization))
+        claimed = _claimed(authorization)
+        if self.on_failed_login is not None:
+            self.on_failed_login(claimed["scheme"])
+        self.audit(None, "login", "failed", address=address, detail=claimed)
+
+    async def authenticate_later(
+        self, authorization: str | None, *, address: str | None
+    ) -> Principal:
+        """``authenticate`` for a front door's event loop: a password check may take a bcrypt
+        hash or an LDAP bind, so it runs off the loop; a failed attempt from an address that
+        failed often is answered late, slowing guessing down without holding a thread."""
+        try:
+            if not self.enabled:
+                return self.authenticate(authorization, address=address)
+            return await asyncio.to_thread(self.authenticate, authorization, address=address)
+        except Unauthenticated:
+            delay = self.failure_delay(address)
+            if delay > 0:
+                await asyncio.sleep(delay)
+            raise
 
     def failure_delay(self, address: str | None) -> float:
         """How long to hold the answer to a failed login from ``address``: nothing for the

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import ipaddress
-import logging
 from pathlib import Path
 from typing import Annotated, Any
 
 import typer
 
+from sparkgate import logs
 from sparkgate.cli.common import err_console, fail
 from sparkgate.errors import SparkgateError
 from sparkgate.settings import Settings
@@ -101,7 +101,7 @@ def server(
     from sparkgate.api.app import create_app
     from sparkgate.catalog.metastore import java_executable
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    logs.configure(settings, process="server")
     tls: dict[str, Any] = {}
     if settings.ssl_certfile is not None and settings.ssl_keyfile is not None:
         tls = {
@@ -116,6 +116,7 @@ def server(
             host=settings.host,
             port=settings.port,
             log_level="info",
+            log_config=None,  # uvicorn's loggers go through ours (logs.configure): one format
             timeout_keep_alive=int(settings.http_keep_alive),
             **tls,
         )

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-import logging
 import sys
 
+from sparkgate import logs
 from sparkgate.engine.process import Engine
 from sparkgate.settings import Settings
 from sparkgate.store import Store
@@ -15,11 +15,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m sparkgate.engine")
     parser.add_argument("--engine-id", type=int, required=True)
     args = parser.parse_args(argv)
-    logging.basicConfig(
-        level=logging.INFO,
-        format="%(asctime)s %(levelname)s %(name)s [%(threadName)s] %(message)s",
-    )
     settings = Settings()
+    logs.configure(settings, process="engine")
+    # Every record of this process names its engine, whichever thread logs it.
+    logs.bind_process(engine_id=args.engine_id)
     store = Store.open(settings.resolved_store_url)
     try:
         return Engine(settings, store, args.engine_id).run()

@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from sparkgate import logs
 from sparkgate.engine import hooks
 from sparkgate.engine.executors import EXECUTORS, ExecResult, ExecutionContext
 from sparkgate.engine.failures import describe_failure
@@ -416,6 +417,17 @@ class Engine:
         jvm.org.apache.spark.sql.catalyst.CurrentUserContext.CURRENT_USER().set(owner)
 
     def _execute(self, execution: Execution) -> None:
+        statement = execution.statement
+        # This thread works for one statement: every record it logs (Spark's Python side
+        # included) names the statement, its session and the session's owner.
+        with logs.bound(
+            query_id=statement.id,
+            session_id=statement.session_id,
+            user=execution.session.record.owner,
+        ):
+            self._run_statement(execution)
+
+    def _run_statement(self, execution: Execution) -> None:
         statement = execution.statement
         assert self.spark is not None
         sc = self.spark.sparkContext

@@ -40,6 +40,10 @@ def engine_spark_conf(
         # Ports 4040+ are probed in turn and shared with every Spark on the machine.
         "spark.ui.port": "0",
     }
+    if settings.log_format == "json":
+        # Spark's console progress bar redraws itself with carriage returns on the engine's
+        # standard error, which is its log file: the bars would run into the JSON lines.
+        conf["spark.ui.showConsoleProgress"] = "false"
     if engine_id is not None:
         conf["spark.ui.proxyBase"] = ui_proxy_base(engine_id)
     if settings.catalog == "hive":

@@ -24,6 +24,7 @@ import ssl
 import struct
 from typing import NoReturn
 
+from sparkgate import logs
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.errors import Unauthenticated
@@ -90,6 +91,7 @@ class BinaryServer:
                 await self._serve_unframed(reader, writer, first, address)
             else:
                 user = await self._handshake(reader, writer, first[0], address)
+                logs.bind(user=user.name)  # this connection's task: its records name the user
                 await self._serve_framed(reader, writer, user)
         except (asyncio.IncompleteReadError, ConnectionError, HandshakeFailed):
             pass  # the client went away, or was told why it is refused
@@ -136,11 +138,8 @@ class BinaryServer:
         else:
             header = "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()
             try:
-                user = await asyncio.to_thread(self.users.authenticate, header, address=address)
+                user = await self.users.authenticate_later(header, address=address)
             except Unauthenticated:
-                delay = self.users.failure_delay(address)
-                if delay > 0:
-                    await asyncio.sleep(delay)
                 await self._refuse(
                     writer,
                     BAD,

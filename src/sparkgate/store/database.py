@@ -10,7 +10,8 @@ The differences between the two are kept here and are small:
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any
@@ -23,10 +24,16 @@ from sqlalchemy.pool import NullPool
 _SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
+# Told the mode ("read" or "write") and seconds of every transaction this object runs.
+TransactionObserver = Callable[[str, float], None]
+
+
 class Database:
     def __init__(self, url: str, *, pool_size: int = 10) -> None:
         self.url = url
         self.engine = _create_engine(url, pool_size=pool_size)
+        # Set by a server node to time its transactions (its /metrics); engines leave it unset.
+        self.observe: TransactionObserver | None = None
 
     @property
     def dialect(self) -> str:
@@ -39,8 +46,15 @@ class Database:
     @contextmanager
     def begin(self) -> Iterator[Connection]:
         """A write transaction (IMMEDIATE on SQLite), committed on success."""
-        with self.engine.connect().execution_options(sparkgate_write=True) as conn, conn.begin():
-            yield conn
+        started = time.perf_counter()
+        try:
+            with (
+                self.engine.connect().execution_options(sparkgate_write=True) as conn,
+                conn.begin(),
+            ):
+                yield conn
+        finally:
+            self._timed("write", started)
 
     def within(self, conn: Connection | None) -> AbstractContextManager[Connection]:
         """The caller's transaction when given one, else a write transaction of our own."""
@@ -49,8 +63,17 @@ class Database:
     @contextmanager
     def read(self) -> Iterator[Connection]:
         """A read-only transaction; it never blocks writers."""
-        with self.engine.connect() as conn, conn.begin():
-            yield conn
+        started = time.perf_counter()
+        try:
+            with self.engine.connect() as conn, conn.begin():
+                yield conn
+        finally:
+            self._timed("read", started)
+
+    def _timed(self, mode: str, started: float) -> None:
+        # Whole transactions, waits for a connection or a lock included: what callers feel.
+        if self.observe is not None:
+            self.observe(mode, time.perf_counter() - started)
 
     def dispose(self) -> None:
         self.engine.dispose()
