@@ -7,7 +7,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request
 
-from sparkgate import __version__
+from sparkgate import __version__, web
 from sparkgate.api import livy
 from sparkgate.api.deps import get_user
 from sparkgate.api.errors import install_error_handlers
@@ -83,6 +83,7 @@ def create_app(settings: Settings) -> FastAPI:
         app.include_router(router, dependencies=guarded)
     app.include_router(metrics.router, dependencies=[Depends(_metrics_guard(settings))])
     livy.install(app, dependencies=guarded)
+    web.install(app)
     return app
 
 

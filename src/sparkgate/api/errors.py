@@ -12,7 +12,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sparkgate.errors import (
@@ -30,10 +30,21 @@ from sparkgate.errors import (
 log = logging.getLogger("sparkgate.api")
 
 ErrorBody = Callable[[int, dict[str, Any]], dict[str, Any]]
+ErrorPage = Callable[[Request, int, dict[str, Any]], Response]
 
 # (path prefix, body shape, status remapping); the first match wins, the native shape is the
 # fallback.
 _BODIES: list[tuple[str, ErrorBody, Mapping[int, int]]] = []
+
+
+# (path prefix, renderer) for paths people read in a browser (the dashboard): errors there are
+# pages, not JSON.
+_PAGES: list[tuple[str, ErrorPage]] = []
+
+
+def register_error_page(prefix: str, page: ErrorPage) -> None:
+    if not any(p == prefix for p, _ in _PAGES):
+        _PAGES.append((prefix, page))
 
 
 def native_body(_status: int, error: dict[str, Any]) -> dict[str, Any]:
@@ -70,8 +81,11 @@ def status_of(exc: SparkgateError) -> int:
     return next((status for kind, status in _STATUSES if isinstance(exc, kind)), 500)
 
 
-def error_response(request: Request, status: int, error: dict[str, Any]) -> JSONResponse:
+def error_response(request: Request, status: int, error: dict[str, Any]) -> Response:
     path = request.url.path
+    for prefix, page in _PAGES:
+        if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+            return page(request, status, error)
     for prefix, body, statuses in _BODIES:
         if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
             status = statuses.get(status, status)
@@ -101,15 +115,15 @@ def _describe_validation(exc: RequestValidationError) -> dict[str, Any]:
 
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SparkgateError)
-    async def _sparkgate(request: Request, exc: SparkgateError) -> JSONResponse:
+    async def _sparkgate(request: Request, exc: SparkgateError) -> Response:
         return error_response(request, status_of(exc), exc.to_dict())
 
     @app.exception_handler(RequestValidationError)
-    async def _validation(request: Request, exc: RequestValidationError) -> JSONResponse:
+    async def _validation(request: Request, exc: RequestValidationError) -> Response:
         return error_response(request, 422, _describe_validation(exc))
 
     @app.exception_handler(StarletteHTTPException)
-    async def _http(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def _http(request: Request, exc: StarletteHTTPException) -> Response:
         code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "HTTP_ERROR")
         message = str(exc.detail)
         if exc.status_code == 404:
@@ -117,7 +131,7 @@ def install_error_handlers(app: FastAPI) -> None:
         return error_response(request, exc.status_code, {"code": code, "message": message})
 
     @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> JSONResponse:
+    async def _unexpected(request: Request, exc: Exception) -> Response:
         log.exception("unhandled error on %s %s", request.method, request.url.path)
         return error_response(
             request, 500, {"code": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}

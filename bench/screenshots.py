@@ -1,0 +1,129 @@
+"""The README's dashboard pictures, made from a real run.
+
+    scripts/bench screenshots [--out docs/images]
+
+Starts a sparkgate server with authentication on (users alice and bob) and real engines, has
+both users run a few queries (one fails, one is cancelled, one is still running) and alice run a
+stream job, then photographs the queries page and the stream's page in Debian's Chromium.
+"""
+
+from __future__ import annotations
+
+import argparse
+import tempfile
+import time
+from pathlib import Path
+from typing import Any
+
+import httpx
+from harness import bench_server
+from playwright.sync_api import sync_playwright
+from rich.console import Console
+
+from sparkgate.auth.passwords import PasswordFile
+
+USERS = {"alice": "alice-secret", "bob": "bob-secret"}
+STREAM = "clicks_per_window"
+SCRIPT = """
+CREATE STREAM clicks USING rate OPTIONS ('rowsPerSecond'='40');
+CREATE TEMPORARY VIEW per_window AS
+  SELECT window(timestamp, '2 seconds') AS w, count(*) AS clicks
+  FROM clicks WATERMARK timestamp DELAY OF INTERVAL 1 SECOND
+  GROUP BY window(timestamp, '2 seconds');
+SAVE STREAM per_window TO noop IDENTIFIED BY per_window OUTPUT MODE UPDATE TRIGGER 1 second
+"""
+QUERIES = [
+    ("alice", "SELECT id, id * 2 AS twice FROM range(1000)"),
+    ("bob", "SELECT count(*) AS n, sum(id) AS total FROM range(1000000)"),
+    ("alice", "SELECT customer, sum(amount)\nFROM orders GROUP BY customer"),
+    ("bob", "SELECT current_date() AS today, version() AS spark"),
+    ("alice", "SELECT id % 10 AS bucket, count(*) FROM range(100000) GROUP BY 1 ORDER BY 1"),
+]
+LONG = "SELECT sum(id % 7) FROM range(100000000000)"
+
+
+def _client(url: str, user: str) -> httpx.Client:
+    return httpx.Client(base_url=url, auth=(user, USERS[user]), timeout=120)
+
+
+def _session(client: httpx.Client) -> int:
+    session_id: int = client.post("/v1/sessions", json={"kind": "interactive"}).json()["id"]
+    while client.get(f"/v1/sessions/{session_id}").json()["state"] != "idle":
+        time.sleep(0.3)
+    return session_id
+
+
+def _finish(client: httpx.Client, query_id: int) -> None:
+    while client.get(f"/v1/queries/{query_id}", params={"wait": 30}).json()["state"] in (
+        "waiting",
+        "running",
+        "cancelling",
+    ):
+        pass
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--out", type=Path, default=Path("docs/images"))
+    parser.add_argument("--chromium", default="/usr/bin/chromium")
+    args = parser.parse_args()
+    console = Console(width=120)
+    args.out.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(prefix="sparkgate-shots-") as tmp:
+        passwords = Path(tmp) / "passwords"
+        for user, password in USERS.items():
+            PasswordFile(passwords).set(user, password)
+        settings: dict[str, Any] = {
+            "catalog": "in-memory",
+            "auth": "password",
+            "auth_password_file": passwords,
+            "engine_share_level": "server",
+            "admins": ["alice"],
+        }
+        with bench_server(console, **settings) as server:
+            clients = {user: _client(server.url, user) for user in USERS}
+            sessions = {user: _session(client) for user, client in clients.items()}
+            for user, sql in QUERIES:
+                client = clients[user]
+                query = client.post(
+                    "/v1/queries", json={"query": sql, "session_id": sessions[user]}
+                ).json()
+                _finish(client, query["id"])
+            cancelled = (
+                clients["bob"]
+                .post("/v1/queries", json={"query": LONG, "session_id": sessions["bob"]})
+                .json()
+            )
+            time.sleep(3)
+            clients["bob"].post(f"/v1/queries/{cancelled['id']}/cancel")
+            _finish(clients["bob"], cancelled["id"])
+            clients["alice"].post("/v1/streams", json={"name": STREAM, "sql": SCRIPT})
+            clients["bob"].post("/v1/queries", json={"query": LONG, "session_id": sessions["bob"]})
+            console.print("letting the stream run for 40 s...")
+            time.sleep(40)
+            with sync_playwright() as playwright:
+                browser = playwright.chromium.launch(
+                    executable_path=args.chromium, args=["--no-sandbox"]
+                )
+                page = browser.new_page(viewport={"width": 1280, "height": 720})
+                page.goto(f"{server.url}/ui/login")
+                page.get_by_label("User name").fill("alice")
+                page.get_by_label("Password or access token").fill(USERS["alice"])
+                page.get_by_role("button", name="Sign in").click()
+                page.wait_for_url("**/ui/queries")
+                page.screenshot(path=args.out / "dashboard-queries.png")
+                page.set_viewport_size({"width": 1280, "height": 1100})
+                page.goto(f"{server.url}/ui/streams/{STREAM}")
+                page.wait_for_timeout(2000)
+                page.screenshot(path=args.out / "dashboard-stream.png")
+                browser.close()
+            clients["alice"].post(f"/v1/streams/{STREAM}/stop")
+            for client in clients.values():
+                client.close()
+    console.print(f"saved {args.out}/dashboard-queries.png and dashboard-stream.png")
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,182 @@
+"""Dashboard pages for deployed jobs: the list with recent deployments, and one job (its
+version, what it runs, where its state is, and every deploy decision with the manifest change
+that led to it).
+
+Pages call the native API's route functions (``api.routes.jobs``) with the signed-in user, so
+they show what ``/v1/jobs`` shows: jobs are the team's, deployments their owner's.
+"""
+
+from __future__ import annotations
+
+import difflib
+from typing import Any
+
+import yaml
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse
+
+from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.routes import jobs as api
+from sparkgate.api.routes import streams as streams_api
+from sparkgate.errors import StreamJobNotFound
+from sparkgate.jobs.plan import ActionKind
+from sparkgate.web.templating import render, render_list
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+DEPLOYMENTS = 10  # recent deployments on the list page
+HISTORY = 100  # decisions on a job's page
+
+# What each decision did, in the page's words and its colour; a decision that made a new
+# version says so first ("new version, restarted clean").
+_DONE = {
+    ActionKind.START_CLEAN: ("started", "started clean"),
+    ActionKind.RESUME: ("restarted", "started from saved state"),
+    ActionKind.RESTART_CLEAN: ("started", "restarted clean"),
+    ActionKind.RESTART_RESUME: ("restarted", "restarted from saved state"),
+    ActionKind.UPDATE: ("updated", "updated, not restarted"),
+    ActionKind.REGISTER: ("updated", "registered"),
+    ActionKind.NOTHING: ("unchanged", "unchanged"),
+    ActionKind.ERROR: ("refused", "refused"),
+    ActionKind.REMOVE: ("removed", "removed"),
+    ActionKind.ORPHANED: ("unchanged", "left as it is (manifest gone)"),
+}
+_OPEN = frozenset({"planned", "in_progress"})  # outcomes of a deploy still under way
+
+
+@router.get("/jobs")
+def jobs_page(
+    request: Request, node: NodeDep, user: UserDep, removed: bool = False
+) -> HTMLResponse:
+    """The jobs and recent deployments; the table alone for the page's poll."""
+    return render_list(request, "jobs.html", "_jobs_table.html", **_list(node, user, removed))
+
+
+def _list(node: NodeDep, user: UserDep, removed: bool) -> dict[str, Any]:
+    deployments = api.list_deployments(node, user, limit=DEPLOYMENTS)
+    for deployment in deployments["deployments"]:
+        deployment["decisions"] = [_labelled(d) for d in deployment["decisions"]]
+    return {
+        "jobs": api.list_jobs(node, user, removed=removed)["jobs"],
+        "deployments": deployments,
+        "removed": removed,
+    }
+
+
+@router.get("/jobs/{name}")
+def job_page(request: Request, name: str, node: NodeDep, user: UserDep) -> HTMLResponse:
+    return render(request, "job.html", **_detail(node, user, name))
+
+
+@router.get("/jobs/{name}/state")
+def job_state(
+    request: Request, name: str, node: NodeDep, user: UserDep, seen: str = ""
+) -> HTMLResponse:
+    """The job's state and paths, polled; with its deploy history too (out of band) when that
+    changed since the ``seen`` marker the page has."""
+    detail = _detail(node, user, name)
+    return render(request, "_job_state.html", history_changed=seen != detail["marker"], **detail)
+
+
+def _detail(node: NodeDep, user: UserDep, name: str) -> dict[str, Any]:
+    job = api.get_job(name, node, user)
+    history = api.job_history(name, node, user, limit=HISTORY)
+    manifests = {v["version"]: v["manifest"] for v in history["versions"]}
+    decisions = [_labelled(d, manifests) for d in history["decisions"]]
+    current = manifests.get(job["version"])
+    deploying = sum(d["outcome"] in _OPEN for d in decisions)
+    latest = decisions[0]["deployment_id"] if decisions else 0
+    return {
+        "job": job,
+        "versions": [{**v, "yaml": _yaml(v["manifest"])} for v in history["versions"]],
+        "decisions": decisions,
+        "deploying": deploying > 0,
+        # What the history shows changes with a new decision, an outcome, or the manifest.
+        "marker": f"{latest}.{len(decisions)}.{deploying}.{job['version']}.{job['updated_at']}",
+        # Changes that kept the version (run config, description) are not kept one by one:
+        # the store has each version's first manifest and the current one.
+        "kept_diff": _diff(current, job["manifest"], f"version {job['version']} as made", "now")
+        if current is not None and current != job["manifest"]
+        else None,
+        "stream_visible": job["stream"] is not None and _sees_stream(node, user, name),
+    }
+
+
+def _sees_stream(node: NodeDep, user: UserDep, name: str) -> bool:
+    """Whether the job's stream page would open for this user (the stream API's own check):
+    a job is the team's, its stream job its deployer's."""
+    try:
+        streams_api.visible_job(node, user, name)
+    except StreamJobNotFound:
+        return False
+    return True
+
+
+def _labelled(
+    decision: dict[str, Any], manifests: dict[int, dict[str, Any]] | None = None
+) -> dict[str, Any]:
+    """A decision view with what the page says of it and, given the versions' manifests, the
+    change that caused a new version."""
+    action = decision["action"]
+    kind, label = _DONE.get(action, ("unchanged", action))
+    before, after = decision["from_version"], decision["to_version"]
+    new_version = after is not None and after != before and kind not in ("refused", "removed")
+    planned = decision["outcome"] == "plan-only"
+    if new_version and before is not None:
+        kind, label = "new", f"new version, {label}"
+    diff = None
+    # A plan only made no version: the stored one of that number may be another deploy's.
+    if manifests is not None and new_version and after in manifests and not planned:
+        old = manifests.get(before) if before is not None else None
+        diff = _diff(
+            old, manifests[after], f"version {before}" if old else "nothing", f"version {after}"
+        )
+    return {**decision, "kind": kind, "label": label, "new_version": new_version, "diff": diff}
+
+
+def _diff(
+    before: dict[str, Any] | None, after: dict[str, Any], old: str, new: str
+) -> list[tuple[str, str]]:
+    """A unified diff of two manifests as YAML, as (kind, line) pairs: ``add``, ``del``,
+    ``hunk``, ``file`` or ``same``. The whole manifest is shown: they are short, and the
+    lines around a change are what make it readable."""
+    lines = difflib.unified_diff(
+        _yaml(before).splitlines(), _yaml(after).splitlines(), old, new, lineterm="", n=1000
+    )
+    kinds = {"+": "add", "-": "del", "@": "hunk", " ": "same"}
+    shown = []
+    for line in lines:
+        if line.startswith(("+++", "---")):
+            shown.append(("file", line))
+        else:
+            shown.append((kinds.get(line[:1], "same"), line))
+    return shown
+
+
+def _yaml(manifest: dict[str, Any] | None) -> str:
+    """A manifest as its author would write it: fields left unset (null, empty) are left out,
+    and multi-line SQL or code is a literal block."""
+    if manifest is None:
+        return ""
+    return yaml.dump(_set(manifest), Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=100)
+
+
+def _set(value: Any) -> Any:
+    if isinstance(value, dict):
+        kept = {k: _set(v) for k, v in value.items()}
+        return {k: v for k, v in kept.items() if v not in (None, {}, [])}
+    if isinstance(value, list):
+        return [_set(v) for v in value]
+    return value
+
+
+class _Dumper(yaml.SafeDumper):
+    pass
+
+
+def _string(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _string)

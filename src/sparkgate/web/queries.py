@@ -1,0 +1,118 @@
+"""Dashboard pages for queries: the live list, one query, its result, cancelling it.
+
+Each page calls the native API's route function for the same data (``api.routes.queries``),
+with the signed-in user: the same store reads, the same access checks, the same views.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import HTMLResponse, RedirectResponse, Response
+
+from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.routes import queries as api
+from sparkgate.api.views import query_view
+from sparkgate.errors import InvalidRequest, SparkgateError
+from sparkgate.states import StatementState
+from sparkgate.web.paging import page_links
+from sparkgate.web.templating import render, render_list
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+PAGE = 50  # queries per page of the list
+RESULT_PAGE = 100  # rows per page of a result preview
+
+
+@router.get("")
+def home(user: UserDep) -> Response:
+    return RedirectResponse("/ui/queries", status_code=303)
+
+
+def _filters(
+    state: str | None, owner: str | None, session_id: str | None, offset: int
+) -> dict[str, Any]:
+    """The list's filters from the form: empty fields mean no filter."""
+    filters: dict[str, Any] = {"state": state or "", "owner": owner or "", "session_id": ""}
+    if state and state not in {s.value for s in StatementState}:
+        raise InvalidRequest(f"state: unknown query state {state!r}.", field="state")
+    if session_id:
+        if not session_id.strip().isdigit():
+            raise InvalidRequest("session_id: a session id is a number.", field="session_id")
+        filters["session_id"] = session_id.strip()
+    filters["offset"] = max(0, offset)
+    return filters
+
+
+def _page(node: NodeDep, user: UserDep, filters: dict[str, Any]) -> dict[str, Any]:
+    page = api.list_queries(
+        node,
+        user,
+        owner=filters["owner"] or None,
+        session_id=int(filters["session_id"]) if filters["session_id"] else None,
+        state=[StatementState(filters["state"])] if filters["state"] else None,
+        offset=filters["offset"],
+        limit=PAGE,
+    )
+    return page_links(page, filters, PAGE)
+
+
+@router.get("/queries")
+def queries_page(
+    request: Request,
+    node: NodeDep,
+    user: UserDep,
+    state: str | None = None,
+    owner: str | None = None,
+    session_id: str | None = None,
+    offset: int = 0,
+) -> HTMLResponse:
+    """The live list: the page, and the table alone for its poll (every 2 s)."""
+    filters = _filters(state, owner, session_id, offset)
+    return render_list(
+        request,
+        "queries.html",
+        "_queries_table.html",
+        page=_page(node, user, filters),
+        filters=filters,
+        states=[s.value for s in StatementState],
+    )
+
+
+@router.get("/queries/{query_id}")
+def query_page(request: Request, query_id: int, node: NodeDep, user: UserDep) -> HTMLResponse:
+    query = query_view(node.gateway.statement(query_id, user=user))
+    return render(request, "query.html", query=query)
+
+
+@router.get("/queries/{query_id}/state")
+def query_state(
+    request: Request, query_id: int, node: NodeDep, user: UserDep, was: str = ""
+) -> HTMLResponse:
+    """The query's state, timeline, progress and error; polled while it runs. When it turns
+    final, the fragment also replaces the SQL (to mark an error's position) and loads the
+    result, out of band."""
+    query = query_view(node.gateway.statement(query_id, user=user))
+    return render(request, "_query_state.html", query=query, changed=was != query["state"])
+
+
+@router.post("/queries/{query_id}/cancel")
+def cancel_query(request: Request, query_id: int, node: NodeDep, user: UserDep) -> HTMLResponse:
+    notice = None
+    try:
+        api.cancel_query(query_id, node, user)
+    except SparkgateError as exc:
+        if exc.code != "QUERY_FINISHED":
+            raise
+        notice = exc.message
+    query = query_view(node.gateway.statement(query_id, user=user))
+    return render(request, "_query_state.html", query=query, changed=True, notice=notice)
+
+
+@router.get("/queries/{query_id}/result")
+def query_result(
+    request: Request, query_id: int, node: NodeDep, user: UserDep, offset: int = 0
+) -> HTMLResponse:
+    result = api.get_result(query_id, node, user, offset=max(0, offset), limit=RESULT_PAGE)
+    return render(request, "_result.html", query_id=query_id, result=result)

@@ -1,0 +1,161 @@
+"""Dashboard pages for stream jobs: the live list, one job (state, restarts and their backoff,
+queries, charts of their progress), and the stop and start buttons.
+
+Pages call the native API's route functions (``api.routes.streams``) with the signed-in user.
+The charts' data is the one read the API has no route for (every stored progress sample, not
+only the detail's recent ones): it goes through the API's own access check (``visible_job``) and is
+shaped by its own view (``stream_progress_view``).
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Query, Request
+from fastapi.responses import HTMLResponse
+
+from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.routes import streams as api
+from sparkgate.api.views import stream_progress_view
+from sparkgate.errors import InvalidRequest, StreamJobBusy
+from sparkgate.states import StreamJobState
+from sparkgate.streaming.backoff import RetryPolicy, backoff_delay
+from sparkgate.web.paging import page_links
+from sparkgate.web.templating import render, render_list, timestamp
+
+router = APIRouter(prefix="/ui", include_in_schema=False)
+
+PAGE = 50
+
+# What the buttons may do in each state (the same states ``Streams.stop``/``start`` act in;
+# elsewhere they would change nothing, so no button is shown).
+STOPPABLE = frozenset({"pending", "starting", "running", "restarting"})
+STARTABLE = frozenset({"stopped", "failed"})
+
+
+def _filters(state: str | None, owner: str | None, offset: int) -> dict[str, Any]:
+    if state and state not in {s.value for s in StreamJobState}:
+        raise InvalidRequest(f"state: unknown stream job state {state!r}.", field="state")
+    return {"state": state or "", "owner": owner or "", "offset": max(0, offset)}
+
+
+def _page(node: NodeDep, user: UserDep, filters: dict[str, Any]) -> dict[str, Any]:
+    page = api.list_streams(
+        node,
+        user,
+        owner=filters["owner"] or None,
+        state=[StreamJobState(filters["state"])] if filters["state"] else None,
+        offset=filters["offset"],
+        limit=PAGE,
+    )
+    return page_links(page, filters, PAGE)
+
+
+@router.get("/streams")
+def streams_page(
+    request: Request,
+    node: NodeDep,
+    user: UserDep,
+    state: str | None = None,
+    owner: str | None = None,
+    offset: int = 0,
+) -> HTMLResponse:
+    """The live list: the page, and the table alone for its poll (states, restarts and
+    errors change without a reload)."""
+    filters = _filters(state, owner, offset)
+    return render_list(
+        request,
+        "streams.html",
+        "_streams_table.html",
+        page=_page(node, user, filters),
+        filters=filters,
+        states=[s.value for s in StreamJobState],
+    )
+
+
+SCHEDULE = 4  # upcoming backoff delays shown per query
+
+
+def _restarts(stream: dict[str, Any]) -> list[dict[str, Any]]:
+    """The job's relaunches and its queries' restarts in one list, newest first."""
+    rows = [{**r, "of": None} for r in stream["recent_restarts"]]
+    for query in stream["queries"]:
+        rows.extend({**r, "of": query["name"]} for r in query.get("recent_restarts", []))
+    return sorted(rows, key=lambda r: r["failed_at"] or "", reverse=True)
+
+
+def _schedule(query: dict[str, Any]) -> list[float]:
+    """The delays the query would wait if it failed again now, and again after that: the
+    supervisor's own backoff function on the query's own policy (without the random part)."""
+    if not query.get("retry"):
+        return []
+    policy = RetryPolicy.from_json(query["retry"])
+    if not policy.enabled:
+        return []
+    left = max(0, min(SCHEDULE, policy.max_attempts - query["failures"]))
+    return [backoff_delay(query["failures"] + n, policy, rand=lambda: 0.0) for n in range(left)]
+
+
+def _context(stream: dict[str, Any]) -> dict[str, Any]:
+    next_at = timestamp(stream["next_restart_at"])
+    return {
+        "stream": stream,
+        "restarts": _restarts(stream),
+        "schedules": {q["name"]: _schedule(q) for q in stream["queries"]},
+        "restart_in": None if next_at is None else max(0.0, next_at - time.time()),
+        "stoppable": STOPPABLE,
+        "startable": STARTABLE,
+    }
+
+
+def _state(request: Request, stream: dict[str, Any], notice: str | None = None) -> HTMLResponse:
+    return render(request, "_stream_state.html", notice=notice, **_context(stream))
+
+
+@router.get("/streams/{name}")
+def stream_page(request: Request, name: str, node: NodeDep, user: UserDep) -> HTMLResponse:
+    return render(request, "stream.html", **_context(api.get_stream(name, node, user)))
+
+
+@router.get("/streams/{name}/state")
+def stream_state(request: Request, name: str, node: NodeDep, user: UserDep) -> HTMLResponse:
+    """State, queries, restarts and last error; the page polls it."""
+    return _state(request, api.get_stream(name, node, user))
+
+
+@router.get("/streams/{name}/progress")
+def stream_progress(
+    name: str, node: NodeDep, user: UserDep, after: Annotated[int, Query(ge=0)] = 0
+) -> dict[str, Any]:
+    """The charts' data: each query's stored progress samples, oldest first, and a cursor.
+    ``?after=<cursor>`` answers only the samples stored since, which the charts append."""
+    job = api.visible_job(node, user, name)  # the API's check: another user's job is not found
+    store = node.store.stream_queries
+    cursor = after
+    queries = []
+    for query in store.of_job(job.id):
+        samples = [
+            p
+            for p in reversed(store.progress(query.id, limit=node.settings.stream_progress_history))
+            if p.id > after
+        ]
+        cursor = max([cursor, *(p.id for p in samples)])
+        queries.append({"name": query.name, "points": [stream_progress_view(p) for p in samples]})
+    return {"cursor": cursor, "queries": queries}
+
+
+@router.post("/streams/{name}/stop")
+def stop_stream(request: Request, name: str, node: NodeDep, user: UserDep) -> HTMLResponse:
+    stream = api.stop_stream(name, node, user)
+    return _state(request, stream, notice=f"Stopping {name} at the end of its micro-batch.")
+
+
+@router.post("/streams/{name}/start")
+def start_stream(request: Request, name: str, node: NodeDep, user: UserDep) -> HTMLResponse:
+    try:
+        stream = api.start_stream(name, node, user)
+    except StreamJobBusy as exc:
+        # Still stopping (another tab, another user's click): say so where the button was.
+        return _state(request, api.get_stream(name, node, user), notice=exc.message)
+    return _state(request, stream, notice=f"Starting {name} from its checkpoints.")

@@ -1,0 +1,168 @@
+"""The dashboard's browser tests: real Chromium (Debian's package, driven by Playwright), a
+real server with authentication on, real engines.
+
+One server for the whole web suite (users below); one browser; a fresh browser context (its
+own cookies) per user. Screenshots of each page go to ``build/screenshots/`` (not committed).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from sparkgate.auth.passwords import PasswordFile
+from sparkgate.testing import ServerProcess, kill_engines, local_test_settings
+
+pytestmark = pytest.mark.spark
+
+PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret", "carol": "carol-secret"}
+ACCESS = """
+admins: [carol]
+rules:
+  - {users: ["*"], allow: [sql, code, streams, jobs]}
+"""
+SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
+
+
+def chromium() -> str | None:
+    for candidate in (os.environ.get("SPARKGATE_CHROMIUM"), "chromium", "chromium-browser"):
+        if candidate and (found := shutil.which(candidate)):
+            return found
+    return None
+
+
+class Dashboard:
+    """The web suite's server, and how to reach it as each user."""
+
+    def __init__(self, server: ServerProcess) -> None:
+        self.server = server
+        self.url = server.url
+
+    def api(self, user: str) -> httpx.Client:
+        return httpx.Client(base_url=self.url, auth=(user, PASSWORDS[user]), timeout=60)
+
+    def submit(self, user: str, query: str, **body: Any) -> dict[str, Any]:
+        with self.api(user) as client:
+            response = client.post("/v1/queries", json={"query": query, **body})
+            response.raise_for_status()
+            result: dict[str, Any] = response.json()
+            return result
+
+    def open_session(self, user: str) -> int:
+        """An interactive session of ``user``, idle and ready for statements."""
+        with self.api(user) as client:
+            response = client.post("/v1/sessions", json={"kind": "interactive"})
+            response.raise_for_status()
+            session_id: int = response.json()["id"]
+            deadline = time.monotonic() + 240
+            while client.get(f"/v1/sessions/{session_id}").json()["state"] != "idle":
+                if time.monotonic() > deadline:
+                    raise AssertionError(f"session {session_id} of {user} never became idle")
+                time.sleep(0.2)
+        return session_id
+
+    def query(self, user: str, query_id: int, wait: float = 0) -> dict[str, Any]:
+        with self.api(user) as client:
+            response = client.get(f"/v1/queries/{query_id}", params={"wait": wait})
+            response.raise_for_status()
+            result: dict[str, Any] = response.json()
+            return result
+
+    def wait(self, user: str, query_id: int, timeout: float = 240) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        while True:
+            query = self.query(user, query_id, wait=min(30.0, timeout))
+            if query["state"] in {"success", "failed", "cancelled"}:
+                return query
+            if time.monotonic() > deadline:
+                raise AssertionError(f"query {query_id} still {query['state']} after {timeout} s")
+
+
+@pytest.fixture(scope="session")
+def dashboard(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[Dashboard]:
+    home = tmp_path_factory.mktemp("web-home")
+    passwords = PasswordFile(home / "passwords")
+    for name, password in PASSWORDS.items():
+        passwords.set(name, password)
+    (home / "access.yaml").write_text(ACCESS)
+    settings = local_test_settings(
+        home,
+        metastore_uri=metastore_uri,
+        auth="password",
+        auth_password_file=home / "passwords",
+        access_file=home / "access.yaml",
+        # Every user's sessions on the one shared engine (each its own SparkSession): the
+        # suite needs no JVM per user.
+        engine_share_level="server",
+    )
+    server = ServerProcess(settings).start()
+    try:
+        server.wait_engines_running()
+        yield Dashboard(server)
+    finally:
+        server.stop()
+        kill_engines(settings, signal.SIGKILL)
+
+
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    path = chromium()
+    if path is None:
+        pytest.skip(
+            "Debian's chromium is not installed (scripts/install --test installs it with "
+            "apt-get when run as root); the dashboard's browser tests need it"
+        )
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=path,
+            # Root in a container has no user namespaces for Chromium's sandbox.
+            args=["--no-sandbox"] if os.geteuid() == 0 else [],
+        )
+        try:
+            yield browser
+        finally:
+            browser.close()
+
+
+@pytest.fixture
+def login(dashboard: Dashboard, browser: Any) -> Iterator[Callable[..., Any]]:
+    """``login("alice")``: a page signed in as that user, in a context of its own."""
+    contexts: list[Any] = []
+
+    def sign_in(user: str, *, width: int = 1280, height: int = 900) -> Any:
+        context = browser.new_context(
+            base_url=dashboard.url, viewport={"width": width, "height": height}
+        )
+        contexts.append(context)
+        page = context.new_page()
+        page.goto("/ui/login")
+        page.get_by_label("User name").fill(user)
+        page.get_by_label("Password or access token").fill(PASSWORDS[user])
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url("**/ui/queries")
+        return page
+
+    yield sign_in
+    for context in contexts:
+        context.close()
+
+
+@pytest.fixture
+def screenshot(request: pytest.FixtureRequest) -> Callable[[Any, str], None]:
+    """Save a screenshot of a page as ``build/screenshots/<test>-<name>.png``."""
+
+    def save(page: Any, name: str) -> None:
+        SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+        page.screenshot(path=SCREENSHOTS / f"{request.node.name}-{name}.png", full_page=True)
+
+    return save
