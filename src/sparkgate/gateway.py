@@ -262,30 +262,29 @@ class Gateway:
     def cancel(self, statement_id: int, *, user: Principal) -> StatementRecord:
         """Cancel a statement: a waiting one at once, a running one through its engine."""
         owner = self.statement(statement_id, user=user).owner
-        try:
-            statement = dataclasses.replace(self._cancel(statement_id), owner=owner)
-        except QueryFinished as exc:
-            self.users.audit(
-                user, "query.cancel", "failed", target=f"query:{statement_id}", detail=exc.to_dict()
-            )
-            raise
-        self.users.audit(
-            user,
-            "query.cancel",
-            "ok",
-            target=f"query:{statement_id}",
-            detail={"state": statement.state.value},
-        )
-        return statement
-
-    def _cancel(self, statement_id: int) -> StatementRecord:
-        # Whoever calls (a request, a duty's thread), what cancelling logs names the query.
         with logs.bound(query_id=statement_id):
-            statement = self._move_to_cancel(statement_id)
+            try:
+                statement = dataclasses.replace(self._cancel(statement_id), owner=owner)
+            except QueryFinished as exc:
+                self.users.audit(
+                    user,
+                    "query.cancel",
+                    "failed",
+                    target=f"query:{statement_id}",
+                    detail=exc.to_dict(),
+                )
+                raise
             log.info("query %s %s", statement_id, statement.state.value)
+            self.users.audit(
+                user,
+                "query.cancel",
+                "ok",
+                target=f"query:{statement_id}",
+                detail={"state": statement.state.value},
+            )
             return statement
 
-    def _move_to_cancel(self, statement_id: int) -> StatementRecord:
+    def _cancel(self, statement_id: int) -> StatementRecord:
         for _ in range(3):  # the engine may move it between our read and our write
             statement = self.store.statements.get(statement_id)
             if statement.state in TERMINAL_STATEMENT_STATES:

@@ -133,18 +133,15 @@ class BinaryServer:
         if len(parts) != 3:
             await self._refuse(writer, BAD, "Malformed PLAIN response.")
         name, password = (p.decode("utf-8", "replace") for p in parts[1:])
-        if not self.users.enabled:
-            user = self.users.authenticate(None, address=address)
-        else:
-            header = "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()
-            try:
-                user = await self.users.authenticate_later(header, address=address)
-            except Unauthenticated:
-                await self._refuse(
-                    writer,
-                    BAD,
-                    f"Authentication failed: wrong user name or password (or token) for {name!r}.",
-                )
+        header = "Basic " + base64.b64encode(f"{name}:{password}".encode()).decode()
+        try:  # with authentication off, anyone is the anonymous user
+            user = await self.users.authenticate_later(header, address=address)
+        except Unauthenticated:
+            await self._refuse(
+                writer,
+                BAD,
+                f"Authentication failed: wrong user name or password (or token) for {name!r}.",
+            )
         self._send(writer, COMPLETE, b"")
         await writer.drain()
         return user

@@ -470,11 +470,14 @@ class StreamQueries:
                     .values(last_activity_at=now)
                 )
 
-    def progress(self, query_id: int, *, limit: int = 100) -> list[StreamProgressRecord]:
-        """The newest progress samples first."""
+    def progress(
+        self, query_id: int, *, limit: int = 100, after: int = 0
+    ) -> list[StreamProgressRecord]:
+        """The newest progress samples first; with ``after``, only those stored since the
+        sample of that id (a chart's cursor)."""
         query = (
             sa.select(stream_progress)
-            .where(stream_progress.c.query_id == query_id)
+            .where(stream_progress.c.query_id == query_id, stream_progress.c.id > after)
             .order_by(stream_progress.c.id.desc())
             .limit(limit)
         )

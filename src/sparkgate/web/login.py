@@ -23,7 +23,7 @@ from sparkgate.api.deps import DASHBOARD_COOKIE, NodeDep, UserDep
 from sparkgate.auth import tokens
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import Unauthenticated
-from sparkgate.web.templating import render
+from sparkgate.web.templating import from_htmx, render
 
 router = APIRouter(include_in_schema=False)
 
@@ -44,11 +44,11 @@ def error_page(request: Request, status: int, error: dict[str, Any]) -> Response
     if status == 401:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
         login = f"/ui/login?next={quote(target, safe='')}"
-        if request.headers.get("hx-request") == "true":
+        if from_htmx(request):
             # A fragment's poll: htmx follows HX-Redirect with a full page load.
             return Response(status_code=401, headers={"HX-Redirect": login})
         return RedirectResponse(login, status_code=303)
-    if request.headers.get("hx-request") == "true":
+    if from_htmx(request):
         return render(request, "_error.html", status=status, error=error)
     return render(request, "error.html", status=status, error=error, status_code=status)
 

@@ -14,7 +14,8 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.routes import queries as api
 from sparkgate.api.views import query_view
-from sparkgate.errors import InvalidRequest, SparkgateError
+from sparkgate.errors import InvalidRequest
+from sparkgate.gateway import QueryFinished
 from sparkgate.states import StatementState
 from sparkgate.web.paging import page_links
 from sparkgate.web.templating import render, render_list
@@ -99,14 +100,10 @@ def query_state(
 
 @router.post("/queries/{query_id}/cancel")
 def cancel_query(request: Request, query_id: int, node: NodeDep, user: UserDep) -> HTMLResponse:
-    notice = None
     try:
-        api.cancel_query(query_id, node, user)
-    except SparkgateError as exc:
-        if exc.code != "QUERY_FINISHED":
-            raise
-        notice = exc.message
-    query = query_view(node.gateway.statement(query_id, user=user))
+        query, notice = api.cancel_query(query_id, node, user), None
+    except QueryFinished as exc:  # it ended meanwhile: show how
+        query, notice = query_view(node.gateway.statement(query_id, user=user)), exc.message
     return render(request, "_query_state.html", query=query, changed=True, notice=notice)
 
 

@@ -135,11 +135,8 @@ def stream_progress(
     cursor = after
     queries = []
     for query in store.of_job(job.id):
-        samples = [
-            p
-            for p in reversed(store.progress(query.id, limit=node.settings.stream_progress_history))
-            if p.id > after
-        ]
+        history = node.settings.stream_progress_history
+        samples = list(reversed(store.progress(query.id, limit=history, after=after)))
         cursor = max([cursor, *(p.id for p in samples)])
         queries.append({"name": query.name, "points": [stream_progress_view(p) for p in samples]})
     return {"cursor": cursor, "queries": queries}

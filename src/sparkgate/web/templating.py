@@ -20,6 +20,11 @@ from pygments.lexer import Lexer
 from pygments.lexers import PythonLexer, SqlLexer
 
 from sparkgate import __version__
+from sparkgate.states import (
+    TERMINAL_ENGINE_STATES,
+    TERMINAL_SESSION_STATES,
+    TERMINAL_STATEMENT_STATES,
+)
 
 _env = Environment(
     loader=PackageLoader("sparkgate.web", "templates"),
@@ -45,9 +50,13 @@ _HEADERS = {
     "Cache-Control": "no-store",
 }
 
-TERMINAL = frozenset(
-    {"success", "failed", "cancelled", "dead", "killed", "error", "stopped", "lost"}
-)
+# The final states of what pages show (states.py's groups), as the views write them: no poll
+# or button is shown for what can no longer change.
+FINAL = {
+    "query": frozenset(s.value for s in TERMINAL_STATEMENT_STATES),
+    "session": frozenset(s.value for s in TERMINAL_SESSION_STATES),
+    "engine": frozenset(s.value for s in TERMINAL_ENGINE_STATES),
+}
 
 
 def render(request: Request, template: str, *, status: int = 200, **context: Any) -> HTMLResponse:
@@ -63,10 +72,15 @@ def render(request: Request, template: str, *, status: int = 200, **context: Any
     return HTMLResponse(body, status_code=status, headers=_HEADERS)
 
 
+def from_htmx(request: Request) -> bool:
+    """Whether the page's own script (htmx) sent this request, for a fragment."""
+    return request.headers.get("hx-request") == "true"
+
+
 def render_list(request: Request, template: str, table: str, /, **context: Any) -> HTMLResponse:
     """A list page, or only its table when the page's own poll asks (htmx's header): one
     route, so the poll reads exactly what the page shows."""
-    if request.headers.get("hx-request") == "true":
+    if from_htmx(request):
         return render(request, table, **context)
     return render(request, template, **context)
 
@@ -180,4 +194,4 @@ def pygments_css() -> str:
 
 
 _env.filters.update(when=when, ago=ago, between=between, duration=duration, first_line=first_line)
-_env.globals.update(code_html=code_html, terminal=TERMINAL)
+_env.globals.update(code_html=code_html, final=FINAL)
