@@ -17,7 +17,7 @@ from sparkgate.engine.batch_files import (
     run_python_script,
     run_sql_script,
 )
-from sparkgate.engine.executors import ExecutionContext
+from sparkgate.engine.contract import ExecutionContext
 from sparkgate.engine.failures import DescribedError
 from sparkgate.engine.session import OpenSession
 from sparkgate.engine.sql_script import SqlPiece, shift_error, split_sql

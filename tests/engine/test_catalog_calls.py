@@ -16,7 +16,8 @@ import pytest
 
 from sparkgate.engine import catalog_calls
 from sparkgate.engine.catalog_calls import jdbc_pattern, jdbc_type, spark_prefilter
-from sparkgate.engine.executors import EXECUTORS, ExecutionContext
+from sparkgate.engine.contract import ExecutionContext
+from sparkgate.engine.executors import EXECUTORS
 from sparkgate.engine.failures import DescribedError
 from sparkgate.engine.session import OpenSession
 from sparkgate.results import read_page

@@ -15,9 +15,10 @@ from typing import Any
 import pytest
 
 from sparkgate.engine import hooks
-from sparkgate.engine.executors import ExecResult, ExecutionContext, run_sql
+from sparkgate.engine.contract import ExecResult, ExecutionContext
 from sparkgate.engine.failures import describe_failure
 from sparkgate.engine.session import OpenSession
+from sparkgate.engine.sql_handlers import run_sql
 from sparkgate.settings import Settings
 from sparkgate.states import (
     EngineKind,

@@ -30,8 +30,9 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from sparkgate.engine.executors import SQL_HANDLERS, ExecResult, ExecutionContext, run_sql
+from sparkgate.engine.contract import ExecResult, ExecutionContext
 from sparkgate.engine.failures import DescribedError, describe_failure
+from sparkgate.engine.sql_handlers import SQL_HANDLERS, run_sql
 from sparkgate.engine.sql_script import shift_error, split_sql
 from sparkgate.engine.user_code import (
     Capture,

@@ -26,7 +26,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sparkgate.engine.executors import ExecResult, ExecutionContext, rows_result
+from sparkgate.engine.contract import ExecResult, ExecutionContext, rows_result
 from sparkgate.engine.failures import DescribedError
 from sparkgate.engine.user_code import StatementInterrupted
 

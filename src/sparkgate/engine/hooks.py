@@ -20,7 +20,7 @@ import logging
 from typing import TYPE_CHECKING, Protocol
 
 if TYPE_CHECKING:
-    from sparkgate.engine.executors import ExecResult, ExecutionContext
+    from sparkgate.engine.contract import ExecResult, ExecutionContext
 
 log = logging.getLogger("sparkgate.engine.hooks")
 

@@ -33,7 +33,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sparkgate.engine.executors import ExecResult, ExecutionContext
+from sparkgate.engine.contract import ExecResult, ExecutionContext
 from sparkgate.engine.failures import DescribedError, describe_failure
 from sparkgate.engine.session import OpenSession
 from sparkgate.engine.user_code import (

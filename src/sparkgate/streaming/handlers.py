@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkgate.engine.executors import ExecResult, ExecutionContext, rows_result
+from sparkgate.engine.contract import ExecResult, ExecutionContext, rows_result
 from sparkgate.errors import SparkgateError
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.parser import parse

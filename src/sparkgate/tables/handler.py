@@ -1,6 +1,6 @@
 """The SQL handler that runs CREATE/REPLACE TABLE ... AS SELECT two-phase (engine side).
 
-Registered in ``engine.executors.SQL_HANDLERS``. For any other statement it returns None and
+Listed in ``engine.sql_handlers.SQL_HANDLERS``. For any other statement it returns None and
 Spark runs the statement as usual. For a CTAS/RTAS it decides (``tables.plan``) between:
 
 - staged: a ``TwoPhaseTable`` bound to the statement through a ``CtasStatusHook``: ``begin``
@@ -17,8 +17,9 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
+from sparkgate.engine.contract import ExecResult, ExecutionContext, dataframe_result
 from sparkgate.engine.failures import DescribedError, describe_failure
 from sparkgate.tables import catalog, locations
 from sparkgate.tables.plan import (
@@ -41,9 +42,6 @@ from sparkgate.tables.twophase import (
     VersionedReplace,
     WriteContext,
 )
-
-if TYPE_CHECKING:
-    from sparkgate.engine.executors import ExecResult, ExecutionContext
 
 log = logging.getLogger("sparkgate.tables")
 
@@ -154,8 +152,6 @@ def _columns_differ(
 
 def _plain(ctx: ExecutionContext, reason: str) -> ExecResult:
     """Spark runs the statement as written; the record says why it was not staged."""
-    from sparkgate.engine.executors import dataframe_result
-
     log.info("statement %s runs plain: %s", ctx.statement.id, reason)
     output = {"path": "plain", "reason": reason}
     _note(ctx, output)
@@ -170,8 +166,6 @@ def _note(ctx: ExecutionContext, output: dict[str, Any]) -> None:
 
 def _empty(ctx: ExecutionContext, output: dict[str, Any]) -> ExecResult:
     """What Spark's CTAS returns (no columns, no rows), plus the record of what we did."""
-    from sparkgate.engine.executors import dataframe_result
-
     result = dataframe_result(ctx, ctx.session.spark.range(0).select())
     result.output["ctas"] = output
     return result

@@ -45,7 +45,7 @@ from sparkgate.tables.statement import CtasStatement
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from sparkgate.engine.executors import ExecResult
+    from sparkgate.engine.contract import ExecResult
 
 log = logging.getLogger("sparkgate.tables")
 

@@ -1,0 +1,130 @@
+"""What an executor is given and what it gives back: the contract between the engine and the
+statement kinds it runs.
+
+An executor (``Executor``) takes the statement's ``ExecutionContext`` and returns the
+``ExecResult`` the store records on success (the result's description, and any output); it
+raises on failure. Executors run on their own thread, under the statement's Spark job tag, so a
+cancel interrupts exactly their jobs. A ``SqlHandler`` is the same for a SQL extension, except
+that it returns None for SQL that is not its own.
+
+This module is the bottom of the engine: the engine core and every capability (tables,
+streaming, python_runner, batch_files, catalog_calls) import it, and it imports none of them at
+run time. Only the type of ``ExecutionContext.streams`` is named here, for the type checker.
+
+    def run_hello(ctx: ExecutionContext) -> ExecResult:
+        return rows_result(ctx, [("greeting", "string")], [["hello"]])
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from sparkgate.engine.hooks import StatementHook
+from sparkgate.engine.session import OpenSession
+from sparkgate.settings import Settings
+from sparkgate.store import Store
+from sparkgate.store.records import StatementRecord
+
+if TYPE_CHECKING:
+    from pyspark.sql import DataFrame
+
+    from sparkgate.streaming.supervisor import StreamSupervisor
+
+
+@dataclass
+class ExecutionContext:
+    session: OpenSession
+    statement: StatementRecord
+    settings: Settings
+    store: Store
+    engine_id: int
+    cancelled: threading.Event  # set when the statement is to stop (cancel, session ended)
+    streams: StreamSupervisor | None = None  # the engine's streaming queries
+    # Lifecycle hooks the engine calls when the statement finishes, fails or is cancelled.
+    hooks: list[StatementHook] = field(default_factory=list)
+
+    def add_hook(self, hook: StatementHook) -> None:
+        """Bind ``hook`` to this statement: ``on_created`` now, the rest when it ends."""
+        hook.on_created()
+        self.hooks.append(hook)
+
+    @property
+    def result_dir(self) -> Path:
+        return self.settings.resolved_results_dir / str(self.statement.id)
+
+
+@dataclass
+class ExecResult:
+    result: dict[str, Any] | None = None
+    output: dict[str, Any] = field(default_factory=dict)
+
+
+Executor = Callable[[ExecutionContext], ExecResult]
+
+# SQL that sparkgate runs its own way (extensions, or standard statements it makes safer):
+# a handler returns None to pass the statement on, or runs it and returns the result.
+SqlHandler = Callable[[ExecutionContext], "ExecResult | None"]
+
+
+def dataframe_result(ctx: ExecutionContext, df: DataFrame) -> ExecResult:
+    """Run ``df`` and store its rows as the statement's result."""
+    from sparkgate.engine.collect import describe_schema, write_result
+
+    stored = write_result(df, ctx.result_dir)
+    return ExecResult(
+        result={
+            "schema": describe_schema(df),
+            "spark_schema": df.schema.jsonValue(),
+            "row_count": stored.row_count,
+            "path": stored.path,
+        }
+    )
+
+
+def rows_result(
+    ctx: ExecutionContext, columns: list[tuple[str, str]], rows: list[list[Any]]
+) -> ExecResult:
+    """Store a few rows made in Python (no Spark job) as the statement's result.
+    ``columns``: (name, type) with types string, bigint, int, smallint, tinyint, double,
+    boolean or timestamp."""
+    import pyarrow as pa
+    from pyspark.sql import types as T
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    from sparkgate.results import ResultWriter
+
+    kinds: dict[str, T.DataType] = {
+        "string": T.StringType(),
+        "bigint": T.LongType(),
+        "int": T.IntegerType(),
+        "smallint": T.ShortType(),
+        "tinyint": T.ByteType(),
+        "double": T.DoubleType(),
+        "boolean": T.BooleanType(),
+        "timestamp": T.TimestampType(),
+    }
+    schema = T.StructType([T.StructField(name, kinds[kind]) for name, kind in columns])
+    arrow = to_arrow_schema(schema, timezone="UTC")
+    writer = ResultWriter(ctx.result_dir, arrow)
+    try:
+        names = [name for name, _ in columns]
+        batch = pa.RecordBatch.from_pylist(
+            [dict(zip(names, row, strict=True)) for row in rows], schema=arrow
+        )
+        writer.write(batch)
+        stored = writer.commit()
+    except BaseException:
+        writer.abort()
+        raise
+    return ExecResult(
+        result={
+            "schema": [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields],
+            "spark_schema": schema.jsonValue(),
+            "row_count": stored.row_count,
+            "path": stored.path,
+        }
+    )
