@@ -5,9 +5,9 @@
 Starts a sparkgate server (no Spark needed: in-memory catalog, no engines kept), writes
 ``--queries`` finished queries into its store (in 1,000 sessions of two users), then times, over
 a kept-alive connection, the dashboard's pages and fragments next to ``GET /v1/queries``, which
-reads the same page of the same store: the difference is what rendering HTML costs. Paging is
-done by the store (``LIMIT``/``OFFSET`` and one count), so the first page and a deep one cost
-about the same whatever the store holds.
+reads the same page of the same store: the difference is what rendering HTML costs. Pages
+follow the API's cursors (``?after=``: ``WHERE id < :after ... LIMIT``), so a deep page costs
+what the first one does (which also counts the list) whatever the store holds.
 """
 
 from __future__ import annotations
@@ -97,13 +97,16 @@ def main() -> None:
             deep = max(0, args.queries - 50)
             with store.db.read() as conn:
                 one: int = conn.execute(sa.select(sa.func.max(schema.statements.c.id))).scalar_one()
+                # The cursor of the page ``deep`` rows down, newest first: the id just above it.
+                newest = sa.select(schema.statements.c.id).order_by(schema.statements.c.id.desc())
+                cursor: int = conn.execute(newest.offset(max(0, deep - 1)).limit(1)).scalar_one()
         finally:
             store.close()
         paths = [
             ("API list, first page (`/v1/queries?limit=50`)", "/v1/queries?limit=50"),
             ("queries page, first page", "/ui/queries"),
             ("queries table fragment (the 2 s poll)", "/ui/queries"),
-            (f"queries page, offset {deep}", f"/ui/queries?offset={deep}"),
+            (f"queries page, {deep} deep (cursor)", f"/ui/queries?after={cursor}"),
             ("queries page, state=failed", "/ui/queries?state=failed"),
             ("queries page, one session", "/ui/queries?session_id=100007"),
             ("one query's page", f"/ui/queries/{one}"),

@@ -166,6 +166,29 @@ def test_each_user_sees_only_their_own(
     expect(_row(admin, mine["id"])).to_be_visible()
 
 
+def test_the_list_pages_by_cursor(dashboard: Dashboard, login: Callable[..., Any]) -> None:
+    session_id = dashboard.open_session("bob")
+    ids = [dashboard.submit("bob", f"SELECT {n}", session_id=session_id)["id"] for n in range(52)]
+    try:
+        page = login("bob")
+        page.goto(f"/ui/queries?session_id={session_id}")
+        rows = page.locator("#query-list tbody tr")
+        expect(rows).to_have_count(50)
+        expect(page.locator("#query-list .count")).to_contain_text(f"52 queries, 1{DASH}50 shown")
+        expect(page.get_by_role("link", name="← Newest")).to_have_count(0)
+        page.get_by_role("link", name="Older →").click()
+        # The page after the cursor: the two oldest, and it stays put while it polls.
+        expect(page).to_have_url(re.compile(rf"after={ids[2]}"))
+        expect(rows).to_have_count(2)
+        expect(rows.first).to_have_attribute("data-query-id", str(ids[1]))
+        expect(page.locator("#query-list .count")).to_contain_text(f"older than query {ids[2]}")
+        expect(page.get_by_role("link", name="Older →")).to_have_count(0)
+        page.get_by_role("link", name="← Newest").click()
+        expect(rows.first).to_have_attribute("data-query-id", str(ids[-1]))
+    finally:
+        dashboard.wait("bob", ids[-1])
+
+
 def test_sign_in_and_out(dashboard: Dashboard, browser: Any, login: Callable[..., Any]) -> None:
     context = browser.new_context(base_url=dashboard.url)
     try:

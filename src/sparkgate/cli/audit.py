@@ -34,6 +34,10 @@ def audit(
     ] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many events.")] = 50,
     offset: Annotated[int, typer.Option("--offset", help="Skip this many first.")] = 0,
+    after: Annotated[
+        str | None,
+        typer.Option("--after", help="The page after this cursor (printed after a page)."),
+    ] = None,
     since: Annotated[
         str | None, typer.Option("--since", help="Only the last while, e.g. 1h, 7d.")
     ] = None,
@@ -57,6 +61,7 @@ def audit(
             offset=offset,
             limit=limit,
             since=since_epoch,
+            after=after,
         )
     if as_json:
         print_json(page)
@@ -78,10 +83,13 @@ def audit(
             "" if detail in (None, "", {}) else cell(detail),
         )
     console.print(table)
-    shown = f"{page.get('offset', offset) + 1}-{page.get('offset', offset) + len(events)}"
-    err_console.print(
-        f"{len(events)} events ({shown} of {page.get('total', len(events))})"
-        if events
-        else f"no events (of {page.get('total', 0)})",
-        highlight=False,
-    )
+    first, total = page.get("offset"), page.get("total")
+    of = "" if total is None else f" of {total}"
+    if events:
+        shown = f"after {after}" if first is None else f"{first + 1}-{first + len(events)}"
+        summary = f"{len(events)} events ({shown}{of})"
+    else:
+        summary = "no events" if total is None else f"no events (of {total})"
+    if page.get("next"):
+        summary += f"; more: --after {page['next']}"
+    err_console.print(summary, highlight=False)

@@ -152,3 +152,9 @@ def client(server: str) -> Iterator[Client]:
 
 def print_json(value: Any) -> None:
     typer.echo(json.dumps(value, indent=2, default=str))
+
+
+def more_hint(page: dict[str, Any]) -> None:
+    """After a list's table, how to see the next page (on stderr; nothing on the last)."""
+    if page.get("next"):
+        err_console.print(f"more: --after {page['next']}", highlight=False)

@@ -6,7 +6,14 @@ from typing import Annotated
 
 import typer
 
-from sparkgate.cli.common import JsonOption, ServerOption, client, console, print_json
+from sparkgate.cli.common import (
+    JsonOption,
+    ServerOption,
+    client,
+    console,
+    more_hint,
+    print_json,
+)
 from sparkgate.cli.render import describe_error, output_text, queries_table
 from sparkgate.client import DEFAULT_SERVER
 
@@ -19,15 +26,19 @@ def list_queries(
     session: Annotated[int | None, typer.Option(help="Only this session's queries.")] = None,
     state: Annotated[list[str] | None, typer.Option(help="Only queries in this state.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
+    after: Annotated[
+        str | None, typer.Option(help="The page after this cursor (a list's `next`).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """The newest queries first."""
+    """The newest queries first; older ones with ``--after`` and the cursor printed last."""
     with client(server) as sg:
-        page = sg.queries(session_id=session, state=state, limit=limit)
+        page = sg.queries(session_id=session, state=state, limit=limit, after=after)
     if as_json:
         print_json(page)
     else:
         console.print(queries_table(page["queries"]))
+        more_hint(page)
 
 
 @app.command("show")

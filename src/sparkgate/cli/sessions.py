@@ -6,7 +6,14 @@ from typing import Annotated
 
 import typer
 
-from sparkgate.cli.common import JsonOption, ServerOption, client, console, print_json
+from sparkgate.cli.common import (
+    JsonOption,
+    ServerOption,
+    client,
+    console,
+    more_hint,
+    print_json,
+)
 from sparkgate.cli.render import describe_error, sessions_table
 from sparkgate.client import DEFAULT_SERVER
 
@@ -18,15 +25,19 @@ def list_sessions(
     server: ServerOption = DEFAULT_SERVER,
     state: Annotated[list[str] | None, typer.Option(help="Only sessions in this state.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
+    after: Annotated[
+        str | None, typer.Option(help="The page after this cursor (a list's `next`).")
+    ] = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Sessions, oldest first."""
+    """Sessions, oldest first; newer ones with ``--after`` and the cursor printed last."""
     with client(server) as sg:
-        page = sg.sessions(state=state, limit=limit)
+        page = sg.sessions(state=state, limit=limit, after=after)
     if as_json:
         print_json(page)
     else:
         console.print(sessions_table(page["sessions"]))
+        more_hint(page)
 
 
 @app.command("show")

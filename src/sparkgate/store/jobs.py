@@ -248,19 +248,27 @@ class Deployments:
         owner: str | None = None,
         offset: int = 0,
         limit: int = 100,
+        after: int | None = None,
+        count: bool = True,
     ) -> Page[DeploymentRecord]:
-        """Deployments, newest first."""
+        """Deployments, newest first; ``after``: keyset paging, those older than that id (the
+        page's ``next_after`` is the one to pass next). ``count=False`` leaves ``total`` None."""
         where: list[sa.ColumnElement[bool]] = []
         if owner is not None:
             where.append(deployments.c.owner == owner)
         if states is not None:
             where.append(deployments.c.state.in_([s.value for s in states]))
-        query = sa.select(deployments).where(*where).order_by(deployments.c.id.desc())
-        count = sa.select(sa.func.count()).select_from(deployments).where(*where)
+        query = sa.select(deployments).where(*where)
+        if after is not None:
+            query = query.where(deployments.c.id < after)
+        query = query.order_by(deployments.c.id.desc()).offset(offset).limit(limit + 1)
+        counting = sa.select(sa.func.count()).select_from(deployments).where(*where)
         with self._db.read() as conn:
-            total = conn.execute(count).scalar_one()
-            rows = conn.execute(query.offset(offset).limit(limit)).mappings().all()
-        return Page([DeploymentRecord.from_row(r) for r in rows], total, offset, limit)
+            total = conn.execute(counting).scalar_one() if count else None
+            rows = conn.execute(query).mappings().all()
+        items = [DeploymentRecord.from_row(r) for r in rows[:limit]]
+        more = len(rows) > limit and bool(items)
+        return Page(items, total, offset, limit, items[-1].id if more else None)
 
     def running(self) -> list[DeploymentRecord]:
         return self.list_page(states=[DeploymentState.RUNNING], limit=1_000_000).items

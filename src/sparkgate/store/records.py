@@ -160,10 +160,14 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Page(Generic[T]):
+    """One page of a list. ``total``: every matching row (None when not counted);
+    ``next_after``: the key to pass as ``after`` for the following page (None at the end)."""
+
     items: list[T]
-    total: int
+    total: int | None
     offset: int
     limit: int
+    next_after: int | str | None = None
 
 
 @dataclass(frozen=True)

@@ -74,7 +74,9 @@ sessions = sa.Table(
     sa.Column("finished_at", Time, nullable=True),
     sa.Column("last_activity_at", Time, nullable=False),
     sa.Column("updated_at", Time, nullable=False),
-    sa.Index(None, "state"),
+    # Lists page by id within a filter (keyset paging): each index ends with the id.
+    sa.Index(None, "state", "id"),
+    sa.Index(None, "owner", "id"),
     sa.Index(None, "engine_id"),
 )
 
@@ -102,7 +104,9 @@ statements = sa.Table(
     # node can serve the next fetch.
     sa.Column("fetched", sa.Integer, nullable=False, default=0, server_default="0"),
     sa.UniqueConstraint("session_id", "seq"),
-    sa.Index(None, "state"),
+    # Lists page by id within a filter (keyset paging): each index ends with the id.
+    sa.Index(None, "state", "id"),
+    sa.Index(None, "session_id", "id"),
     sa.Index(None, "session_id", "state"),
 )
 

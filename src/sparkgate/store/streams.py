@@ -122,18 +122,27 @@ class StreamJobs:
         owner: str | None = None,
         offset: int = 0,
         limit: int = 100,
+        after: str | None = None,
+        count: bool = True,
     ) -> Page[StreamJobRecord]:
+        """Stream jobs by name; ``after``: keyset paging, the jobs named after that (the page's
+        ``next_after`` is the one to pass next). ``count=False`` leaves ``total`` None."""
         where: list[sa.ColumnElement[bool]] = []
         if states is not None:
             where.append(stream_jobs.c.state.in_([s.value for s in states]))
         if owner is not None:
             where.append(stream_jobs.c.owner == owner)
-        query = sa.select(stream_jobs).where(*where).order_by(stream_jobs.c.name)
-        count = sa.select(sa.func.count()).select_from(stream_jobs).where(*where)
+        query = sa.select(stream_jobs).where(*where)
+        if after is not None:
+            query = query.where(stream_jobs.c.name > after)
+        query = query.order_by(stream_jobs.c.name).offset(offset).limit(limit + 1)
+        counting = sa.select(sa.func.count()).select_from(stream_jobs).where(*where)
         with self._db.read() as conn:
-            total = conn.execute(count).scalar_one()
-            rows = conn.execute(query.offset(offset).limit(limit)).mappings().all()
-        return Page([StreamJobRecord.from_row(r) for r in rows], total, offset, limit)
+            total = conn.execute(counting).scalar_one() if count else None
+            rows = conn.execute(query).mappings().all()
+        items = [StreamJobRecord.from_row(r) for r in rows[:limit]]
+        more = len(rows) > limit and bool(items)
+        return Page(items, total, offset, limit, items[-1].name if more else None)
 
     def active(self) -> list[StreamJobRecord]:
         """Jobs a supervisor has something to watch or do for."""

@@ -32,7 +32,7 @@ def home(user: UserDep) -> Response:
 
 
 def _filters(
-    state: str | None, owner: str | None, session_id: str | None, offset: int
+    state: str | None, owner: str | None, session_id: str | None, after: str | None
 ) -> dict[str, Any]:
     """The list's filters from the form: empty fields mean no filter."""
     filters: dict[str, Any] = {"state": state or "", "owner": owner or "", "session_id": ""}
@@ -42,7 +42,7 @@ def _filters(
         if not session_id.strip().isdigit():
             raise InvalidRequest("session_id: a session id is a number.", field="session_id")
         filters["session_id"] = session_id.strip()
-    filters["offset"] = max(0, offset)
+    filters["after"] = after or ""
     return filters
 
 
@@ -53,10 +53,10 @@ def _page(node: NodeDep, user: UserDep, filters: dict[str, Any]) -> dict[str, An
         owner=filters["owner"] or None,
         session_id=int(filters["session_id"]) if filters["session_id"] else None,
         state=[StatementState(filters["state"])] if filters["state"] else None,
-        offset=filters["offset"],
         limit=PAGE,
+        after=filters["after"] or None,
     )
-    return page_links(page, filters, PAGE)
+    return page_links(page, filters)
 
 
 @router.get("/queries")
@@ -67,10 +67,11 @@ def queries_page(
     state: str | None = None,
     owner: str | None = None,
     session_id: str | None = None,
-    offset: int = 0,
+    after: str | None = None,
 ) -> HTMLResponse:
-    """The live list: the page, and the table alone for its poll (every 2 s)."""
-    filters = _filters(state, owner, session_id, offset)
+    """The live list: the page, and the table alone for its poll (every 2 s); ``?after=`` is
+    the API's cursor of the page before."""
+    filters = _filters(state, owner, session_id, after)
     return render_list(
         request,
         "queries.html",

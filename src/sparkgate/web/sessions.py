@@ -23,12 +23,12 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 PAGE = 50
 
 
-def _session_filters(state: str | None, kind: str | None, offset: int) -> dict[str, Any]:
+def _session_filters(state: str | None, kind: str | None, after: str | None) -> dict[str, Any]:
     if state and state not in {s.value for s in SessionState}:
         raise InvalidRequest(f"state: unknown session state {state!r}.", field="state")
     if kind and kind not in {k.value for k in SessionKind}:
         raise InvalidRequest(f"kind: unknown session kind {kind!r}.", field="kind")
-    return {"state": state or "", "kind": kind or "", "offset": max(0, offset)}
+    return {"state": state or "", "kind": kind or "", "after": after or ""}
 
 
 def _sessions(node: NodeDep, user: UserDep, filters: dict[str, Any]) -> dict[str, Any]:
@@ -37,10 +37,10 @@ def _sessions(node: NodeDep, user: UserDep, filters: dict[str, Any]) -> dict[str
         user,
         state=[SessionState(filters["state"])] if filters["state"] else None,
         kind=[SessionKind(filters["kind"])] if filters["kind"] else None,
-        offset=filters["offset"],
         limit=PAGE,
+        after=filters["after"] or None,
     )
-    return page_links(page, filters, PAGE)
+    return page_links(page, filters)
 
 
 @router.get("/sessions")
@@ -50,9 +50,9 @@ def sessions_page(
     user: UserDep,
     state: str | None = None,
     kind: str | None = None,
-    offset: int = 0,
+    after: str | None = None,
 ) -> HTMLResponse:
-    filters = _session_filters(state, kind, offset)
+    filters = _session_filters(state, kind, after)
     return render_list(
         request,
         "sessions.html",

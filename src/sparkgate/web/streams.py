@@ -34,10 +34,10 @@ STOPPABLE = frozenset({"pending", "starting", "running", "restarting"})
 STARTABLE = frozenset({"stopped", "failed"})
 
 
-def _filters(state: str | None, owner: str | None, offset: int) -> dict[str, Any]:
+def _filters(state: str | None, owner: str | None, after: str | None) -> dict[str, Any]:
     if state and state not in {s.value for s in StreamJobState}:
         raise InvalidRequest(f"state: unknown stream job state {state!r}.", field="state")
-    return {"state": state or "", "owner": owner or "", "offset": max(0, offset)}
+    return {"state": state or "", "owner": owner or "", "after": after or ""}
 
 
 def _page(node: NodeDep, user: UserDep, filters: dict[str, Any]) -> dict[str, Any]:
@@ -46,10 +46,10 @@ def _page(node: NodeDep, user: UserDep, filters: dict[str, Any]) -> dict[str, An
         user,
         owner=filters["owner"] or None,
         state=[StreamJobState(filters["state"])] if filters["state"] else None,
-        offset=filters["offset"],
         limit=PAGE,
+        after=filters["after"] or None,
     )
-    return page_links(page, filters, PAGE)
+    return page_links(page, filters)
 
 
 @router.get("/streams")
@@ -59,11 +59,11 @@ def streams_page(
     user: UserDep,
     state: str | None = None,
     owner: str | None = None,
-    offset: int = 0,
+    after: str | None = None,
 ) -> HTMLResponse:
     """The live list: the page, and the table alone for its poll (states, restarts and
     errors change without a reload)."""
-    filters = _filters(state, owner, offset)
+    filters = _filters(state, owner, after)
     return render_list(
         request,
         "streams.html",

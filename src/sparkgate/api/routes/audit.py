@@ -7,6 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.paging import After, Total, counted, id_after, paging
 from sparkgate.api.views import iso
 
 router = APIRouter(tags=["audit"])
@@ -22,13 +23,22 @@ def list_audit(
     since: float | None = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: After = None,
+    total: Total = None,
 ) -> dict[str, Any]:
     """Events, newest first: ``?user=bob&action=session&outcome=denied&since=<epoch>``
     (``action`` matches a prefix: ``session`` finds ``session.create`` and
-    ``session.kill``)."""
+    ``session.kill``); the next page is ``?after=<next>``."""
     node.users.require_admin(user, "read the audit log")
     page = node.store.audit.list_page(
-        user=by, action=action, outcome=outcome, since=since, offset=offset, limit=limit
+        user=by,
+        action=action,
+        outcome=outcome,
+        since=since,
+        offset=offset,
+        limit=limit,
+        after=id_after(after, offset),
+        count=counted(total, after),
     )
     return {
         "events": [
@@ -44,7 +54,5 @@ def list_audit(
             }
             for e in page.items
         ],
-        "total": page.total,
-        "offset": page.offset,
-        "limit": page.limit,
+        **paging(page, after),
     }

@@ -9,6 +9,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.paging import After, Total, counted, id_after, paging
 from sparkgate.api.views import (
     decision_view,
     deployment_view,
@@ -99,19 +100,23 @@ def list_deployments(
     owner: str | None = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+    after: After = None,
+    total: Total = None,
 ) -> dict[str, Any]:
     """Your deployments (admins: everyone's, or ``?owner=``), newest first, each with its
-    decisions."""
+    decisions; the next page is ``?after=<next>``."""
     page = node.store.deployments.list_page(
-        owner=user.owner_filter(owner), offset=offset, limit=limit
+        owner=user.owner_filter(owner),
+        offset=offset,
+        limit=limit,
+        after=id_after(after, offset),
+        count=counted(total, after),
     )
     return {
         "deployments": [
             deployment_view(d, node.store.deployments.decisions(d.id)) for d in page.items
         ],
-        "total": page.total,
-        "offset": page.offset,
-        "limit": page.limit,
+        **paging(page, after),
     }
 
 

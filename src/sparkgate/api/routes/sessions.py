@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.paging import After, Total, counted, id_after, paging
 from sparkgate.api.views import session_view
 from sparkgate.states import SessionKind, SessionState
 
@@ -53,18 +54,21 @@ def list_sessions(
     kind: Annotated[list[SessionKind] | None, Query()] = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: After = None,
+    total: Total = None,
 ) -> dict[str, Any]:
-    """Your sessions, oldest first: ``?state=idle&state=busy&offset=0&limit=100`` (admins:
-    everyone's, or ``?owner=``)."""
+    """Your sessions, oldest first: ``?state=idle&state=busy&limit=100`` (admins: everyone's,
+    or ``?owner=``); the next page is ``?after=<next>``."""
     page = node.store.sessions.list_page(
-        states=state, kinds=kind, owner=user.owner_filter(owner), offset=offset, limit=limit
+        states=state,
+        kinds=kind,
+        owner=user.owner_filter(owner),
+        offset=offset,
+        limit=limit,
+        after=id_after(after, offset),
+        count=counted(total, after),
     )
-    return {
-        "sessions": [session_view(s) for s in page.items],
-        "total": page.total,
-        "offset": page.offset,
-        "limit": page.limit,
-    }
+    return {"sessions": [session_view(s) for s in page.items], **paging(page, after)}
 
 
 @router.get("/{session_id}")

@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.paging import After, Total, counted, name_after, paging
 from sparkgate.api.views import stream_job_view, stream_query_view, stream_restart_view
 from sparkgate.auth.access import STREAMS
 from sparkgate.auth.principal import Principal
@@ -56,10 +57,18 @@ def list_streams(
     state: Annotated[list[StreamJobState] | None, Query()] = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: After = None,
+    total: Total = None,
 ) -> dict[str, Any]:
-    """Stream jobs by name, each with its queries' states: ``?state=running``."""
+    """Stream jobs by name, each with its queries' states: ``?state=running``; the next page
+    is ``?after=<next>``."""
     page = node.store.stream_jobs.list_page(
-        states=state, owner=user.owner_filter(owner), offset=offset, limit=limit
+        states=state,
+        owner=user.owner_filter(owner),
+        offset=offset,
+        limit=limit,
+        after=name_after(after, offset),
+        count=counted(total, after),
     )
     streams = []
     for job in page.items:
@@ -69,7 +78,7 @@ def list_streams(
             for q in node.store.stream_queries.of_job(job.id)
         ]
         streams.append(view)
-    return {"streams": streams, "total": page.total, "offset": page.offset, "limit": page.limit}
+    return {"streams": streams, **paging(page, after)}
 
 
 @router.get("/v1/streams/{name}")

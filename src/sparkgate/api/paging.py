@@ -1,0 +1,68 @@
+"""Paging of the native API's lists: keyset cursors (``?after=``), offsets kept for old clients.
+
+A list answers ``{..., "next", "total", "offset", "limit"}``. ``next`` is an opaque cursor, or
+null on the last page: pass it back as ``?after=`` for the following page. A keyset page reads
+only its own rows however deep it is; an offset page reads every row it skips, and its rows
+shift when rows are added in front of it. ``total`` counts every matching row, which reads them
+all: it is given by default only for a first page (no ``after``), or when ``?total=true``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any
+
+from fastapi import Query
+
+from sparkgate.errors import InvalidRequest
+from sparkgate.store.records import Page
+
+After = Annotated[
+    str | None,
+    Query(description="The `next` cursor of the previous page: the page that follows it."),
+]
+Total = Annotated[
+    bool | None,
+    Query(description="Count every matching row (default: only without `after`)."),
+]
+
+
+def id_after(after: str | None, offset: int) -> int | None:
+    """The id a cursor stands for (lists in id order): ``"41"`` -> 41."""
+    _one_of(after, offset)
+    if after is None:
+        return None
+    if not (after.isascii() and after.isdigit() and len(after) <= 18):
+        raise InvalidRequest(
+            f"after: {after!r} is not a cursor of this list; pass the `next` of a page.",
+            field="after",
+        )
+    return int(after)
+
+
+def name_after(after: str | None, offset: int) -> str | None:
+    """The name a cursor stands for (lists in name order)."""
+    _one_of(after, offset)
+    return after
+
+
+def counted(total: bool | None, after: str | None) -> bool:
+    """Whether to count every matching row: when asked, else only for a first page."""
+    return total if total is not None else after is None
+
+
+def paging(page: Page[Any], after: str | None) -> dict[str, Any]:
+    """The paging fields of a list answer. A keyset page has no offset (null)."""
+    return {
+        "next": None if page.next_after is None else str(page.next_after),
+        "total": page.total,
+        "offset": None if after is not None else page.offset,
+        "limit": page.limit,
+    }
+
+
+def _one_of(after: str | None, offset: int) -> None:
+    if after is not None and offset:
+        raise InvalidRequest(
+            f"after: give a cursor or an offset ({offset}), not both; cursors are the way.",
+            field="after",
+        )
