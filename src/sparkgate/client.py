@@ -113,9 +113,17 @@ class Client:
         return result
 
     def sessions(
-        self, *, state: list[str] | None = None, offset: int = 0, limit: int = 100
+        self,
+        *,
+        state: list[str] | None = None,
+        offset: int = 0,
+        limit: int = 100,
+        after: str | None = None,
+        total: bool | None = None,
     ) -> dict[str, Any]:
-        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        """A page of sessions, oldest first; the next one is ``sessions(after=page["next"])``
+        (``next`` is None on the last page)."""
+        params = _paging(offset, limit, after, total)
         if state:
             params["state"] = state
         result: dict[str, Any] = self._call("GET", "/v1/sessions", params=params)
@@ -137,10 +145,23 @@ class Client:
             time.sleep(0.2)
 
     # queries
-    def submit(self, query: str, *, session_id: int | None = None) -> dict[str, Any]:
+    def submit(
+        self,
+        query: str,
+        *,
+        session_id: int | None = None,
+        isolation: str | None = None,
+        conf: dict[str, str] | None = None,
+    ) -> dict[str, Any]:
+        """Queue a query in a session, or (no session) as a one-off query; ``isolation``
+        ``"engine"`` (or driver settings in ``conf``) gives a one-off query its own engine."""
         body: dict[str, Any] = {"query": query}
         if session_id is not None:
             body["session_id"] = session_id
+        if isolation is not None:
+            body["isolation"] = isolation
+        if conf:
+            body["conf"] = conf
         result: dict[str, Any] = self._call("POST", "/v1/queries", json=body)
         return result
 
@@ -168,8 +189,13 @@ class Client:
         state: list[str] | None = None,
         offset: int = 0,
         limit: int = 100,
+        after: str | None = None,
+        total: bool | None = None,
     ) -> dict[str, Any]:
-        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        """A page of queries, newest first; the next one is ``queries(after=page["next"])``
+        (``next`` is None on the last page; ``total`` is counted for a first page only, unless
+        ``total=True``)."""
+        params = _paging(offset, limit, after, total)
         if session_id is not None:
             params["session_id"] = session_id
         if state:
@@ -212,8 +238,10 @@ class Client:
         result: dict[str, Any] = self._call("POST", "/v1/streams", json=body)
         return result
 
-    def streams(self, *, state: list[str] | None = None, limit: int = 100) -> dict[str, Any]:
-        params: dict[str, Any] = {"limit": limit}
+    def streams(
+        self, *, state: list[str] | None = None, limit: int = 100, after: str | None = None
+    ) -> dict[str, Any]:
+        params = _paging(0, limit, after, None)
         if state:
             params["state"] = state
         result: dict[str, Any] = self._call("GET", "/v1/streams", params=params)
@@ -286,8 +314,9 @@ class Client:
         result: dict[str, Any] = self._call("GET", f"/v1/deployments/{deployment_id}")
         return result
 
-    def deployments(self, *, limit: int = 20) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "/v1/deployments", params={"limit": limit})
+    def deployments(self, *, limit: int = 20, after: str | None = None) -> dict[str, Any]:
+        params = _paging(0, limit, after, None)
+        result: dict[str, Any] = self._call("GET", "/v1/deployments", params=params)
         return result
 
     def wait_deployment(self, deployment_id: int, timeout: float = 600) -> dict[str, Any]:
@@ -364,10 +393,11 @@ class Client:
         offset: int = 0,
         limit: int = 100,
         since: float | None = None,
+        after: str | None = None,
     ) -> dict[str, Any]:
         """Audit events, newest first (admins only); ``action`` matches a prefix, ``since`` is
-        epoch seconds."""
-        params: dict[str, Any] = {"offset": offset, "limit": limit}
+        epoch seconds; the next page is ``audit(..., after=page["next"])``."""
+        params = _paging(offset, limit, after, None)
         filters = (("user", user), ("action", action), ("outcome", outcome), ("since", since))
         for key, value in filters:
             if value is not None:
@@ -378,6 +408,18 @@ class Client:
     def health(self) -> dict[str, Any]:
         result: dict[str, Any] = self._call("GET", "/healthz")
         return result
+
+
+def _paging(offset: int, limit: int, after: str | None, total: bool | None) -> dict[str, Any]:
+    """A list's paging parameters: a cursor (``after``, the way) or an offset, not both."""
+    params: dict[str, Any] = {"limit": limit}
+    if offset:
+        params["offset"] = offset
+    if after is not None:
+        params["after"] = after
+    if total is not None:
+        params["total"] = "true" if total else "false"
+    return params
 
 
 def _credentials(

@@ -24,7 +24,7 @@ from sparkgate.auth.principal import Principal
 from sparkgate.auth.principal import share_key as owner_share_key
 from sparkgate.auth.users import Users
 from sparkgate.errors import Conflict, MissingRight, QueryNotFound, SessionNotFound
-from sparkgate.launcher.placement import Placement
+from sparkgate.launcher.placement import Placement, needs_own_engine
 from sparkgate.settings import Settings
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
@@ -96,11 +96,13 @@ class Gateway:
         proxy_user: str | None = None,
         attributes: dict[str, Any] | None = None,
         first_statement: tuple[StatementKind, str] | None = None,
+        audit_submit: bool = False,
     ) -> tuple[SessionRecord, StatementRecord | None]:
         """Record a session (and, for a batch, its statement) and place it on an engine.
 
         With ``proxy_user``, ``user`` acts for that user (Livy's proxyUser; only impersonators
-        may): the session is the proxied user's, with the proxied user's rights."""
+        may): the session is the proxied user's, with the proxied user's rights.
+        ``audit_submit``: the first statement is a submitted query (audited as one)."""
         share_key = None
         if user is not None:
             acting = user
@@ -122,33 +124,54 @@ class Gateway:
             share_key = owner_share_key(self.settings.share_level, owner)
         elif self.settings.share_level != "server":
             share_key = "system"  # ownerless internal sessions: only with each other
-        session = self.store.sessions.add(
-            kind,
-            now=self.clock(),
-            name=name,
-            conf=conf,
-            owner=owner,
-            proxy_user=proxy_user,
-            share_key=share_key,
-            attributes=attributes,
-        )
-        if user is not None:
-            self.users.audit(
-                user, "session.create", "ok", target=f"session:{session.id}", detail={"kind": kind}
-            )
+        now = self.clock()
         statement = None
-        if first_statement is not None:
-            statement_kind, code = first_statement
-            statement = self.store.statements.add(
-                session.id, code, now=self.clock(), kind=statement_kind
+        # One transaction: the session, its first statement and what the audit says of them.
+        with self.store.db.begin() as conn:
+            session = self.store.sessions.add(
+                kind,
+                now=now,
+                name=name,
+                conf=conf,
+                owner=owner,
+                proxy_user=proxy_user,
+                share_key=share_key,
+                attributes=attributes,
+                conn=conn,
             )
-        self.place(session)
-        return self.store.sessions.get(session.id), statement
+            target = f"session:{session.id}"
+            if user is not None:
+                detail = {"kind": kind}
+                self.users.audit(
+                    user, "session.create", "ok", target=target, detail=detail, conn=conn
+                )
+            if first_statement is not None:
+                statement_kind, code = first_statement
+                statement = self.store.statements.add(
+                    session.id, code, now=now, kind=statement_kind, conn=conn
+                )
+                statement = dataclasses.replace(statement, owner=owner)
+                session = dataclasses.replace(session, statement_count=1)
+                if audit_submit and user is not None:
+                    self._audit_submit(user, statement, conn)
+        placed = self.place(session, fresh=True)
+        return placed or self.store.sessions.get(session.id), statement
 
-    def place(self, session: SessionRecord) -> None:
-        """Put a not_started session on an engine; if none can start, the session errors."""
+    def _audit_submit(self, user: Principal, statement: StatementRecord, conn: Any) -> None:
+        self.users.audit(
+            user,
+            "query.submit",
+            "ok",
+            target=f"query:{statement.id}",
+            detail={"session_id": statement.session_id, "kind": statement.kind.value},
+            conn=conn,
+        )
+
+    def place(self, session: SessionRecord, *, fresh: bool = False) -> SessionRecord | None:
+        """Put a not_started session on an engine; if none can start, the session errors.
+        The session as placed, or None (placed by someone else, ended, or failed)."""
         try:
-            self.placement.place(session)
+            return self.placement.place(session, fresh=fresh)
         except Exception as exc:
             log.exception("placing session %s failed", session.id)
             error = {
@@ -168,6 +191,7 @@ class Gateway:
                     error=error,
                     conn=conn,
                 )
+            return None
 
     def kill_session(self, session_id: int, *, user: Principal | None = None) -> SessionRecord:
         """End a session: ``killed``; waiting statements cancelled, a running one cancelling.
@@ -230,12 +254,25 @@ class Gateway:
         user: Principal,
         session_id: int | None = None,
         kind: StatementKind = StatementKind.SQL,
+        isolation: str = "session",
+        conf: dict[str, str] | None = None,
     ) -> StatementRecord:
-        """Queue a statement in a session, or (no session) run it as a one-statement batch."""
+        """Queue a statement in a session, or (no session) run it as a one-off query.
+
+        A one-off query gets a session of its own, ended with it: by default (``isolation``
+        ``"session"``) a fresh ``newSession()`` on a warm shared engine of its owner, whose
+        temporary views and settings go with it; with ``"engine"``, or settings only a new
+        driver can take (``conf``), a dedicated engine (a warm one, if any)."""
         if session_id is None:
             self.users.check_query_limit(user)
+            on_shared = isolation == "session" and not needs_own_engine(conf or {})
             _, statement = self.create_session(
-                SessionKind.BATCH, user=user, first_statement=(kind, code)
+                SessionKind.BATCH,
+                user=user,
+                conf=conf,
+                first_statement=(kind, code),
+                attributes={"isolation": "session" if on_shared else "engine"},
+                audit_submit=True,
             )
             assert statement is not None
         else:
@@ -247,17 +284,15 @@ class Gateway:
                 self.users.require_statement(
                     self.users.as_user(user, session.proxy_user), kind, code
                 )
-            statement = self.store.statements.add(session_id, code, now=self.clock(), kind=kind)
+            with self.store.db.begin() as conn:  # the statement and its audit: one transaction
+                added = self.store.statements.add(
+                    session_id, code, now=self.clock(), kind=kind, conn=conn
+                )
+                statement = dataclasses.replace(added, owner=session.owner)
+                self._audit_submit(user, statement, conn)
         with logs.bound(query_id=statement.id, session_id=statement.session_id):
-            self.users.audit(
-                user,
-                "query.submit",
-                "ok",
-                target=f"query:{statement.id}",
-                detail={"session_id": statement.session_id, "kind": kind.value},
-            )
             log.info("query %s submitted (%s)", statement.id, kind.value)
-        return self.store.statements.get(statement.id)
+        return statement
 
     def cancel(self, statement_id: int, *, user: Principal) -> StatementRecord:
         """Cancel a statement: a waiting one at once, a running one through its engine."""

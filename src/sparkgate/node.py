@@ -40,7 +40,7 @@ class ServerNode:
         home = settings.resolved_home
         home.mkdir(parents=True, exist_ok=True)
         self.metrics = NodeMetrics(self.node_id)
-        self.store = Store.open(settings.resolved_store_url)
+        self.store = Store.open(settings.resolved_store_url, hints=settings.hints)
         self.store.db.observe = self.metrics.observe_transaction
         self.store.migrate()
         metastore_uri = ensure_metastore(settings)

@@ -88,7 +88,11 @@ class Settings(BaseSettings):
     engine_heartbeat_interval: float = 2.0
     engine_heartbeat_timeout: float = 30.0
     engine_start_timeout: float = 300.0
-    engine_poll_interval: float = 0.01
+    # Engines and long polls act on wake-up hints from the store's writers (store/hints.py);
+    # this is how often they look anyway, should a hint be lost. False: no hints at all (only
+    # for testing that the safety poll alone is enough).
+    hint_safety_poll: float = 1.0
+    hints: bool = True
     engine_idle_timeout: float = 1800.0  # an engine with no sessions this long exits
     engine_driver_memory: str | None = None
     warm_engines: int = 1  # dedicated engines kept started, so a batch need not wait for a JVM

@@ -243,7 +243,7 @@ def test_a_ctas_whose_engine_is_killed_leaves_nothing_and_a_retry_succeeds(
         "THEN reflect('java.lang.Thread', 'sleep', CAST(1500 AS BIGINT)) END AS pause "
         "FROM range(0, 8000, 1, 4)"
     )
-    submitted = client.submit(statement)  # a batch: an engine of its own, to kill
+    submitted = client.submit(statement, isolation="engine")  # a driver of its own, to kill
 
     def writing() -> bool:
         found = txns(server, submitted["id"])

@@ -16,7 +16,8 @@ from tests.e2e.conftest import run, wait_idle
 def test_engine_killed_with_sigkill_fails_its_query_with_engine_lost(
     server: ServerProcess, sg: Client
 ) -> None:
-    submitted = sg.submit("SELECT sum(id % 7) FROM range(100000000000)")  # a batch: own engine
+    # A one-off query with a driver of its own (to kill).
+    submitted = sg.submit("SELECT sum(id % 7) FROM range(100000000000)", isolation="engine")
     eventually(lambda: sg.query(submitted["id"])["state"] == "running", timeout=240)
     session = sg.session(submitted["session_id"])
     with server.store() as store:

@@ -44,13 +44,31 @@ def test_long_poll_returns_at_timeout_for_a_running_query(sg: Client, interactiv
     sg.cancel(submitted["id"])
 
 
-def test_query_without_session_runs_as_a_batch(sg: Client) -> None:
-    done = run(sg, "SELECT 'batch' AS kind")
+def test_query_without_session_runs_as_a_one_off_on_the_shared_engine(sg: Client) -> None:
+    done = run(sg, "SELECT 'one-off' AS kind")
     assert done["state"] == "success", done
     session = sg.session(done["session_id"])
-    assert session["kind"] == "batch"
-    eventually(lambda: sg.session(done["session_id"])["state"] == "dead", timeout=30)
-    assert sg.result(done["id"])["rows"] == [["batch"]]
+    assert session["kind"] == "batch" and session["state"] == "dead"  # ended with its query
+    assert sg.result(done["id"])["rows"] == [["one-off"]]
+    engine = sg._call("GET", f"/v1/engines/{session['engine_id']}")
+    assert engine["kind"] == "shared"  # no driver of its own
+
+    # A fresh Spark session each: one query's temporary views and settings are gone after it.
+    assert run(sg, "CREATE TEMPORARY VIEW one_off_view AS SELECT 1 AS n")["state"] == "success"
+    gone = run(sg, "SELECT n FROM one_off_view")
+    assert gone["state"] == "failed" and gone["error"]["code"] == "TABLE_OR_VIEW_NOT_FOUND"
+    assert run(sg, "SET spark.sql.ansi.enabled=false")["state"] == "success"
+    strict = run(sg, "SELECT CAST('x' AS INT)")
+    assert strict["state"] == "failed", strict  # ANSI is on again in the next one
+
+    # Runtime SQL settings come with the query; driver settings ask for an engine of its own.
+    loose = sg.submit("SELECT CAST('x' AS INT) AS n", conf={"spark.sql.ansi.enabled": "false"})
+    assert sg.wait(loose["id"], timeout=120)["state"] == "success"
+    assert sg.result(loose["id"])["rows"] == [[None]]
+    own = sg.submit("SELECT 1", isolation="engine")
+    assert sg.wait(own["id"], timeout=300)["state"] == "success"
+    own_engine = sg.session(own["session_id"])["engine_id"]
+    assert sg._call("GET", f"/v1/engines/{own_engine}")["kind"] == "dedicated"
 
 
 def test_hundred_thousand_rows_are_paged(sg: Client, interactive: Any) -> None:
@@ -166,6 +184,43 @@ def test_listing_filters_and_pages(sg: Client, interactive: Any) -> None:
     assert session["id"] in [s["id"] for s in idle["sessions"]]
 
 
+def test_lists_page_by_cursor(server: ServerProcess, sg: Client, interactive: Any) -> None:
+    session = interactive()
+    ids = [sg.submit(f"SELECT {i}", session_id=session["id"])["id"] for i in range(5)]
+    first = sg.queries(session_id=session["id"], limit=2)
+    assert [q["id"] for q in first["queries"]] == ids[:2:-1]
+    assert (first["total"], first["offset"], first["next"]) == (5, 0, str(ids[3]))
+    second = sg.queries(session_id=session["id"], limit=2, after=first["next"])
+    assert [q["id"] for q in second["queries"]] == ids[2:0:-1]
+    # No count past the first page unless asked; no offset: a cursor page has no position.
+    assert (second["total"], second["offset"]) == (None, None)
+    # A query arriving meanwhile shifts nothing: the cursor, not a position, marks the page.
+    sg.submit("SELECT 5", session_id=session["id"])
+    last = sg.queries(session_id=session["id"], limit=2, after=second["next"], total=True)
+    assert [q["id"] for q in last["queries"]] == ids[:1]
+    assert (last["next"], last["total"]) == (None, 6)
+    assert run(sg, "SELECT 6", session["id"])["state"] == "success"
+
+    seen: list[int] = []
+    after = None
+    while len(seen) < 3:  # sessions, oldest first, one a page
+        page = sg.sessions(limit=1, after=after)
+        seen += [s["id"] for s in page["sessions"]]
+        if page["next"] is None:
+            break
+        after = page["next"]
+    assert seen == sorted(set(seen))
+    url = f"{server.url}/v1/queries"
+    for params, message in (
+        ({"after": "abc"}, "not a cursor"),
+        ({"after": "3", "offset": "10"}, "not both"),
+    ):
+        refused = httpx.get(url, params=params)
+        assert refused.status_code == 422, refused.text
+        error = refused.json()["error"]
+        assert error["field"] == "after" and message in error["message"]
+
+
 def test_bad_requests_get_clear_errors(server: ServerProcess, sg: Client, interactive: Any) -> None:
     url = server.url
 
@@ -193,6 +248,9 @@ def test_bad_requests_get_clear_errors(server: ServerProcess, sg: Client, intera
     assert bad_page.status_code == 422 and error(bad_page)["fields"][0]["field"] == "query.limit"
     no_session = httpx.post(f"{url}/v1/queries", json={"query": "SELECT 1", "session_id": 987654})
     assert no_session.status_code == 404
+    bad_isolation = httpx.post(f"{url}/v1/queries", json={"query": "SELECT 1", "isolation": "vm"})
+    assert bad_isolation.status_code == 422
+    assert error(bad_isolation)["fields"][0]["field"] == "isolation"
 
     session = interactive()
     failed = run(sg, "SELECT nope", session["id"])

@@ -25,6 +25,9 @@ def test_two_nodes_serve_as_one(make_server: Any, pg_url: str, tmp_path: Any) ->
         "metastore_port": free_port(),
         "warm_engines": 0,
         "lease_ttl": 3.0,
+        # No safety poll within this test: the engine runs what node A queues, and node B's
+        # long polls end, only because PostgreSQL's NOTIFY reached them (store/hints.py).
+        "hint_safety_poll": 3600.0,
     }
     thrift_port = free_port()
     a = make_server(home, **common, thrift_port=thrift_port)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sparkgate.engine import executors
-from sparkgate.engine.executors import ExecResult, ExecutionContext
+from sparkgate.engine.contract import ExecResult, ExecutionContext
 from sparkgate.engine.process import Engine
 from sparkgate.results import read_page
 from sparkgate.settings import Settings
@@ -43,9 +43,11 @@ def engine(spark: Any, tmp_path: Path) -> Iterator[Engine]:
         engine.request_stop(now=True)
         for execution in list(engine._running.values()):
             execution.cancelled.set()
-            while execution.thread is not None and execution.thread.is_alive():
+            while not execution.done:
                 engine._cancel_jobs(execution)
-                execution.thread.join(0.2)
+                execution.finished.wait(0.2)
+        for worker in list(engine._workers.values()):
+            worker.close()
         store.close()
 
 

@@ -34,6 +34,19 @@ def test_lapsed_lease_is_taken_over_and_old_holder_learns_it(store: Store) -> No
     assert held is not None and held.owner == "b"
 
 
+def test_a_round_of_leases_in_one_call(store: Store) -> None:
+    leases = store.leases
+    assert leases.acquire("placement", "b", now=NOW, ttl=10)
+    # New rows are created, ours renewed, another's live lease left alone.
+    assert leases.acquire_many(["reaper", "placement"], "a", now=NOW, ttl=10) == {"reaper"}
+    assert leases.acquire_many(["reaper", "placement"], "a", now=NOW + 5, ttl=10) == {"reaper"}
+    reaper = leases.get("reaper")
+    assert reaper is not None and reaper.expires_at == NOW + 15 and reaper.acquired_at == NOW
+    # b lapses: a takes placement over in its next round.
+    taken = leases.acquire_many(["reaper", "placement"], "a", now=NOW + 11, ttl=10)
+    assert taken == {"reaper", "placement"}
+
+
 def test_reap_expired(store: Store) -> None:
     store.leases.acquire("x", "a", now=NOW, ttl=1)
     store.leases.acquire("y", "a", now=NOW, ttl=100)

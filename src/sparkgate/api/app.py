@@ -41,7 +41,7 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         node = ServerNode(settings)
         app.state.node = node
-        app.state.watcher = StatementWatcher(node.store)
+        app.state.watcher = StatementWatcher(node.store, node.settings.hint_safety_poll)
         # The HiveServer2 door: the same calls over HTTP (/cliservice) and binary TCP.
         app.state.hive2 = Door(HiveService(node, app.state.watcher))
         binary = BinaryServer(app.state.hive2, node.users, node.settings)

@@ -18,6 +18,7 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from sparkgate.auth import tokens
@@ -38,6 +39,8 @@ from sparkgate.settings import Settings
 from sparkgate.states import SessionKind, StatementKind
 
 if TYPE_CHECKING:
+    from sqlalchemy.engine import Connection
+
     from sparkgate.store import Store
 
 log = logging.getLogger("sparkgate.auth")
@@ -360,18 +363,27 @@ class Users:
         target: str | None = None,
         detail: dict[str, Any] | None = None,
         address: str | None = None,
+        conn: Connection | None = None,
     ) -> None:
+        """Record what a user did. With ``conn``, in the transaction that does it (one round
+        trip, and the event commits or rolls back with the action); else on its own, where a
+        failure is logged: the audit must never turn a done action into an error."""
+        add = partial(
+            self.store.audit.add,
+            action,
+            outcome,
+            now=self.clock(),
+            user=user.name if user is not None else None,
+            address=address or (user.address if user is not None else None),
+            target=target,
+            detail=detail,
+        )
+        if conn is not None:
+            add(conn=conn)
+            return
         try:
-            self.store.audit.add(
-                action,
-                outcome,
-                now=self.clock(),
-                user=user.name if user is not None else None,
-                address=address or (user.address if user is not None else None),
-                target=target,
-                detail=detail,
-            )
-        except Exception:  # the audit must never turn a done action into an error
+            add()
+        except Exception:
             log.exception("could not record audit event %s %s", action, outcome)
 
     def denied(

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import ipaddress
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 
-from sparkgate import logs
 from sparkgate.cli.common import err_console, fail
 from sparkgate.errors import SparkgateError
-from sparkgate.settings import Settings
+
+if TYPE_CHECKING:
+    from sparkgate.settings import Settings
 
 
 def is_loopback(host: str) -> bool:
@@ -75,6 +76,10 @@ def server(
 ) -> None:
     """Start a server node (embedded defaults: SQLite store and Spark local mode under
     ./.sparkgate, or $SPARKGATE_HOME). Engines it starts keep running if it stops."""
+    # Imported here: every other command (sparkgate sql ...) starts without pydantic-settings.
+    from sparkgate import logs
+    from sparkgate.settings import Settings
+
     settings = Settings()
     options: dict[str, Any] = {
         "host": host,

@@ -25,6 +25,13 @@ def sql(
     session: Annotated[
         int | None, typer.Option("--session", help="Run in this session (else as a batch).")
     ] = None,
+    isolation: Annotated[
+        str | None,
+        typer.Option(
+            help="Without --session: 'session' (default) runs the query in a fresh Spark "
+            "session on a warm shared engine; 'engine' gives it a Spark driver of its own."
+        ),
+    ] = None,
     limit: Annotated[int, typer.Option(help="Print at most this many rows.")] = 1000,
     as_json: JsonOption = False,
 ) -> None:
@@ -33,7 +40,7 @@ def sql(
     Example: sparkgate sql "SELECT id, id % 3 AS r FROM range(10)"
     """
     with client(server) as sg:
-        submitted = sg.submit(query, session_id=session)
+        submitted = sg.submit(query, session_id=session, isolation=isolation)
         query_id = submitted["id"]
         current = submitted
         try:

@@ -59,13 +59,21 @@ class DutyRunner:
 
     def run_once(self) -> list[str]:
         """One round: the names of the duties this node held and ran."""
-        ran = []
+        ran: list[str] = []
+        try:
+            held = self.store.leases.acquire_many(
+                [duty.name for duty in self.duties],
+                self.node_id,
+                now=self.clock(),
+                ttl=self.lease_ttl,
+            )
+        except Exception:
+            log.exception("renewing the duties' leases failed")
+            return ran
         for duty in self.duties:
             now = self.clock()
             try:
-                if not self.store.leases.acquire(
-                    duty.name, self.node_id, now=now, ttl=self.lease_ttl
-                ):
+                if duty.name not in held:
                     continue
                 if now - self._last_run.get(duty.name, float("-inf")) < duty.every:
                     continue  # held, but not due yet

@@ -19,7 +19,7 @@ def main(argv: list[str] | None = None) -> int:
     logs.configure(settings, process="engine")
     # Every record of this process names its engine, whichever thread logs it.
     logs.bind_process(engine_id=args.engine_id)
-    store = Store.open(settings.resolved_store_url)
+    store = Store.open(settings.resolved_store_url, hints=settings.hints)
     try:
         return Engine(settings, store, args.engine_id).run()
     finally:

@@ -11,8 +11,10 @@ second one cancels them and exits now.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import os
+import queue
 import signal
 import socket
 import threading
@@ -24,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 
 from sparkgate import logs
 from sparkgate.engine import hooks
-from sparkgate.engine.executors import EXECUTORS, ExecResult, ExecutionContext
+from sparkgate.engine.contract import ExecResult, ExecutionContext
+from sparkgate.engine.executors import EXECUTORS
 from sparkgate.engine.failures import describe_failure
 from sparkgate.engine.session import OpenSession
 from sparkgate.engine.udfs import register_udfs
@@ -39,11 +42,13 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store import Store
+from sparkgate.store.hints import ENGINE_CHANGED, Listener, engine_channel
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
 from sparkgate.streaming.supervisor import StreamSupervisor
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
+    from sqlalchemy.engine import Connection
 
 log = logging.getLogger("sparkgate.engine")
 
@@ -61,13 +66,45 @@ class Execution:
     statement: StatementRecord
     session: OpenSession
     tag: str
-    thread: threading.Thread | None = None
     cancelled: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
     last_cancel: float = 0.0
 
     @property
     def done(self) -> bool:
-        return self.thread is not None and not self.thread.is_alive()
+        return self.finished.is_set()
+
+
+class SessionWorker:
+    """The one thread that runs a session's statements, in order. Statements of different
+    sessions run at once on their own workers. A thread that lives as long as its session
+    also keeps PySpark's pinned JVM thread (and its Py4J connection) from one statement to
+    the next, where a thread per statement would set both up again each time."""
+
+    def __init__(
+        self, session_id: int, run: Callable[[Execution], None], after: Callable[[], None]
+    ) -> None:
+        self._queue: queue.SimpleQueue[Execution | None] = queue.SimpleQueue()
+        self._run = run
+        self._after = after
+        self._thread = threading.Thread(
+            target=self._loop, name=f"session-{session_id}", daemon=True
+        )
+        self._thread.start()
+
+    def submit(self, execution: Execution) -> None:
+        self._queue.put(execution)
+
+    def close(self) -> None:
+        self._queue.put(None)  # ends after the statement it runs, if any
+
+    def _loop(self) -> None:
+        while (execution := self._queue.get()) is not None:
+            try:
+                self._run(execution)
+            finally:
+                execution.finished.set()
+                self._after()  # the engine may take the session's next statement now
 
 
 class Engine:
@@ -87,10 +124,16 @@ class Engine:
         self.streams: StreamSupervisor | None = None
         self.record: EngineRecord | None = None
         self._sessions: dict[int, OpenSession] = {}
+        self._workers: dict[int, SessionWorker] = {}
         self._running: dict[int, Execution] = {}
         self._lock = threading.Lock()
         self._stop = threading.Event()  # graceful: finish running statements, take no more
         self._stop_now = threading.Event()
+        # Set by hints from the store's writers, finished statements and stop requests: the
+        # loop looks at the store when woken, and on the safety poll otherwise.
+        self._wake = threading.Event()
+        self._engine_changed = threading.Event()
+        self._hints: Listener | None = None
         self._exit_reason = "stopped"
         self._last_busy = clock()
         self._served_session = False
@@ -135,10 +178,12 @@ class Engine:
         )
         heartbeat = threading.Thread(target=self._heartbeat_loop, name="heartbeat", daemon=True)
         heartbeat.start()
+        self._hints = self.store.db.hints.listen(engine_channel(self.engine_id), self._on_hint)
         try:
             while not self._should_exit():
-                busy = self._tick()
-                self._pause(busy)
+                self._tick()
+                self._pause()
+                self._follow_engine_state()
         except BaseException as exc:
             log.exception("engine %s loop failed", self.engine_id)
             self._exit_reason = f"crashed: {exc}"
@@ -170,6 +215,7 @@ class Engine:
             if self._stop.is_set():
                 self._stop_now.set()
             self._stop.set()
+            self._wake.set()
 
         signal.signal(signal.SIGTERM, on_term)
         signal.signal(signal.SIGINT, on_term)
@@ -177,6 +223,25 @@ class Engine:
     def request_stop(self, *, now: bool = False) -> None:
         self._stop.set()
         if now:
+            self._stop_now.set()
+        self._wake.set()
+
+    def _on_hint(self, payload: str) -> None:
+        if payload == ENGINE_CHANGED:
+            self._engine_changed.set()  # asked to stop, or declared lost: read our own row
+        self._wake.set()
+
+    def _follow_engine_state(self) -> None:
+        """Act at once on a hinted change of this engine's row (the heartbeat would see it
+        within its interval anyway)."""
+        if not self._engine_changed.is_set():
+            return
+        self._engine_changed.clear()
+        state = self.store.engines.get(self.engine_id).state
+        if state is EngineState.STOPPING:
+            self._stop.set()
+        elif state in TERMINAL_ENGINE_STATES:
+            self._exit_reason = f"declared {state.value}"
             self._stop_now.set()
 
     def _should_exit(self) -> bool:
@@ -197,25 +262,32 @@ class Engine:
             return True
         return False
 
-    def _pause(self, busy: bool) -> None:
-        # Poll fast while there is work about; back off to 5x when idle, so idle engines cost
-        # next to nothing and a first statement still starts within tens of milliseconds.
-        idle = self.clock() - self._last_busy > 5.0 and not busy
-        interval = self.settings.engine_poll_interval * (5 if idle else 1)
-        self._stop_now.wait(interval)
+    def _pause(self) -> None:
+        """Sleep until woken (a hint, a statement finished, a stop), or the safety poll. Only
+        a cancel not yet obeyed makes the loop come back sooner, to repeat it."""
+        timeout = self.settings.hint_safety_poll
+        with self._lock:
+            if any(e.cancelled.is_set() and not e.done for e in self._running.values()):
+                timeout = min(timeout, _CANCEL_REPEAT)
+        self._wake.wait(timeout)
+        self._wake.clear()  # before the tick: a hint arriving during it wakes the next wait
 
     def _shutdown(self, failed: dict[str, Any] | None = None) -> None:
+        if self._hints is not None:
+            self._hints.close()
         with self._lock:
             executions = list(self._running.values())
         for execution in executions:
             execution.cancelled.set()
         deadline = self.clock() + 15
         for execution in executions:
-            while execution.thread is not None and execution.thread.is_alive():
+            while not execution.done:
                 self._cancel_jobs(execution)
-                execution.thread.join(_CANCEL_REPEAT)
+                execution.finished.wait(_CANCEL_REPEAT)
                 if self.clock() > deadline:
                     break
+        for worker in list(self._workers.values()):
+            worker.close()
         if self.streams is not None:
             # Stop streaming queries at a batch boundary while Spark still runs.
             self.streams.shutdown()
@@ -249,25 +321,25 @@ class Engine:
     def _tick(self) -> bool:
         """One pass over this engine's work; True if anything happened."""
         busy = False
+        self._reap_executions()  # first: a session whose statement just ended takes its next
         work = self.store.sessions.work_of_engine(self.engine_id)
         active_ids = {session.id for session, _ in work}
         for session_id in list(self._sessions):
             if session_id not in active_ids:
                 self._close_session(session_id)
                 busy = True
-        for session, next_statement_id in work:
+        for session, waiting in work:
             if session.state is SessionState.STARTING and session.id not in self._sessions:
                 self._open_session(session)
                 busy = True
             if (
-                next_statement_id is not None
+                waiting is not None
                 and not self._stop.is_set()
                 and session.id in self._sessions
                 and not self._session_running(session.id)
             ):
-                busy |= self._claim(session.id, next_statement_id)
+                busy |= self._claim(session.id, waiting)
         busy |= self._pass_on_cancels()
-        self._reap_executions()
         self._recover_tables()
         if busy or self._running:
             self._last_busy = self.clock()
@@ -313,17 +385,24 @@ class Engine:
             )
             return
         self._sessions[session.id] = OpenSession(session, spark)
+        self._workers[session.id] = SessionWorker(session.id, self._execute, self._wake.set)
         self._served_session = True
         outcome = self.store.transitions.session(
             session.id, SessionState.IDLE, now=self.clock(), expected=[SessionState.STARTING]
         )
         if not outcome.applied:
-            self._sessions.pop(session.id, None)
+            self._forget_session(session.id)
         log.info("session %s open (%s)", session.id, outcome)
+
+    def _forget_session(self, session_id: int) -> OpenSession | None:
+        worker = self._workers.pop(session_id, None)
+        if worker is not None:
+            worker.close()
+        return self._sessions.pop(session_id, None)
 
     def _close_session(self, session_id: int) -> None:
         """The session ended in the store (killed, timed out): stop its work and forget it."""
-        open_session = self._sessions.pop(session_id, None)
+        open_session = self._forget_session(session_id)
         with self._lock:
             for execution in self._running.values():
                 if execution.session.record.id == session_id:
@@ -333,8 +412,9 @@ class Engine:
         if open_session is not None:
             log.info("session %s closed", session_id)
 
-    def _claim(self, session_id: int, statement_id: int) -> bool:
+    def _claim(self, session_id: int, waiting: StatementRecord) -> bool:
         now = self.clock()
+        statement_id = waiting.id
         session = self._sessions[session_id]
         try:
             with self.store.db.begin() as conn:
@@ -359,15 +439,18 @@ class Engine:
                     raise _ClaimRefused  # the session ended meanwhile: undo the claim
         except _ClaimRefused:
             return False
-        statement = self.store.statements.get(statement_id)
-        execution = Execution(statement, session, tag=f"sparkgate-statement-{statement_id}")
-        thread = threading.Thread(
-            target=self._execute, args=(execution,), name=f"statement-{statement_id}", daemon=True
+        # What the claim wrote, without reading it back.
+        statement = dataclasses.replace(
+            waiting,
+            state=StatementState.RUNNING,
+            started_at=waiting.started_at or now,
+            updated_at=now,
+            version=waiting.version + 1,
         )
-        execution.thread = thread
+        execution = Execution(statement, session, tag=f"sparkgate-statement-{statement_id}")
         with self._lock:
             self._running[statement_id] = execution
-        thread.start()
+        self._workers[session_id].submit(execution)
         return True
 
     def _pass_on_cancels(self) -> bool:
@@ -434,6 +517,7 @@ class Engine:
         sc.setInterruptOnCancel(True)
         sc.addJobTag(execution.tag)
         sc.setJobGroup(execution.tag, f"sparkgate statement {statement.id}", True)
+        sc.setLocalProperty("spark.scheduler.pool", f"session-{statement.session_id}")
         self._run_as_owner(execution.session.record.owner)
         ctx = ExecutionContext(
             execution.session,
@@ -457,7 +541,10 @@ class Engine:
         finally:
             sc.clearJobTags()
         try:
-            self._record_outcome(execution, outcome)
+            # One transaction: the statement's end and its session's release.
+            with self.store.db.begin() as conn:
+                self._record_outcome(execution, outcome, conn)
+                self._release_session(execution, conn)
         except Exception as exc:
             # The store refused what the statement produced (or could not be reached): it
             # must still end, or a healthy engine would keep it running forever.
@@ -465,9 +552,11 @@ class Engine:
             if isinstance(outcome, ExecResult) and outcome.result and outcome.result.get("path"):
                 delete_result(outcome.result["path"])
             self._retrying(partial(self._record_unrecordable, statement, exc))
-        self._retrying(partial(self._release_session, execution))
+            self._retrying(partial(self._release_session, execution))
 
-    def _record_outcome(self, execution: Execution, outcome: ExecResult | BaseException) -> None:
+    def _record_outcome(
+        self, execution: Execution, outcome: ExecResult | BaseException, conn: Connection
+    ) -> None:
         statement = execution.statement
         now = self.clock()
         if isinstance(outcome, ExecResult):
@@ -476,6 +565,7 @@ class Engine:
                 StatementState.SUCCESS,
                 now=now,
                 expected=[StatementState.RUNNING, StatementState.CANCELLING],
+                conn=conn,
                 result=outcome.result,
                 output=outcome.output or None,
                 progress=1.0,
@@ -488,6 +578,7 @@ class Engine:
                 StatementState.CANCELLED,
                 now=now,
                 expected=[StatementState.RUNNING, StatementState.CANCELLING],
+                conn=conn,
                 error={"code": "CANCELLED", "message": f"Query {statement.id} was cancelled."},
             )
         else:
@@ -497,6 +588,7 @@ class Engine:
                 StatementState.FAILED,
                 now=now,
                 expected=[StatementState.RUNNING, StatementState.CANCELLING],
+                conn=conn,
                 error=error,
             )
         log.info("statement %s -> %s", statement.id, done.state)
@@ -515,14 +607,14 @@ class Engine:
             },
         )
 
-    def _release_session(self, execution: Execution) -> None:
+    def _release_session(self, execution: Execution, conn: Connection | None = None) -> None:
         """The statement is over: its session takes the next one (or, a batch, ends)."""
         now = self.clock()
         session = execution.session.record
         if session.kind is SessionKind.BATCH:
-            self._sessions.pop(session.id, None)
+            self._forget_session(session.id)
             self.store.transitions.session(
-                session.id, SessionState.DEAD, now=now, expected=[SessionState.BUSY]
+                session.id, SessionState.DEAD, now=now, expected=[SessionState.BUSY], conn=conn
             )
         else:
             self.store.transitions.session(
@@ -530,6 +622,7 @@ class Engine:
                 SessionState.IDLE,
                 now=now,
                 expected=[SessionState.BUSY],
+                conn=conn,
                 last_activity_at=now,
             )
 
@@ -569,11 +662,13 @@ class Engine:
                 state = None
             if state is EngineState.STOPPING:
                 self._stop.set()
+                self._wake.set()
             elif state in TERMINAL_ENGINE_STATES:
                 assert state is not None
                 log.error("engine declared %s by the store; exiting now", state.value)
                 self._exit_reason = f"declared {state.value}"
                 self._stop_now.set()
+                self._wake.set()
             self._record_progress()
             self._stop_now.wait(interval)
 

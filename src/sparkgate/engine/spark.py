@@ -39,6 +39,9 @@ def engine_spark_conf(
         "spark.ui.enabled": "true" if settings.spark_ui else "false",
         # Ports 4040+ are probed in turn and shared with every Spark on the machine.
         "spark.ui.port": "0",
+        # Sessions sharing an engine run at once, each in a pool of its own (the engine sets
+        # spark.scheduler.pool per session): a long query does not starve the others.
+        "spark.scheduler.mode": "FAIR",
     }
     if settings.log_format == "json":
         # Spark's console progress bar redraws itself with carriage returns on the engine's

@@ -19,6 +19,7 @@ is told to stop.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 import time
 from collections.abc import Callable
@@ -75,16 +76,24 @@ class Placement:
         self.node_id = node_id
         self.clock = clock
 
-    def place(self, session: SessionRecord) -> None:
-        """Put a ``not_started`` session on an engine (launching one if need be)."""
-        current = self.store.sessions.find(session.id)  # the caller's copy may be stale
-        if current is None or current.state is not SessionState.NOT_STARTED:
-            return
-        session = current
+    def place(self, session: SessionRecord, *, fresh: bool = False) -> SessionRecord | None:
+        """Put a ``not_started`` session on an engine (launching one if need be); the session
+        as placed, or None if someone else placed or ended it. ``fresh``: the caller has just
+        created ``session`` (else it is read again: the caller's copy may be stale)."""
+        if not fresh:
+            current = self.store.sessions.find(session.id)
+            if current is None or current.state is not SessionState.NOT_STARTED:
+                return None
+            session = current
         own = needs_own_engine(session.conf)
         launched = False
         engine: EngineRecord | None
-        if session.kind is SessionKind.INTERACTIVE and not own:
+        # A one-off query runs in a session of its own on a shared engine, like an
+        # interactive session's: newSession() there costs a millisecond, a driver seconds.
+        one_off = session.kind is SessionKind.BATCH and session.attributes.get("isolation") == (
+            "session"
+        )
+        if (session.kind is SessionKind.INTERACTIVE or one_off) and not own:
             engine = self._shared(
                 EngineKind.SHARED, self.settings.shared_engine_max_sessions, session.share_key
             )
@@ -99,10 +108,11 @@ class Placement:
                     EngineKind.DEDICATED, session_id=session.id, conf=session.conf
                 )
                 launched = True
+        now = self.clock()
         placed = self.store.transitions.session(
             session.id,
             SessionState.STARTING,
-            now=self.clock(),
+            now=now,
             expected=[SessionState.NOT_STARTED],
             engine_id=engine.id,
         )
@@ -111,6 +121,16 @@ class Placement:
             self.stop_engine(engine.id)
         elif not launched and engine.kind is EngineKind.DEDICATED:
             self.keep_warm()  # we took one from the pool
+        if not placed.applied:
+            return None
+        # What the transition wrote, without reading it back.
+        return dataclasses.replace(
+            session,
+            state=SessionState.STARTING,
+            engine_id=engine.id,
+            updated_at=now,
+            version=session.version + 1,
+        )
 
     def _shared(self, kind: EngineKind, room: int, share_key: str | None) -> EngineRecord:
         """An engine of ``kind`` for a session with this share key: one already serving the

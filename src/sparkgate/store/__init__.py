@@ -41,8 +41,8 @@ class Store:
         self.audit = AuditLog(db)
 
     @classmethod
-    def open(cls, url: str) -> Store:
-        return cls(Database(url))
+    def open(cls, url: str, *, hints: bool = True) -> Store:
+        return cls(Database(url, hints=hints))
 
     def migrate(self) -> None:
         """Bring the schema to the newest revision (safe to call from several nodes at once)."""

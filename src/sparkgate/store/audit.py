@@ -6,6 +6,7 @@ from dataclasses import dataclass
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from sparkgate.store.database import Database
 from sparkgate.store.records import Page
@@ -38,9 +39,11 @@ class AuditLog:
         address: str | None = None,
         target: str | None = None,
         detail: dict[str, Any] | None = None,
+        conn: Connection | None = None,
     ) -> None:
-        with self._db.begin() as conn:
-            conn.execute(
+        """With ``conn``, in the caller's transaction: the event commits with what it tells."""
+        with self._db.within(conn) as c:
+            c.execute(
                 audit_events.insert().values(
                     at=now,
                     user=user,
@@ -61,8 +64,14 @@ class AuditLog:
         since: float | None = None,
         offset: int = 0,
         limit: int = 100,
+        after: int | None = None,
+        count: bool = True,
     ) -> Page[AuditRecord]:
-        """Events, newest first; ``action`` matches a prefix (``session`` finds session.*)."""
+        """Events, newest first; ``action`` matches a prefix (``session`` finds session.*).
+
+        ``after``: keyset paging, the events older than that id (the page's ``next_after`` is
+        the one to pass next). ``count=False`` leaves ``total`` None.
+        """
         where: list[sa.ColumnElement[bool]] = []
         if user is not None:
             where.append(audit_events.c.user == user)
@@ -74,9 +83,14 @@ class AuditLog:
             where.append(audit_events.c.outcome == outcome)
         if since is not None:
             where.append(audit_events.c.at >= since)
-        query = sa.select(audit_events).where(*where).order_by(audit_events.c.id.desc())
-        count = sa.select(sa.func.count()).select_from(audit_events).where(*where)
+        query = sa.select(audit_events).where(*where)
+        if after is not None:
+            query = query.where(audit_events.c.id < after)
+        query = query.order_by(audit_events.c.id.desc()).offset(offset).limit(limit + 1)
+        counting = sa.select(sa.func.count()).select_from(audit_events).where(*where)
         with self._db.read() as conn:
-            total = conn.execute(count).scalar_one()
-            rows = conn.execute(query.offset(offset).limit(limit)).mappings().all()
-        return Page([AuditRecord(**r) for r in rows], total, offset, limit)
+            total = conn.execute(counting).scalar_one() if count else None
+            rows = conn.execute(query).mappings().all()
+        items = [AuditRecord(**r) for r in rows[:limit]]
+        more = len(rows) > limit and bool(items)
+        return Page(items, total, offset, limit, items[-1].id if more else None)

@@ -10,6 +10,9 @@ The differences between the two are kept here and are small:
 
 from __future__ import annotations
 
+import os
+import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -21,6 +24,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
+from sparkgate.store import hints as hints_module
+
 _SQLITE_BUSY_TIMEOUT_MS = 30_000
 
 
@@ -28,12 +33,27 @@ _SQLITE_BUSY_TIMEOUT_MS = 30_000
 TransactionObserver = Callable[[str, float], None]
 
 
+# Hints queued by a write transaction, sent once it commits (SQLite's delivery).
+_PENDING_HINTS = "sparkgate_pending_hints"
+
+
 class Database:
-    def __init__(self, url: str, *, pool_size: int = 10) -> None:
+    def __init__(self, url: str, *, pool_size: int = 10, hints: bool = True) -> None:
         self.url = url
         self.engine = _create_engine(url, pool_size=pool_size)
         # Set by a server node to time its transactions (its /metrics); engines leave it unset.
         self.observe: TransactionObserver | None = None
+        self.hints = hints_module.for_url(url) if hints else hints_module.Hints()
+        self._notify_sql = self.hints.notify_sql()
+        self._trace = _Trace.from_env(self.engine)
+
+    def hint(self, conn: Connection, channel: str, payload: object = "") -> None:
+        """Wake whoever listens on ``channel`` once this write transaction commits."""
+        if self._notify_sql is not None:
+            # PostgreSQL queues the NOTIFY in the transaction and delivers it at commit.
+            conn.execute(sa.text(self._notify_sql), {"channel": channel, "payload": str(payload)})
+        else:
+            conn.info.setdefault(_PENDING_HINTS, set()).add((channel, str(payload)))
 
     @property
     def dialect(self) -> str:
@@ -47,12 +67,17 @@ class Database:
     def begin(self) -> Iterator[Connection]:
         """A write transaction (IMMEDIATE on SQLite), committed on success."""
         started = time.perf_counter()
+        pending: set[tuple[str, str]] | None = None
         try:
-            with (
-                self.engine.connect().execution_options(sparkgate_write=True) as conn,
-                conn.begin(),
-            ):
-                yield conn
+            with self.engine.connect().execution_options(sparkgate_write=True) as conn:
+                try:
+                    with conn.begin():
+                        yield conn
+                finally:
+                    # The info dict outlives this checkout: never leave hints in it.
+                    pending = conn.info.pop(_PENDING_HINTS, None)
+            if pending:
+                self.hints.send(pending)  # committed: now the receivers will see it
         finally:
             self._timed("write", started)
 
@@ -74,9 +99,46 @@ class Database:
         # Whole transactions, waits for a connection or a lock included: what callers feel.
         if self.observe is not None:
             self.observe(mode, time.perf_counter() - started)
+        if self._trace is not None:
+            self._trace.transaction(mode)
 
     def dispose(self) -> None:
+        self.hints.close()
         self.engine.dispose()
+
+
+class _Trace:
+    """Counts store round trips when ``SPARKGATE_STORE_TRACE`` names a directory (benchmarks):
+    a line per transaction, ``mode<TAB>caller<TAB>statements``, in ``<dir>/<pid>.trace``,
+    where the caller is the first function outside the store that asked for it."""
+
+    def __init__(self, directory: str, engine: Engine) -> None:
+        os.makedirs(directory, exist_ok=True)
+        self._file = open(os.path.join(directory, f"{os.getpid()}.trace"), "a", buffering=1)  # noqa: SIM115
+        self._lock = threading.Lock()
+        self._local = threading.local()  # statements run by this thread's open transaction
+
+        @event.listens_for(engine, "before_cursor_execute")
+        def _count(*_args: Any) -> None:
+            self._local.statements = getattr(self._local, "statements", 0) + 1
+
+    @classmethod
+    def from_env(cls, engine: Engine) -> _Trace | None:
+        directory = os.environ.get("SPARKGATE_STORE_TRACE")
+        return cls(directory, engine) if directory else None
+
+    def transaction(self, mode: str) -> None:
+        frame = sys._getframe(2)
+        while frame.f_back is not None and (
+            "/sparkgate/store/" in frame.f_code.co_filename
+            or frame.f_code.co_filename.endswith("contextlib.py")
+        ):
+            frame = frame.f_back
+        module = frame.f_globals.get("__name__", "?")
+        line = f"{mode}\t{module}.{frame.f_code.co_name}\t{getattr(self._local, 'statements', 0)}\n"
+        self._local.statements = 0
+        with self._lock:
+            self._file.write(line)
 
 
 def _create_engine(url: str, *, pool_size: int) -> Engine:

@@ -48,6 +48,29 @@ class Leases:
             return False  # another node inserted it first
         return True
 
+    def acquire_many(self, names: list[str], owner: str, *, now: float, ttl: float) -> set[str]:
+        """``acquire`` for several leases in one transaction (a node's round of duties costs
+        one write, not one per duty); the names held now."""
+        taken = (
+            leases.update()
+            .where(leases.c.name.in_(names))
+            .where(sa.or_(leases.c.owner == owner, leases.c.expires_at < now))
+            .values(
+                owner=owner,
+                expires_at=now + ttl,
+                acquired_at=sa.case((leases.c.owner == owner, leases.c.acquired_at), else_=now),
+            )
+            .returning(leases.c.name)
+        )
+        with self._db.begin() as conn:
+            held = {row.name for row in conn.execute(taken)}
+            existing = conn.execute(sa.select(leases.c.name).where(leases.c.name.in_(names)))
+            missing = [name for name in names if name not in {row.name for row in existing}]
+        for name in missing:  # first round ever: rows to create (a race decides who holds)
+            if self.acquire(name, owner, now=now, ttl=ttl):
+                held.add(name)
+        return held
+
     def renew(self, name: str, owner: str, *, now: float, ttl: float) -> bool:
         """Extend our lease; False means someone else holds it now: stop the duty."""
         stmt = (

@@ -11,7 +11,7 @@ from sqlalchemy.engine import Connection
 from sparkgate.errors import SessionNotFound
 from sparkgate.states import ACTIVE_SESSION_STATES, SessionKind, SessionState, StatementState
 from sparkgate.store.database import Database
-from sparkgate.store.records import Page, SessionRecord
+from sparkgate.store.records import Page, SessionRecord, StatementRecord
 from sparkgate.store.schema import sessions, statements
 
 
@@ -82,8 +82,14 @@ class Sessions:
         owner: str | None = None,
         offset: int = 0,
         limit: int = 100,
+        after: int | None = None,
+        count: bool = True,
     ) -> Page[SessionRecord]:
-        """Sessions by id; ``ended_since``: only active ones and those ended since then."""
+        """Sessions by id; ``ended_since``: only active ones and those ended since then.
+
+        ``after``: keyset paging, the sessions after that id (the page's ``next_after`` is the
+        one to pass for the following page). ``count=False`` leaves ``total`` None.
+        """
         where: list[sa.ColumnElement[bool]] = []
         if owner is not None:
             where.append(sessions.c.owner == owner)
@@ -100,12 +106,17 @@ class Sessions:
                     sessions.c.finished_at >= ended_since,
                 )
             )
-        query = sa.select(sessions).where(*where).order_by(sessions.c.id)
-        count = sa.select(sa.func.count()).select_from(sessions).where(*where)
+        query = sa.select(sessions).where(*where)
+        if after is not None:
+            query = query.where(sessions.c.id > after)
+        query = query.order_by(sessions.c.id).offset(offset).limit(limit + 1)
+        counting = sa.select(sa.func.count()).select_from(sessions).where(*where)
         with self._db.read() as conn:
-            total = conn.execute(count).scalar_one()
-            rows = conn.execute(query.offset(offset).limit(limit)).mappings().all()
-        return Page([SessionRecord.from_row(r) for r in rows], total, offset, limit)
+            total = conn.execute(counting).scalar_one() if count else None
+            rows = conn.execute(query).mappings().all()
+        items = [SessionRecord.from_row(r) for r in rows[:limit]]
+        more = len(rows) > limit and bool(items)
+        return Page(items, total, offset, limit, items[-1].id if more else None)
 
     def of_engine(
         self, engine_id: int, states: Iterable[SessionState] = ACTIVE_SESSION_STATES
@@ -119,19 +130,24 @@ class Sessions:
         with self._db.read() as conn:
             return [SessionRecord.from_row(r) for r in conn.execute(query).mappings()]
 
-    def work_of_engine(self, engine_id: int) -> list[tuple[SessionRecord, int | None]]:
-        """The engine's active sessions, each with the id of its oldest waiting statement.
+    def work_of_engine(self, engine_id: int) -> list[tuple[SessionRecord, StatementRecord | None]]:
+        """The engine's active sessions, each with its oldest waiting statement (whole, so
+        that claiming it needs no second read).
 
-        One read per engine tick: this is what an engine polls, so it is kept to one query.
+        One read each time an engine looks: it is kept to one query.
         """
+        others = statements.alias("queued")
         next_waiting = (
-            sa.select(sa.func.min(statements.c.id))
-            .where(statements.c.session_id == sessions.c.id)
-            .where(statements.c.state == StatementState.WAITING.value)
+            sa.select(sa.func.min(others.c.id))
+            .where(others.c.session_id == sessions.c.id)
+            .where(others.c.state == StatementState.WAITING.value)
+            .correlate(sessions)
             .scalar_subquery()
         )
+        waiting = [c.label(f"next_{c.name}") for c in statements.c]
         query = (
-            sa.select(sessions, next_waiting.label("next_statement_id"))
+            sa.select(sessions, *waiting)
+            .select_from(sessions.outerjoin(statements, statements.c.id == next_waiting))
             .where(sessions.c.engine_id == engine_id)
             .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]))
             .order_by(sessions.c.id)
@@ -141,8 +157,11 @@ class Sessions:
         work = []
         for row in rows:
             values = dict(row)
-            next_id = values.pop("next_statement_id")
-            work.append((SessionRecord.from_row(values), next_id))
+            statement = {c.name: values.pop(f"next_{c.name}") for c in statements.c}
+            next_statement = None
+            if statement["id"] is not None:
+                next_statement = StatementRecord.from_row(statement)
+            work.append((SessionRecord.from_row(values), next_statement))
         return work
 
     def unplaced(self, *, created_before: float) -> list[SessionRecord]:

@@ -17,6 +17,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store.database import Database
+from sparkgate.store.hints import engine_channel
 from sparkgate.store.records import Page, SessionRecord, StatementRecord
 from sparkgate.store.schema import sessions, statements
 
@@ -52,10 +53,11 @@ class Statements:
                 )
             )
             .values(statement_count=sessions.c.statement_count + 1, last_activity_at=now)
-            .returning(sessions.c.statement_count)
+            .returning(sessions.c.statement_count, sessions.c.engine_id)
         )
         with self._db.within(conn) as c:
-            count = c.execute(bump).scalar()
+            bumped = c.execute(bump).first()
+            count = None if bumped is None else bumped.statement_count
             if count is None:
                 session = (
                     c.execute(
@@ -90,6 +92,9 @@ class Statements:
                 .mappings()
                 .one()
             )
+            if bumped is not None and bumped.engine_id is not None:
+                # Its engine runs it as soon as it looks: tell it to look now.
+                self._db.hint(c, engine_channel(bumped.engine_id), row["id"])
         return StatementRecord.from_row(row)
 
     def find(self, statement_id: int) -> StatementRecord | None:
@@ -156,31 +161,41 @@ class Statements:
         offset: int = 0,
         limit: int = 100,
         newest_first: bool = False,
+        after: int | None = None,
+        count: bool = True,
     ) -> Page[StatementRecord]:
+        """Statements by id (``newest_first``: descending), each with its session's owner.
+
+        ``after``: keyset paging, the statements past that id in the list's order (the page's
+        ``next_after`` is the one to pass for the following page); it reads only the page
+        whatever the list's length, where ``offset`` reads every row it skips. ``count=False``
+        leaves ``total`` None, sparing a count of every matching row.
+        """
         where: list[sa.ColumnElement[bool]] = []
         if owner is not None:
-            # A statement is its session's owner's.
-            where.append(
-                statements.c.session_id.in_(
-                    sa.select(sessions.c.id).where(sessions.c.owner == owner)
-                )
-            )
+            # A statement is its session's owner's. The planner picks the order of the join:
+            # the owner's sessions first (ix_sessions_owner_id) when they are few, else the
+            # statements in id order, each with its session.
+            where.append(sessions.c.owner == owner)
         if session_id is not None:
             where.append(statements.c.session_id == session_id)
         if states is not None:
             where.append(statements.c.state.in_([s.value for s in states]))
+        joined = statements.join(sessions, statements.c.session_id == sessions.c.id)
         order = statements.c.id.desc() if newest_first else statements.c.id
-        query = (
-            sa.select(statements, sessions.c.owner)
-            .join(sessions, statements.c.session_id == sessions.c.id)
-            .where(*where)
-            .order_by(order)
-        )
-        count = sa.select(sa.func.count()).select_from(statements).where(*where)
+        query = sa.select(statements, sessions.c.owner).select_from(joined).where(*where)
+        if after is not None:
+            past = statements.c.id < after if newest_first else statements.c.id > after
+            query = query.where(past)
+        query = query.order_by(order).offset(offset).limit(limit + 1)
+        counted = joined if owner is not None else statements
+        counting = sa.select(sa.func.count()).select_from(counted).where(*where)
         with self._db.read() as conn:
-            total = conn.execute(count).scalar_one()
-            rows = conn.execute(query.offset(offset).limit(limit)).mappings().all()
-        return Page([StatementRecord.from_row(r) for r in rows], total, offset, limit)
+            total = conn.execute(counting).scalar_one() if count else None
+            rows = conn.execute(query).mappings().all()
+        items = [StatementRecord.from_row(r) for r in rows[:limit]]
+        more = len(rows) > limit and bool(items)
+        return Page(items, total, offset, limit, items[-1].id if more else None)
 
     def next_waiting(self, session_ids: Iterable[int]) -> dict[int, StatementRecord]:
         """For each given session, its oldest waiting statement (sessions run in order)."""
@@ -207,6 +222,22 @@ class Statements:
         query = sa.select(statements.c.id, statements.c.state).where(statements.c.id.in_(ids))
         with self._db.read() as conn:
             return {row.id: StatementState(row.state) for row in conn.execute(query)}
+
+    def final(self, statement_ids: Iterable[int]) -> dict[int, StatementRecord]:
+        """Those of the given statements that are final, each with its session's owner: what
+        a long poll answers (one read for every request a node holds)."""
+        ids = list(statement_ids)
+        if not ids:
+            return {}
+        query = (
+            sa.select(statements, sessions.c.owner)
+            .join(sessions, statements.c.session_id == sessions.c.id)
+            .where(statements.c.id.in_(ids))
+            .where(statements.c.state.in_([s.value for s in TERMINAL_STATEMENT_STATES]))
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(query).mappings().all()
+        return {row["id"]: StatementRecord.from_row(row) for row in rows}
 
     def set_progress(self, statement_id: int, progress: float, *, now: float) -> None:
         stmt = (

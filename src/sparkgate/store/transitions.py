@@ -49,6 +49,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import schema
 from sparkgate.store.database import Database
+from sparkgate.store.hints import ENGINE_CHANGED, NODES, engine_channel
 
 S = TypeVar("S", bound=Enum)
 
@@ -345,7 +346,13 @@ class Transitions:
             .returning(table.c.id)
         )
         with self._conn(conn) as c:
-            return sorted(row.id for row in c.execute(stmt))
+            moved = sorted(row.id for row in c.execute(stmt))
+            if moved and to in TERMINAL_STATEMENT_STATES:
+                for statement_id in moved:
+                    self._db.hint(c, NODES, statement_id)
+            elif moved and to is StatementState.CANCELLING:
+                wake_engine_of(self._db, c, session_id=session_id)
+            return moved
 
     def end_statements_of_session(
         self, session_id: int, error: dict[str, Any], *, now: float, conn: Connection
@@ -412,10 +419,49 @@ class Transitions:
         stmt = table.update().where(*where).values(machine.values_for(to, now, values))
         with self._conn(conn) as c:
             if c.execute(stmt).rowcount == 1:
+                self._wake(c, machine, row_id, to, values)
                 return Outcome(True, to)
             current = c.execute(sa.select(table.c.state).where(table.c.id == row_id)).scalar()
         return Outcome(False, None if current is None else machine.enum(current))
 
+    def _wake(
+        self, conn: Connection, machine: _Machine[Any], row_id: int, to: Any, values: Any
+    ) -> None:
+        """Hint whoever must act on this move (see ``store.hints``), in its transaction."""
+        if machine is _STATEMENT:
+            if to in TERMINAL_STATEMENT_STATES:
+                self._db.hint(conn, NODES, row_id)  # long polls waiting for it
+            elif to is StatementState.CANCELLING:
+                wake_engine_of(self._db, conn, statement_id=row_id)
+        elif machine is _SESSION:
+            if values.get("engine_id") is not None:
+                self._db.hint(conn, engine_channel(values["engine_id"]), row_id)  # placed
+            elif to in TERMINAL_SESSION_STATES:
+                wake_engine_of(self._db, conn, session_id=row_id)  # ended: it lets go
+        elif machine is _ENGINE and (to is EngineState.STOPPING or to in TERMINAL_ENGINE_STATES):
+            self._db.hint(conn, engine_channel(row_id), ENGINE_CHANGED)
+
     def _conn(self, conn: Connection | None) -> AbstractContextManager[Connection]:
         """The caller's transaction when given one, else a write transaction of our own."""
         return nullcontext(conn) if conn is not None else self._db.begin()
+
+
+def wake_engine_of(
+    db: Database,
+    conn: Connection,
+    *,
+    session_id: int | None = None,
+    statement_id: int | None = None,
+) -> None:
+    """Hint the engine serving a session (or a statement's session), if it has one."""
+    sessions, statements = schema.sessions, schema.statements
+    query = sa.select(sessions.c.engine_id)
+    if statement_id is not None:
+        query = query.join(statements, statements.c.session_id == sessions.c.id).where(
+            statements.c.id == statement_id
+        )
+    else:
+        query = query.where(sessions.c.id == session_id)
+    engine_id = conn.execute(query).scalar()
+    if engine_id is not None:
+        db.hint(conn, engine_channel(engine_id), statement_id or session_id or "")

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
-from typing import Annotated, Any
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate import results
 from sparkgate.api.deps import NodeDep, UserDep, WatcherDep
+from sparkgate.api.paging import After, Total, counted, id_after, paging
 from sparkgate.api.views import query_view
 from sparkgate.errors import InvalidRequest, ResultGone, ResultNotReady
 from sparkgate.states import TERMINAL_STATEMENT_STATES, StatementState
@@ -23,6 +24,10 @@ class QuerySubmit(BaseModel):
 
     query: str = Field(min_length=1)
     session_id: int | None = None
+    # A one-off query (no session): a fresh Spark session on a warm shared engine, or an
+    # engine of its own ("engine"; also taken when conf holds driver settings).
+    isolation: Literal["session", "engine"] = "session"
+    conf: dict[str, str] | None = None
 
 
 @router.post("", status_code=201)
@@ -31,7 +36,18 @@ def submit_query(body: QuerySubmit, node: NodeDep, user: UserDep) -> dict[str, A
     as a one-query batch."""
     if not body.query.strip():
         raise InvalidRequest("query: the query is empty.", field="query")
-    statement = node.gateway.submit(body.query, user=user, session_id=body.session_id)
+    if body.session_id is not None and (body.conf or body.isolation != "session"):
+        raise InvalidRequest(
+            "isolation and conf are for one-off queries; a session has its own.",
+            field="conf" if body.conf else "isolation",
+        )
+    statement = node.gateway.submit(
+        body.query,
+        user=user,
+        session_id=body.session_id,
+        isolation=body.isolation,
+        conf=body.conf,
+    )
     return {"id": statement.id, "session_id": statement.session_id, "state": statement.state.value}
 
 
@@ -44,9 +60,11 @@ def list_queries(
     state: Annotated[list[StatementState] | None, Query()] = None,
     offset: Annotated[int, Query(ge=0)] = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    after: After = None,
+    total: Total = None,
 ) -> dict[str, Any]:
     """Your queries, newest first: ``?session_id=3&state=running`` (admins: everyone's, or
-    ``?owner=``)."""
+    ``?owner=``); the next page is ``?after=<next>``."""
     page = node.store.statements.list_page(
         session_id=session_id,
         states=state,
@@ -54,13 +72,10 @@ def list_queries(
         offset=offset,
         limit=limit,
         newest_first=True,
+        after=id_after(after, offset),
+        count=counted(total, after),
     )
-    return {
-        "queries": [query_view(s) for s in page.items],
-        "total": page.total,
-        "offset": page.offset,
-        "limit": page.limit,
-    }
+    return {"queries": [query_view(s) for s in page.items], **paging(page, after)}
 
 
 @router.get("/{query_id}")
@@ -74,10 +89,13 @@ async def get_query(
     """The query's state; ``?wait=30`` holds the answer until it is final or 30 s pass."""
     statement = await asyncio.to_thread(node.gateway.statement, query_id, user=user)
     if wait > 0 and statement.state not in TERMINAL_STATEMENT_STATES:
-        await watcher.wait(query_id, min(wait, node.settings.long_poll_max))
-        owner = statement.owner
-        statement = await asyncio.to_thread(node.store.statements.get, query_id)
-        statement = dataclasses.replace(statement, owner=owner)
+        final = await watcher.wait(query_id, min(wait, node.settings.long_poll_max))
+        if final is not None:
+            statement = final  # read by the watcher with its owner: no second read
+        else:
+            owner = statement.owner
+            statement = await asyncio.to_thread(node.store.statements.get, query_id)
+            statement = dataclasses.replace(statement, owner=owner)
     return query_view(statement)
 
 
