@@ -30,10 +30,21 @@ def bench_server(
 ) -> Iterator[ServerProcess]:
     """A started server (embedded defaults unless ``overrides`` say otherwise); its engines
     and embedded metastore are stopped afterwards."""
+    with bench_server_with_env(console, {}, wait_engines=wait_engines, **overrides) as server:
+        yield server
+
+
+@contextmanager
+def bench_server_with_env(
+    console: Console, env: dict[str, str], *, wait_engines: bool = True, **overrides: Any
+) -> Iterator[ServerProcess]:
+    """:func:`bench_server` with ``env`` added to the server's environment (its engines
+    inherit it: e.g. ``SPARKGATE_STORE_TRACE``)."""
     with tempfile.TemporaryDirectory(prefix="sparkgate-bench-") as tmp:
         values = {"warm_engines": 0, "metastore_uri": None, "metastore_port": free_port()}
         settings = local_test_settings(Path(tmp) / "home", **{**values, **overrides})
         server = ServerProcess(settings)
+        server.env.update(env)
         console.print("starting sparkgate...")
         server.start()
         try:
@@ -51,24 +62,30 @@ def raw_spark(server: ServerProcess, app_name: str, **conf: str) -> Any:
     the same catalog (the server's metastore, when it runs one)."""
     from pyspark.sql import SparkSession
 
-    from sparkgate.engine.spark import engine_spark_conf, quiet_query_error_logs
+    from sparkgate.engine.spark import quiet_query_error_logs
 
-    settings = server.settings
-    if settings.catalog == "hive" and not settings.metastore_uri:
-        uri = f"thrift://127.0.0.1:{settings.metastore_port}"
-        settings = settings.model_copy(update={"metastore_uri": uri})
-    values = {
-        **engine_spark_conf(settings, TEST_SPARK_CONF),
-        "spark.ui.showConsoleProgress": "false",
-        **conf,
-    }
     builder = SparkSession.builder.appName(app_name)
-    for key, value in values.items():
+    for key, value in raw_spark_conf(server, **conf).items():
         builder = builder.config(key, value)
     spark = builder.getOrCreate()
     spark.sparkContext.setLogLevel("ERROR")
     quiet_query_error_logs()
     return spark
+
+
+def raw_spark_conf(server: ServerProcess, **conf: str) -> dict[str, str]:
+    """The Spark conf of :func:`raw_spark` (for a raw driver in a process of its own)."""
+    from sparkgate.engine.spark import engine_spark_conf
+
+    settings = server.settings
+    if settings.catalog == "hive" and not settings.metastore_uri:
+        uri = f"thrift://127.0.0.1:{settings.metastore_port}"
+        settings = settings.model_copy(update={"metastore_uri": uri})
+    return {
+        **engine_spark_conf(settings, TEST_SPARK_CONF),
+        "spark.ui.showConsoleProgress": "false",
+        **conf,
+    }
 
 
 def interleaved(
