@@ -138,7 +138,7 @@ class Settings(BaseSettings):
     table_recovery_interval: float = 5.0
 
     # Background duties (reaper, placement, table janitor, stream supervision) held by leases
-    duty_interval: float = 1.0
+    duty_interval: float = 2.0
     lease_ttl: float = 15.0
 
     # Streaming. Defaults of every streaming query's retry.* options (a query's OPTIONS win);

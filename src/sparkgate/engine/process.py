@@ -17,11 +17,13 @@ import os
 import queue
 import signal
 import socket
+import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import partial
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkgate import logs
@@ -69,6 +71,7 @@ class Execution:
     cancelled: threading.Event = field(default_factory=threading.Event)
     finished: threading.Event = field(default_factory=threading.Event)
     last_cancel: float = 0.0
+    claimed_in: int = 0  # the engine's tick that claimed it
 
     @property
     def done(self) -> bool:
@@ -136,6 +139,7 @@ class Engine:
         self._hints: Listener | None = None
         self._exit_reason = "stopped"
         self._last_busy = clock()
+        self._ticks = 0
         self._served_session = False
         self._last_table_recovery = 0.0
 
@@ -151,6 +155,7 @@ class Engine:
             log.exception("engine %s could not start Spark", self.engine_id)
             self._fail_start(exc)
             return 1
+        self._warm_up()
         now = self.clock()
         started = self.store.transitions.engine(
             self.engine_id,
@@ -192,6 +197,24 @@ class Engine:
             return 1
         self._shutdown()
         return 0
+
+    def _warm_up(self) -> None:
+        """Run a first query (through the catalog, a shuffle and a result file, like a
+        statement's) before saying ``running``. A driver's first statement pays for loading
+        classes, generating code and connecting the catalog: seconds on two cores, measured
+        (bench/floor.py). An engine kept warm exists so that nobody waits for that."""
+        from sparkgate.engine.collect import write_result
+
+        assert self.spark is not None
+        started = time.perf_counter()
+        try:
+            with tempfile.TemporaryDirectory(prefix="sparkgate-warm-up-") as directory:
+                self.spark.sql("SHOW DATABASES").collect()
+                df = self.spark.sql("SELECT id % 2 AS k, count(*) AS n FROM range(100) GROUP BY 1")
+                write_result(df, Path(directory) / "result")
+        except Exception:
+            log.warning("warm-up query failed; going on cold", exc_info=True)
+        log.info("engine %s warmed up in %.1fs", self.engine_id, time.perf_counter() - started)
 
     def _start_spark(self, record: EngineRecord) -> SparkSession:
         from sparkgate.engine.spark import build_spark
@@ -321,6 +344,7 @@ class Engine:
     def _tick(self) -> bool:
         """One pass over this engine's work; True if anything happened."""
         busy = False
+        self._ticks += 1
         self._reap_executions()  # first: a session whose statement just ended takes its next
         work = self.store.sessions.work_of_engine(self.engine_id)
         active_ids = {session.id for session, _ in work}
@@ -447,7 +471,9 @@ class Engine:
             updated_at=now,
             version=waiting.version + 1,
         )
-        execution = Execution(statement, session, tag=f"sparkgate-statement-{statement_id}")
+        execution = Execution(
+            statement, session, tag=f"sparkgate-statement-{statement_id}", claimed_in=self._ticks
+        )
         with self._lock:
             self._running[statement_id] = execution
         self._workers[session_id].submit(execution)
@@ -458,7 +484,10 @@ class Engine:
             executions = list(self._running.values())
         if not executions:
             return False
-        states = self.store.statements.states(e.statement.id for e in executions)
+        # Statements claimed in this tick were just read running; a cancel written since
+        # hints us, which wakes the next tick, and that one reads their states.
+        earlier = [e.statement.id for e in executions if e.claimed_in < self._ticks]
+        states = self.store.statements.states(earlier) if earlier else {}
         acted = False
         now = self.clock()
         for execution in executions:
