@@ -47,6 +47,19 @@ def test_a_round_of_leases_in_one_call(store: Store) -> None:
     assert taken == {"reaper", "placement"}
 
 
+def test_a_round_on_existing_leases_is_one_write(
+    store: Store, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    names = ["reaper", "placement", "janitor"]
+    store.leases.acquire_many(names, "a", now=NOW, ttl=10)  # creates the rows
+
+    def one_by_one(*_args: object, **_kwargs: object) -> bool:
+        raise AssertionError("a lease row that exists was taken on its own")
+
+    monkeypatch.setattr(store.leases, "acquire", one_by_one)
+    assert store.leases.acquire_many(names, "a", now=NOW + 1, ttl=10) == set(names)
+
+
 def test_reap_expired(store: Store) -> None:
     store.leases.acquire("x", "a", now=NOW, ttl=1)
     store.leases.acquire("y", "a", now=NOW, ttl=100)

@@ -64,8 +64,9 @@ class Leases:
         )
         with self._db.begin() as conn:
             held = {row.name for row in conn.execute(taken)}
-            existing = conn.execute(sa.select(leases.c.name).where(leases.c.name.in_(names)))
-            missing = [name for name in names if name not in {row.name for row in existing}]
+            query = sa.select(leases.c.name).where(leases.c.name.in_(names))
+            existing = {row.name for row in conn.execute(query)}
+        missing = [name for name in names if name not in existing]
         for name in missing:  # first round ever: rows to create (a race decides who holds)
             if self.acquire(name, owner, now=now, ttl=ttl):
                 held.add(name)
