@@ -152,9 +152,14 @@ class Client:
         session_id: int | None = None,
         isolation: str | None = None,
         conf: dict[str, str] | None = None,
+        wait: float = 0,
+        limit: int | None = None,
     ) -> dict[str, Any]:
         """Queue a query in a session, or (no session) as a one-off query; ``isolation``
-        ``"engine"`` (or driver settings in ``conf``) gives a one-off query its own engine."""
+        ``"engine"`` (or driver settings in ``conf``) gives a one-off query its own engine.
+        With ``wait``, the answer comes when the query is final (or ``wait`` seconds pass):
+        the whole query, and its first result page as ``page`` (``limit`` rows) if it
+        succeeded."""
         body: dict[str, Any] = {"query": query}
         if session_id is not None:
             body["session_id"] = session_id
@@ -162,7 +167,16 @@ class Client:
             body["isolation"] = isolation
         if conf:
             body["conf"] = conf
-        result: dict[str, Any] = self._call("POST", "/v1/queries", json=body)
+        params: dict[str, Any] = {}
+        options: dict[str, Any] = {}
+        if wait:
+            params["wait"] = wait
+            options["timeout"] = httpx.Timeout(wait + 30)
+        if limit is not None:
+            params["limit"] = limit
+        result: dict[str, Any] = self._call(
+            "POST", "/v1/queries", json=body, params=params, **options
+        )
         return result
 
     def query(self, query_id: int, *, wait: float = 0) -> dict[str, Any]:

@@ -34,6 +34,29 @@ def test_submit_long_poll_and_read(sg: Client, interactive: Any) -> None:
     wait_idle(sg, session["id"])  # back to idle after the statement
 
 
+def test_submit_with_wait_answers_in_one_request(sg: Client, interactive: Any) -> None:
+    session = interactive()
+    done = sg.submit("SELECT id FROM range(5)", session_id=session["id"], wait=120, limit=3)
+    assert done["state"] == "success" and done["result"]["row_count"] == 5, done
+    assert done["page"] == {
+        "schema": [{"name": "id", "type": "bigint"}],
+        "rows": [[0], [1], [2]],
+        "offset": 0,
+        "limit": 3,
+        "total": 5,
+    }
+    failed = sg.submit("SELECT nope", session_id=session["id"], wait=120)
+    assert failed["state"] == "failed" and "page" not in failed
+    assert failed["error"]["code"].startswith("UNRESOLVED_COLUMN"), failed
+    # Not final within the wait: the query as it is, to long-poll as usual.
+    slow = sg.submit(
+        "SELECT sum(id % 7) FROM range(100000000000)", session_id=session["id"], wait=0.5
+    )
+    assert slow["state"] in {"waiting", "running"} and "page" not in slow
+    sg.cancel(slow["id"])
+    assert sg.wait(slow["id"], timeout=120)["state"] == "cancelled"
+
+
 def test_long_poll_returns_at_timeout_for_a_running_query(sg: Client, interactive: Any) -> None:
     session = interactive()
     submitted = sg.submit("SELECT sum(id % 7) FROM range(100000000000)", session_id=session["id"])

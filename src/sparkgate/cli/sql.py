@@ -40,7 +40,8 @@ def sql(
     Example: sparkgate sql "SELECT id, id % 3 AS r FROM range(10)"
     """
     with client(server) as sg:
-        submitted = sg.submit(query, session_id=session, isolation=isolation)
+        # Held up to a second: a short query answers, first page and all, in this one request.
+        submitted = sg.submit(query, session_id=session, isolation=isolation, wait=1, limit=limit)
         query_id = submitted["id"]
         current = submitted
         try:
@@ -55,7 +56,7 @@ def sql(
             if as_json:
                 print_json(current)
             fail(f"query {query_id} {current['state']}: {describe_error(current['error'])}")
-        page = sg.result(query_id, limit=limit)
+        page = current.pop("page", None) or sg.result(query_id, limit=limit)
         if as_json:
             print_json({"query": current, "schema": page["schema"], "rows": page["rows"]})
             return

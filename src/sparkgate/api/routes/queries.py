@@ -13,8 +13,11 @@ from sparkgate import results
 from sparkgate.api.deps import NodeDep, UserDep, WatcherDep
 from sparkgate.api.paging import After, Total, counted, id_after, paging
 from sparkgate.api.views import query_view
+from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest, ResultGone, ResultNotReady
+from sparkgate.node import ServerNode
 from sparkgate.states import TERMINAL_STATEMENT_STATES, StatementState
+from sparkgate.store.records import StatementRecord
 
 router = APIRouter(prefix="/v1/queries", tags=["queries"])
 
@@ -31,9 +34,35 @@ class QuerySubmit(BaseModel):
 
 
 @router.post("", status_code=201)
-def submit_query(body: QuerySubmit, node: NodeDep, user: UserDep) -> dict[str, Any]:
+async def submit_query(
+    body: QuerySubmit,
+    node: NodeDep,
+    user: UserDep,
+    watcher: WatcherDep,
+    wait: Annotated[float, Query(ge=0)] = 0,
+    limit: Annotated[int | None, Query(ge=0)] = None,
+) -> dict[str, Any]:
     """Queue a query: ``{"query": "SELECT 1", "session_id": 3}``; without a session it runs
-    as a one-query batch."""
+    as a one-off query. ``?wait=30`` answers when it is final (or 30 s pass) with the whole
+    query and, if it succeeded, its first result page (``page``, ``?limit=`` rows): a short
+    query costs one request instead of three."""
+    statement = await asyncio.to_thread(_submit, body, node, user)
+    if wait <= 0:
+        return {
+            "id": statement.id,
+            "session_id": statement.session_id,
+            "state": statement.state.value,
+        }
+    final = await watcher.wait(statement.id, min(wait, node.settings.long_poll_max))
+    if final is None:
+        final = await asyncio.to_thread(node.gateway.statement, statement.id, user=user)
+    view = query_view(final)
+    if final.state is StatementState.SUCCESS and final.result is not None:
+        view["page"] = await asyncio.to_thread(_result_page, node, final, 0, limit)
+    return view
+
+
+def _submit(body: QuerySubmit, node: ServerNode, user: Principal) -> StatementRecord:
     if not body.query.strip():
         raise InvalidRequest("query: the query is empty.", field="query")
     if body.session_id is not None and (body.conf or body.isolation != "session"):
@@ -41,14 +70,13 @@ def submit_query(body: QuerySubmit, node: NodeDep, user: UserDep) -> dict[str, A
             "isolation and conf are for one-off queries; a session has its own.",
             field="conf" if body.conf else "isolation",
         )
-    statement = node.gateway.submit(
+    return node.gateway.submit(
         body.query,
         user=user,
         session_id=body.session_id,
         isolation=body.isolation,
         conf=body.conf,
     )
-    return {"id": statement.id, "session_id": statement.session_id, "state": statement.state.value}
 
 
 @router.get("")
@@ -109,14 +137,20 @@ def get_result(
 ) -> dict[str, Any]:
     """A page of the result: ``?offset=0&limit=1000`` -> ``{"schema", "rows", "total"}``."""
     statement = node.gateway.statement(query_id, user=user)
+    return _result_page(node, statement, offset, limit)
+
+
+def _result_page(
+    node: ServerNode, statement: StatementRecord, offset: int, limit: int | None
+) -> dict[str, Any]:
     if statement.state is not StatementState.SUCCESS or statement.result is None:
-        raise ResultNotReady(query_id, statement.state.value)
+        raise ResultNotReady(statement.id, statement.state.value)
     page_limit = min(limit if limit is not None else 1000, node.settings.result_page_max)
     path = statement.result["path"]
     try:
         rows, total = results.read_page(path, offset, page_limit)
     except FileNotFoundError as exc:
-        raise ResultGone(query_id, path) from exc
+        raise ResultGone(statement.id, path) from exc
     return {
         "schema": statement.result.get("schema", []),
         "rows": rows,
