@@ -136,6 +136,7 @@ class Engine:
         # loop looks at the store when woken, and on the safety poll otherwise.
         self._wake = threading.Event()
         self._engine_changed = threading.Event()
+        self._exiting = threading.Event()
         self._hints: Listener | None = None
         self._exit_reason = "stopped"
         self._last_busy = clock()
@@ -257,7 +258,7 @@ class Engine:
     def _follow_engine_state(self) -> None:
         """Act at once on a hinted change of this engine's row (the heartbeat would see it
         within its interval anyway)."""
-        if not self._engine_changed.is_set():
+        if not self._engine_changed.is_set() or self._exiting.is_set():
             return
         self._engine_changed.clear()
         state = self.store.engines.get(self.engine_id).state
@@ -322,6 +323,7 @@ class Engine:
             self._end_session(session.id, SessionState.DEAD, error)
         now = self.clock()
         final = EngineState.FAILED if failed else EngineState.STOPPED
+        self._exiting.set()  # the heartbeat must not take our own final state for a verdict
         self.store.transitions.engine(self.engine_id, final, now=now, error=failed)
         log.info("engine %s %s (%s)", self.engine_id, final.value, self._exit_reason)
         self._stop_spark()
@@ -674,7 +676,7 @@ class Engine:
     def _heartbeat_loop(self) -> None:
         last_ok = self.clock()
         interval = self.settings.engine_heartbeat_interval
-        while not self._stop_now.is_set():
+        while not self._stop_now.is_set() and not self._exiting.is_set():
             now = self.clock()
             try:
                 state = self.store.engines.heartbeat(
@@ -692,7 +694,7 @@ class Engine:
             if state is EngineState.STOPPING:
                 self._stop.set()
                 self._wake.set()
-            elif state in TERMINAL_ENGINE_STATES:
+            elif state in TERMINAL_ENGINE_STATES and not self._exiting.is_set():
                 assert state is not None
                 log.error("engine declared %s by the store; exiting now", state.value)
                 self._exit_reason = f"declared {state.value}"
