@@ -9,6 +9,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from sparkgate.store.database import Database
+from sparkgate.store.pages import read_page
 from sparkgate.store.records import Page
 from sparkgate.store.schema import audit_events
 
@@ -86,11 +87,13 @@ class AuditLog:
         query = sa.select(audit_events).where(*where)
         if after is not None:
             query = query.where(audit_events.c.id < after)
-        query = query.order_by(audit_events.c.id.desc()).offset(offset).limit(limit + 1)
-        counting = sa.select(sa.func.count()).select_from(audit_events).where(*where)
-        with self._db.read() as conn:
-            total = conn.execute(counting).scalar_one() if count else None
-            rows = conn.execute(query).mappings().all()
-        items = [AuditRecord(**r) for r in rows[:limit]]
-        more = len(rows) > limit and bool(items)
-        return Page(items, total, offset, limit, items[-1].id if more else None)
+        return read_page(
+            self._db,
+            query.order_by(audit_events.c.id.desc()),
+            sa.select(sa.func.count()).select_from(audit_events).where(*where),
+            make=lambda row: AuditRecord(**row),
+            key=lambda event: event.id,
+            offset=offset,
+            limit=limit,
+            count=count,
+        )

@@ -18,6 +18,7 @@ from sqlalchemy.engine import Connection
 from sparkgate.errors import DeploymentNotFound, JobNotFound, JobRunNotFound
 from sparkgate.states import DeploymentState, JobRunState
 from sparkgate.store.database import Database
+from sparkgate.store.pages import read_page
 from sparkgate.store.records import (
     DeploymentRecord,
     JobDecisionRecord,
@@ -261,14 +262,16 @@ class Deployments:
         query = sa.select(deployments).where(*where)
         if after is not None:
             query = query.where(deployments.c.id < after)
-        query = query.order_by(deployments.c.id.desc()).offset(offset).limit(limit + 1)
-        counting = sa.select(sa.func.count()).select_from(deployments).where(*where)
-        with self._db.read() as conn:
-            total = conn.execute(counting).scalar_one() if count else None
-            rows = conn.execute(query).mappings().all()
-        items = [DeploymentRecord.from_row(r) for r in rows[:limit]]
-        more = len(rows) > limit and bool(items)
-        return Page(items, total, offset, limit, items[-1].id if more else None)
+        return read_page(
+            self._db,
+            query.order_by(deployments.c.id.desc()),
+            sa.select(sa.func.count()).select_from(deployments).where(*where),
+            make=DeploymentRecord.from_row,
+            key=lambda deployment: deployment.id,
+            offset=offset,
+            limit=limit,
+            count=count,
+        )
 
     def running(self) -> list[DeploymentRecord]:
         return self.list_page(states=[DeploymentState.RUNNING], limit=1_000_000).items

@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 from sparkgate.errors import SessionNotFound
 from sparkgate.states import ACTIVE_SESSION_STATES, SessionKind, SessionState, StatementState
 from sparkgate.store.database import Database
+from sparkgate.store.pages import read_page
 from sparkgate.store.records import Page, SessionRecord, StatementRecord
 from sparkgate.store.schema import sessions, statements
 
@@ -109,14 +110,16 @@ class Sessions:
         query = sa.select(sessions).where(*where)
         if after is not None:
             query = query.where(sessions.c.id > after)
-        query = query.order_by(sessions.c.id).offset(offset).limit(limit + 1)
-        counting = sa.select(sa.func.count()).select_from(sessions).where(*where)
-        with self._db.read() as conn:
-            total = conn.execute(counting).scalar_one() if count else None
-            rows = conn.execute(query).mappings().all()
-        items = [SessionRecord.from_row(r) for r in rows[:limit]]
-        more = len(rows) > limit and bool(items)
-        return Page(items, total, offset, limit, items[-1].id if more else None)
+        return read_page(
+            self._db,
+            query.order_by(sessions.c.id),
+            sa.select(sa.func.count()).select_from(sessions).where(*where),
+            make=SessionRecord.from_row,
+            key=lambda session: session.id,
+            offset=offset,
+            limit=limit,
+            count=count,
+        )
 
     def of_engine(
         self, engine_id: int, states: Iterable[SessionState] = ACTIVE_SESSION_STATES

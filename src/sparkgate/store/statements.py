@@ -18,8 +18,12 @@ from sparkgate.states import (
 )
 from sparkgate.store.database import Database
 from sparkgate.store.hints import engine_channel
+from sparkgate.store.pages import read_page
 from sparkgate.store.records import Page, SessionRecord, StatementRecord
 from sparkgate.store.schema import sessions, statements
+
+# A statement is its session's owner's: lists and long polls read the two together.
+_WITH_SESSION = statements.join(sessions, statements.c.session_id == sessions.c.id)
 
 
 class Statements:
@@ -181,21 +185,22 @@ class Statements:
             where.append(statements.c.session_id == session_id)
         if states is not None:
             where.append(statements.c.state.in_([s.value for s in states]))
-        joined = statements.join(sessions, statements.c.session_id == sessions.c.id)
         order = statements.c.id.desc() if newest_first else statements.c.id
-        query = sa.select(statements, sessions.c.owner).select_from(joined).where(*where)
+        query = sa.select(statements, sessions.c.owner).select_from(_WITH_SESSION).where(*where)
         if after is not None:
             past = statements.c.id < after if newest_first else statements.c.id > after
             query = query.where(past)
-        query = query.order_by(order).offset(offset).limit(limit + 1)
-        counted = joined if owner is not None else statements
-        counting = sa.select(sa.func.count()).select_from(counted).where(*where)
-        with self._db.read() as conn:
-            total = conn.execute(counting).scalar_one() if count else None
-            rows = conn.execute(query).mappings().all()
-        items = [StatementRecord.from_row(r) for r in rows[:limit]]
-        more = len(rows) > limit and bool(items)
-        return Page(items, total, offset, limit, items[-1].id if more else None)
+        counted = _WITH_SESSION if owner is not None else statements
+        return read_page(
+            self._db,
+            query.order_by(order),
+            sa.select(sa.func.count()).select_from(counted).where(*where),
+            make=StatementRecord.from_row,
+            key=lambda statement: statement.id,
+            offset=offset,
+            limit=limit,
+            count=count,
+        )
 
     def next_waiting(self, session_ids: Iterable[int]) -> dict[int, StatementRecord]:
         """For each given session, its oldest waiting statement (sessions run in order)."""
@@ -231,7 +236,7 @@ class Statements:
             return {}
         query = (
             sa.select(statements, sessions.c.owner)
-            .join(sessions, statements.c.session_id == sessions.c.id)
+            .select_from(_WITH_SESSION)
             .where(statements.c.id.in_(ids))
             .where(statements.c.state.in_([s.value for s in TERMINAL_STATEMENT_STATES]))
         )

@@ -32,6 +32,7 @@ from sparkgate.states import (
     StreamQueryState,
 )
 from sparkgate.store.database import Database
+from sparkgate.store.pages import read_page
 from sparkgate.store.records import (
     Page,
     StreamJobRecord,
@@ -135,14 +136,16 @@ class StreamJobs:
         query = sa.select(stream_jobs).where(*where)
         if after is not None:
             query = query.where(stream_jobs.c.name > after)
-        query = query.order_by(stream_jobs.c.name).offset(offset).limit(limit + 1)
-        counting = sa.select(sa.func.count()).select_from(stream_jobs).where(*where)
-        with self._db.read() as conn:
-            total = conn.execute(counting).scalar_one() if count else None
-            rows = conn.execute(query).mappings().all()
-        items = [StreamJobRecord.from_row(r) for r in rows[:limit]]
-        more = len(rows) > limit and bool(items)
-        return Page(items, total, offset, limit, items[-1].name if more else None)
+        return read_page(
+            self._db,
+            query.order_by(stream_jobs.c.name),
+            sa.select(sa.func.count()).select_from(stream_jobs).where(*where),
+            make=StreamJobRecord.from_row,
+            key=lambda job: job.name,
+            offset=offset,
+            limit=limit,
+            count=count,
+        )
 
     def active(self) -> list[StreamJobRecord]:
         """Jobs a supervisor has something to watch or do for."""
