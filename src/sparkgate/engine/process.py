@@ -258,15 +258,25 @@ class Engine:
     def _follow_engine_state(self) -> None:
         """Act at once on a hinted change of this engine's row (the heartbeat would see it
         within its interval anyway)."""
-        if not self._engine_changed.is_set() or self._exiting.is_set():
+        if not self._engine_changed.is_set():
             return
         self._engine_changed.clear()
-        state = self.store.engines.get(self.engine_id).state
+        self._obey(self.store.engines.get(self.engine_id).state)
+
+    def _obey(self, state: EngineState | None) -> None:
+        """What the store says of this engine: STOPPING, finish and exit; another final state
+        (lost, failed), it was given up on: exit at once. Our own final state says nothing."""
+        if self._exiting.is_set():
+            return
         if state is EngineState.STOPPING:
             self._stop.set()
+            self._wake.set()
         elif state in TERMINAL_ENGINE_STATES:
+            assert state is not None
+            log.error("engine declared %s by the store; exiting now", state.value)
             self._exit_reason = f"declared {state.value}"
             self._stop_now.set()
+            self._wake.set()
 
     def _should_exit(self) -> bool:
         if self._stop_now.is_set():
@@ -691,15 +701,7 @@ class Engine:
                     log.error("store unreachable for %.0fs; exiting", now - last_ok)
                     os._exit(3)
                 state = None
-            if state is EngineState.STOPPING:
-                self._stop.set()
-                self._wake.set()
-            elif state in TERMINAL_ENGINE_STATES and not self._exiting.is_set():
-                assert state is not None
-                log.error("engine declared %s by the store; exiting now", state.value)
-                self._exit_reason = f"declared {state.value}"
-                self._stop_now.set()
-                self._wake.set()
+            self._obey(state)
             self._record_progress()
             self._stop_now.wait(interval)
 

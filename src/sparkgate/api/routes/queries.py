@@ -13,6 +13,7 @@ from sparkgate import results
 from sparkgate.api.deps import NodeDep, UserDep, WatcherDep
 from sparkgate.api.paging import After, Total, counted, id_after, paging
 from sparkgate.api.views import query_view
+from sparkgate.api.watcher import StatementWatcher
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest, ResultGone, ResultNotReady
 from sparkgate.node import ServerNode
@@ -53,9 +54,7 @@ async def submit_query(
             "session_id": statement.session_id,
             "state": statement.state.value,
         }
-    final = await watcher.wait(statement.id, min(wait, node.settings.long_poll_max))
-    if final is None:
-        final = await asyncio.to_thread(node.gateway.statement, statement.id, user=user)
+    final = await _waited(node, watcher, statement, wait)
     view = query_view(final)
     if final.state is StatementState.SUCCESS and final.result is not None:
         view["page"] = await asyncio.to_thread(_result_page, node, final, 0, limit)
@@ -117,14 +116,20 @@ async def get_query(
     """The query's state; ``?wait=30`` holds the answer until it is final or 30 s pass."""
     statement = await asyncio.to_thread(node.gateway.statement, query_id, user=user)
     if wait > 0 and statement.state not in TERMINAL_STATEMENT_STATES:
-        final = await watcher.wait(query_id, min(wait, node.settings.long_poll_max))
-        if final is not None:
-            statement = final  # read by the watcher with its owner: no second read
-        else:
-            owner = statement.owner
-            statement = await asyncio.to_thread(node.store.statements.get, query_id)
-            statement = dataclasses.replace(statement, owner=owner)
+        statement = await _waited(node, watcher, statement, wait)
     return query_view(statement)
+
+
+async def _waited(
+    node: ServerNode, watcher: StatementWatcher, statement: StatementRecord, wait: float
+) -> StatementRecord:
+    """The statement once final, or as it is after ``wait`` seconds (at most long_poll_max).
+    The watcher's record when it read it final (with its owner); else one read."""
+    final = await watcher.wait(statement.id, min(wait, node.settings.long_poll_max))
+    if final is not None:
+        return final
+    now = await asyncio.to_thread(node.store.statements.get, statement.id)
+    return dataclasses.replace(now, owner=statement.owner)
 
 
 @router.get("/{query_id}/result")
