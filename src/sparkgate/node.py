@@ -42,7 +42,7 @@ class ServerNode:
         self.metrics = NodeMetrics(self.node_id)
         self.store = Store.open(settings.resolved_store_url, hints=settings.hints)
         self.store.db.observe = self.metrics.observe_transaction
-        self.store.migrate()
+        self.store.migrate(settings.store_revision)
         metastore_uri = ensure_metastore(settings)
         # Engines get the resolved URI through their environment (Settings.to_env).
         self.settings = settings.model_copy(update={"metastore_uri": metastore_uri})

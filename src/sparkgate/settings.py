@@ -24,6 +24,10 @@ class Settings(BaseSettings):
     # Where everything lives when nothing else is said: store, results, warehouse, logs.
     home: Path = Path(".sparkgate")
     store_url: str | None = None  # default: SQLite file under home
+    # The schema revision a node brings the store to when it starts: "head" (everything this
+    # version knows). An older revision pins a node to the schema of an earlier release, so a
+    # rolling upgrade (and the chaos suite's "upgrade while the other node runs") can be shown.
+    store_revision: str = "head"
 
     host: str = "127.0.0.1"
     port: int = 8998

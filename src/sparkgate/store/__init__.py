@@ -44,9 +44,10 @@ class Store:
     def open(cls, url: str, *, hints: bool = True) -> Store:
         return cls(Database(url, hints=hints))
 
-    def migrate(self) -> None:
-        """Bring the schema to the newest revision (safe to call from several nodes at once)."""
-        migrate(self.db)
+    def migrate(self, revision: str = "head") -> None:
+        """Bring the schema to ``revision``, by default the newest (safe to call from several
+        nodes at once)."""
+        migrate(self.db, revision)
 
     def close(self) -> None:
         self.db.dispose()

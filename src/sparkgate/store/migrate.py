@@ -7,6 +7,8 @@ from pathlib import Path
 import sqlalchemy as sa
 from alembic import command
 from alembic.config import Config
+from alembic.runtime.migration import MigrationContext
+from alembic.script import ScriptDirectory
 
 from sparkgate.store.database import Database
 
@@ -31,9 +33,20 @@ def migrate(db: Database, revision: str = "head") -> None:
             conn.commit()
         try:
             config.attributes["connection"] = conn
-            command.upgrade(config, revision)
+            if revision == "head" or not _reached(config, conn, revision):
+                command.upgrade(config, revision)
             conn.commit()
         finally:
             if db.dialect == "postgresql":
                 conn.execute(sa.text("SELECT pg_advisory_unlock(:k)"), {"k": _PG_MIGRATION_LOCK})
                 conn.commit()
+
+
+def _reached(config: Config, conn: sa.Connection, revision: str) -> bool:
+    """True if the store is at ``revision`` or past it (a node pinned to an older revision
+    starting after another node upgraded: it runs on the newer schema, it never downgrades)."""
+    current = MigrationContext.configure(conn).get_current_revision()
+    if current is None:
+        return False
+    script = ScriptDirectory.from_config(config)
+    return any(r.revision == revision for r in script.iterate_revisions(current, "base"))

@@ -1,0 +1,28 @@
+"""A node pinned to an older schema revision (a rolling upgrade's old release)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import sqlalchemy as sa
+
+from sparkgate.store import Store
+
+
+def _revision(store: Store) -> str:
+    with store.db.engine.connect() as conn:
+        return str(conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar_one())
+
+
+def test_a_pinned_node_upgrades_to_its_revision_and_never_downgrades(tmp_path: Path) -> None:
+    store = Store.open(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        store.migrate("0006_fetch_cursor")
+        assert _revision(store) == "0006_fetch_cursor"
+        store.migrate("0006_fetch_cursor")  # the same node again: nothing to do
+        store.migrate()  # the new release upgrades
+        assert _revision(store) == "0007_keyset_indexes"
+        store.migrate("0006_fetch_cursor")  # the old release restarts on the newer schema
+        assert _revision(store) == "0007_keyset_indexes"
+    finally:
+        store.close()
