@@ -92,6 +92,9 @@ class Settings(BaseSettings):
     engine_heartbeat_interval: float = 2.0
     engine_heartbeat_timeout: float = 30.0
     engine_start_timeout: float = 300.0
+    # How long an engine on a cluster waits for its first executor before it fails with
+    # NO_EXECUTORS (less than engine_start_timeout, so the reason given is that one).
+    engine_executor_timeout: float = 120.0
     # Engines and long polls act on wake-up hints from the store's writers (store/hints.py);
     # this is how often they look anyway, should a hint be lost. False: no hints at all (only
     # for testing that the safety poll alone is enough).

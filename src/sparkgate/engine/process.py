@@ -218,15 +218,24 @@ class Engine:
         log.info("engine %s warmed up in %.1fs", self.engine_id, time.perf_counter() - started)
 
     def _start_spark(self, record: EngineRecord) -> SparkSession:
-        from sparkgate.engine.spark import build_spark
+        from sparkgate.engine.spark import build_spark, wait_for_executors
 
-        return build_spark(
+        spark = build_spark(
             self.settings, f"sparkgate-engine-{record.id}", record.conf, engine_id=record.id
         )
+        try:
+            wait_for_executors(spark, self.settings.engine_executor_timeout)
+        except BaseException:
+            spark.stop()  # its application ends at the master
+            raise
+        return spark
 
     def _fail_start(self, exc: BaseException) -> None:
         now = self.clock()
-        error = {**describe_failure(exc), "code": "ENGINE_START_FAILED"}
+        from sparkgate.engine.spark import NoExecutors
+
+        code = NoExecutors.code if isinstance(exc, NoExecutors) else "ENGINE_START_FAILED"
+        error = {**describe_failure(exc), "code": code}
         self.store.transitions.engine(self.engine_id, EngineState.FAILED, now=now, error=error)
         for session in self.store.sessions.of_engine(self.engine_id):
             self._end_session(session.id, SessionState.ERROR, error)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import logging
 import os
+import time
 from typing import TYPE_CHECKING
 
 from sparkgate.settings import Settings
@@ -10,8 +12,25 @@ from sparkgate.settings import Settings
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
+log = logging.getLogger("sparkgate.engine")
+
 # Spark's web UI binds the address in SPARK_LOCAL_IP, or every interface; it has no setting.
 LOOPBACK = "127.0.0.1"
+
+
+# What an engine asks a standalone cluster for unless SPARKGATE_SPARK_CONF (or the session's
+# conf) says otherwise: one executor of one core, so engines share the cluster's cores.
+STANDALONE_DEFAULTS = {
+    "spark.cores.max": "1",
+    "spark.executor.cores": "1",
+    "spark.executor.memory": "1g",
+}
+
+
+class NoExecutors(RuntimeError):
+    """The cluster gave the engine no executor in time: it would wait forever."""
+
+    code = "NO_EXECUTORS"
 
 
 def ui_proxy_base(engine_id: int) -> str:
@@ -63,6 +82,10 @@ def engine_spark_conf(
         conf["spark.sql.catalogImplementation"] = "in-memory"
     if settings.engine_driver_memory:
         conf["spark.driver.memory"] = settings.engine_driver_memory
+    if conf["spark.master"].startswith("spark://"):
+        # A standalone application takes every free core unless told otherwise: the first
+        # engine would starve the shared, streaming and batch engines that follow it.
+        conf.update(STANDALONE_DEFAULTS)
     conf.update(settings.spark_conf)
     conf.update(extra or {})
     # Whoever turned the UI on, it is reached through sparkgate only, and cannot kill jobs.
@@ -130,6 +153,40 @@ def build_spark(
     spark.sparkContext.setLogLevel("ERROR")
     quiet_query_error_logs()
     return spark
+
+
+def wait_for_executors(spark: SparkSession, timeout: float) -> None:
+    """On a cluster, wait until at least one executor has registered with this driver; raise
+    :class:`NoExecutors`, naming what the application asks, when none comes in ``timeout``.
+    (Without executors the first query would block forever, unseen.)"""
+    sc = spark.sparkContext
+    conf = sc.getConf()
+    master = conf.get("spark.master", "") or ""
+    if _is_local(master):
+        return
+    asked = {
+        key: conf.get(key, "(Spark's default)")
+        for key in ("spark.cores.max", "spark.executor.cores", "spark.executor.memory")
+    }
+    described = ", ".join(f"{k}={v}" for k, v in asked.items())
+    started = time.monotonic()
+    said = started
+    while True:
+        # The driver counts itself among the block managers: more than one, an executor.
+        if sc._jsc.sc().getExecutorMemoryStatus().size() > 1:
+            return
+        now = time.monotonic()
+        if now - started > timeout:
+            raise NoExecutors(
+                f"No executor registered within {timeout:.0f}s: the cluster at {master} did "
+                f"not give application {sc.appName} what it asks ({described}). Free cores or "
+                "memory at the cluster, or ask less with SPARKGATE_SPARK_CONF (or the "
+                "session's conf)."
+            )
+        if now - said >= 10:
+            log.info("waiting for executors from %s (%s asks %s)", master, sc.appName, described)
+            said = now
+        time.sleep(0.2)
 
 
 def quiet_query_error_logs() -> None:
