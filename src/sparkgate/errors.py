@@ -22,6 +22,13 @@ class SparkgateError(Exception):
         return {"code": self.code, "message": self.message, **self.params}
 
 
+class StoreUnavailable(SparkgateError):
+    """The store could not be reached (down, restarting, the network between): nothing was
+    done; the same request may be sent again."""
+
+    code = "STORE_UNAVAILABLE"
+
+
 class NotFound(SparkgateError):
     code = "NOT_FOUND"
 

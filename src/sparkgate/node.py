@@ -82,7 +82,9 @@ class ServerNode:
         self.store.close()
 
     def _reap(self, now: float) -> None:
-        reap_lost_engines(self.store, self.settings, now=now)
+        reap_lost_engines(
+            self.store, self.settings, now=now, trusted_since=self.duties.store_reachable_since
+        )
         reap_idle_sessions(self.store, self.settings, now=now)
 
     def _expire_results(self, now: float) -> None:

@@ -91,6 +91,10 @@ class Settings(BaseSettings):
     # Engines
     engine_heartbeat_interval: float = 2.0
     engine_heartbeat_timeout: float = 30.0
+    # An engine that cannot reach the store this long exits (giving back its cluster
+    # resources). Shorter outages cost nothing: reapers judge heartbeats only a whole timeout
+    # after they reach the store again.
+    engine_store_patience: float = 600.0
     engine_start_timeout: float = 300.0
     # How long an engine on a cluster waits for its first executor before it fails with
     # NO_EXECUTORS (less than engine_start_timeout, so the reason given is that one).

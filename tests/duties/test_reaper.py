@@ -118,3 +118,43 @@ def test_a_duty_runs_at_most_as_often_as_it_asks(store: Store) -> None:
         clock[0] = NOW + step
         runner.run_once()
     assert ran == [NOW, NOW + 61]
+
+
+def test_no_engine_is_judged_until_the_store_was_reachable_for_a_whole_timeout(
+    store: Store, make_engine: Any
+) -> None:
+    engine = make_engine(heartbeat_at=NOW)  # its heartbeats could not be written since
+    # The judging node reached the store again at NOW + 40: 31 s of silence mean nothing yet.
+    assert reap_lost_engines(store, SETTINGS, now=NOW + 41, trusted_since=NOW + 40) == []
+    assert reap_lost_engines(store, SETTINGS, now=NOW + 69, trusted_since=NOW + 40) == []
+    assert store.engines.get(engine.id).state is EngineState.RUNNING
+    assert reap_lost_engines(store, SETTINGS, now=NOW + 71, trusted_since=NOW + 40) == [engine.id]
+
+
+def test_the_duty_runner_knows_since_when_it_reaches_the_store(store: Store) -> None:
+    import sqlalchemy as sa
+
+    clock = [NOW]
+    runner = DutyRunner(store, "a", [Duty("reaper", lambda now: None)], interval=1,
+                        lease_ttl=10, clock=lambda: clock[0])  # fmt: skip
+    assert runner.store_reachable_since == NOW  # a node just started knows nothing earlier
+    runner.run_once()
+    assert runner.store_reachable_since == NOW
+
+    real = store.leases.acquire_many
+
+    def unreachable(*args: Any, **kwargs: Any) -> Any:
+        raise sa.exc.OperationalError("SELECT 1", {}, ConnectionRefusedError("refused"))
+
+    store.leases.acquire_many = unreachable  # type: ignore[method-assign]
+    clock[0] = NOW + 5
+    assert runner.run_once() == []
+    clock[0] = NOW + 20
+    assert runner.run_once() == []
+    store.leases.acquire_many = real  # type: ignore[method-assign]
+    clock[0] = NOW + 21
+    assert runner.run_once() == ["reaper"]
+    assert runner.store_reachable_since == NOW + 21
+    clock[0] = NOW + 22
+    runner.run_once()
+    assert runner.store_reachable_since == NOW + 21

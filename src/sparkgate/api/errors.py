@@ -24,6 +24,7 @@ from sparkgate.errors import (
     NotFound,
     PayloadTooLarge,
     SparkgateError,
+    StoreUnavailable,
     Unauthenticated,
 )
 
@@ -74,6 +75,7 @@ _STATUSES: tuple[tuple[type[SparkgateError], int], ...] = (
     (Conflict, 409),
     (InvalidRequest, 422),
     (ConfigurationError, 503),
+    (StoreUnavailable, 503),
 )
 
 
@@ -97,6 +99,8 @@ def _headers(status: int) -> dict[str, str] | None:
     # Both schemes are offered: Basic for Livy clients and JDBC tools, Bearer for tokens.
     if status == 401:
         return {"WWW-Authenticate": 'Basic realm="sparkgate", charset="UTF-8", Bearer'}
+    if status == 503:
+        return {"Retry-After": "2"}
     return None
 
 

@@ -23,10 +23,18 @@ from sparkgate.store.records import EngineRecord
 log = logging.getLogger("sparkgate.reaper")
 
 
-def reap_lost_engines(store: Store, settings: Settings, *, now: float) -> list[int]:
+def reap_lost_engines(
+    store: Store, settings: Settings, *, now: float, trusted_since: float | None = None
+) -> list[int]:
     """Declare engines lost that missed their heartbeats (or never started): their sessions
-    become ``dead`` and their statements ``failed`` with ``ENGINE_LOST``. The ids declared."""
+    become ``dead`` and their statements ``failed`` with ``ENGINE_LOST``. The ids declared.
+
+    ``trusted_since``: since when the judging node has reached the store without a break.
+    Heartbeats missed while the store was out of reach could not have been written, so no
+    engine is judged until the store has been reachable for a whole heartbeat timeout."""
     lost: list[int] = []
+    if trusted_since is not None and now - trusted_since < settings.engine_heartbeat_timeout:
+        return lost
     stale = store.engines.stale(
         now=now,
         heartbeat_timeout=settings.engine_heartbeat_timeout,

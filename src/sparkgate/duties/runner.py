@@ -13,6 +13,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from sparkgate.store import Store
+from sparkgate.store.outage import is_unreachable
 
 log = logging.getLogger("sparkgate.duties")
 
@@ -42,6 +43,10 @@ class DutyRunner:
         self.lease_ttl = lease_ttl
         self.clock = clock
         self._last_run: dict[str, float] = {}
+        # Since when this node has reached the store without a break (a node just started
+        # cannot know what came before): liveness judgements wait on it (duties/reaper.py).
+        self.store_reachable_since = clock()
+        self._store_lost = False
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="duties", daemon=True)
 
@@ -67,9 +72,13 @@ class DutyRunner:
                 now=self.clock(),
                 ttl=self.lease_ttl,
             )
-        except Exception:
-            log.exception("renewing the duties' leases failed")
+        except Exception as exc:
+            self._store_failed(exc)
             return ran
+        if self._store_lost:
+            self._store_lost = False
+            self.store_reachable_since = self.clock()
+            log.warning("the store is reachable again; liveness judgements resume in a timeout")
         for duty in self.duties:
             now = self.clock()
             try:
@@ -80,9 +89,20 @@ class DutyRunner:
                 self._last_run[duty.name] = now
                 duty.run(now)
                 ran.append(duty.name)
-            except Exception:
+            except Exception as exc:
+                if is_unreachable(exc):
+                    self._store_failed(exc)
+                    return ran
                 log.exception("duty %s failed", duty.name)
         return ran
+
+    def _store_failed(self, exc: Exception) -> None:
+        if is_unreachable(exc):
+            if not self._store_lost:
+                log.warning("the store cannot be reached (%s); duties wait for it", exc)
+            self._store_lost = True
+        else:
+            log.exception("renewing the duties' leases failed")
 
     def _loop(self) -> None:
         while not self._stop.is_set():

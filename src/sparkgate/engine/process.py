@@ -45,6 +45,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import Store
 from sparkgate.store.hints import ENGINE_CHANGED, Listener, engine_channel
+from sparkgate.store.outage import is_unreachable
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
 from sparkgate.streaming.supervisor import StreamSupervisor
 
@@ -143,6 +144,7 @@ class Engine:
         self._ticks = 0
         self._served_session = False
         self._last_table_recovery = 0.0
+        self._store_out_since: float | None = None  # while the store cannot be reached
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -187,9 +189,15 @@ class Engine:
         self._hints = self.store.db.hints.listen(engine_channel(self.engine_id), self._on_hint)
         try:
             while not self._should_exit():
-                self._tick()
-                self._pause()
-                self._follow_engine_state()
+                try:
+                    self._tick()
+                    self._pause()
+                    self._follow_engine_state()
+                    self._store_back()
+                except Exception as exc:
+                    if not is_unreachable(exc):
+                        raise
+                    self._store_out(exc)  # statements go on running; their ends wait
         except BaseException as exc:
             log.exception("engine %s loop failed", self.engine_id)
             self._exit_reason = f"crashed: {exc}"
@@ -590,19 +598,39 @@ class Engine:
             hooks.fail(ctx, exc)  # e.g. abort a two-phase table
         finally:
             sc.clearJobTags()
-        try:
-            # One transaction: the statement's end and its session's release.
-            with self.store.db.begin() as conn:
-                self._record_outcome(execution, outcome, conn)
-                self._release_session(execution, conn)
-        except Exception as exc:
-            # The store refused what the statement produced (or could not be reached): it
-            # must still end, or a healthy engine would keep it running forever.
-            log.exception("recording the outcome of statement %s failed", statement.id)
+        refused = self._finish(execution, outcome)
+        if refused is not None:
+            # The store refused what the statement produced: it must still end, or a
+            # healthy engine would keep it running forever.
+            log.error(
+                "recording the outcome of statement %s failed", statement.id, exc_info=refused
+            )
             if isinstance(outcome, ExecResult) and outcome.result and outcome.result.get("path"):
                 delete_result(outcome.result["path"])
-            self._retrying(partial(self._record_unrecordable, statement, exc))
+            self._retrying(partial(self._record_unrecordable, statement, refused))
             self._retrying(partial(self._release_session, execution))
+
+    def _finish(
+        self, execution: Execution, outcome: ExecResult | BaseException
+    ) -> Exception | None:
+        """Record the statement's end and release its session, in one transaction; while the
+        store is out of reach (not refusing) the outcome, result included, waits for it. A
+        write that committed just before the line dropped is not applied twice: both
+        transitions expect the states they leave. The refusal, if the store refused."""
+        delay = 0.1
+        while True:
+            try:
+                with self.store.db.begin() as conn:
+                    self._record_outcome(execution, outcome, conn)
+                    self._release_session(execution, conn)
+                return None
+            except Exception as exc:
+                if not is_unreachable(exc):
+                    return exc
+                self._store_out(exc)
+                if self._stop_now.wait(delay):
+                    return None
+                delay = min(delay * 2, 5.0)
 
     def _record_outcome(
         self, execution: Execution, outcome: ExecResult | BaseException, conn: Connection
@@ -702,17 +730,37 @@ class Engine:
                     self.engine_id, now=now, host=socket.gethostname()
                 )
                 last_ok = now
-            except Exception:
-                log.exception("heartbeat failed")
-                if now - last_ok > self.settings.engine_heartbeat_timeout:
-                    # The store has been out of reach so long that a reaper will have declared
-                    # us lost and failed our statements: nothing we do now can be reported.
+                self._store_back()
+            except Exception as exc:
+                if not is_unreachable(exc):
+                    log.exception("heartbeat failed")
+                self._store_out(exc)
+                # Reapers judge heartbeats only a whole timeout after they reach the store
+                # again, so riding out an outage costs nothing. An engine cut off for longer
+                # than its patience gives back its cluster resources.
+                if now - last_ok > self.settings.engine_store_patience:
                     log.error("store unreachable for %.0fs; exiting", now - last_ok)
                     os._exit(3)
                 state = None
             self._obey(state)
             self._record_progress()
             self._stop_now.wait(interval)
+
+    def _store_out(self, exc: Exception) -> None:
+        """Note an outage of the store (logged once, however many threads meet it)."""
+        with self._lock:
+            first = self._store_out_since is None
+            if first:
+                self._store_out_since = self.clock()
+        if first:
+            log.warning("the store cannot be reached (%s); running statements go on", exc)
+        self._stop_now.wait(0.5 if threading.current_thread() is threading.main_thread() else 0)
+
+    def _store_back(self) -> None:
+        with self._lock:
+            since, self._store_out_since = self._store_out_since, None
+        if since is not None:
+            log.warning("the store is reachable again after %.1fs", self.clock() - since)
 
     def _record_progress(self) -> None:
         if self.spark is None:

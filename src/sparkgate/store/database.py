@@ -25,6 +25,7 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.pool import NullPool
 
 from sparkgate.store import hints as hints_module
+from sparkgate.store.outage import unavailable_as_error
 
 _SQLITE_BUSY_TIMEOUT_MS = 30_000
 
@@ -69,7 +70,10 @@ class Database:
         started = time.perf_counter()
         pending: set[tuple[str, str]] | None = None
         try:
-            with self.engine.connect().execution_options(sparkgate_write=True) as conn:
+            with (
+                unavailable_as_error(),
+                self.engine.connect().execution_options(sparkgate_write=True) as conn,
+            ):
                 try:
                     with conn.begin():
                         yield conn
@@ -90,7 +94,7 @@ class Database:
         """A read-only transaction; it never blocks writers."""
         started = time.perf_counter()
         try:
-            with self.engine.connect() as conn, conn.begin():
+            with unavailable_as_error(), self.engine.connect() as conn, conn.begin():
                 yield conn
         finally:
             self._timed("read", started)
