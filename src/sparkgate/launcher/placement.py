@@ -141,7 +141,13 @@ class Placement:
             engine = self.store.engines.claim_shared(kind, share_key, now=self.clock())
             if engine is not None and kind is EngineKind.SHARED:
                 self.keep_shared()  # the next user finds a warm engine too
-        return engine or self._launch(kind, share_key=share_key)
+        if engine is not None:
+            return engine
+        # Checked and added in one serialised transaction: nodes placing at once share one.
+        engine, new = self.store.engines.shared_or_add(
+            room, kind, share_key, now=self.clock(), node_id=self.node_id
+        )
+        return self._start(engine) if new else engine
 
     def keep_warm(self) -> None:
         """Keep ``warm_engines`` dedicated engines started and unassigned."""
@@ -153,8 +159,15 @@ class Placement:
         """Keep one shared engine running for interactive sessions, if the settings ask."""
         if not self.settings.shared_engine:
             return
-        if self.store.engines.shared_with_room(self.settings.shared_engine_max_sessions) is None:
-            self._launch(EngineKind.SHARED)
+        engine, new = self.store.engines.shared_or_add(
+            self.settings.shared_engine_max_sessions,
+            EngineKind.SHARED,
+            None,
+            now=self.clock(),
+            node_id=self.node_id,
+        )
+        if new:
+            self._start(engine)
 
     def stop_engine(self, engine_id: int) -> None:
         self.store.transitions.engine(
@@ -180,6 +193,10 @@ class Placement:
             session_id=session_id,
             share_key=share_key,
         )
+        return self._start(engine)
+
+    def _start(self, engine: EngineRecord) -> EngineRecord:
+        """Launch the process for a new engine record (failed, with why, if it cannot)."""
         try:
             self.launcher.launch(engine)
         except Exception as exc:
@@ -190,5 +207,5 @@ class Placement:
                 error={"code": "ENGINE_LAUNCH_FAILED", "message": str(exc)},
             )
             raise
-        log.info("launched %s engine %s", kind.value, engine.id)
+        log.info("launched %s engine %s", engine.kind.value, engine.id)
         return self.store.engines.get(engine.id)

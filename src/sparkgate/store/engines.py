@@ -6,6 +6,7 @@ from collections.abc import Iterable
 from typing import Any
 
 import sqlalchemy as sa
+from sqlalchemy.engine import Connection
 
 from sparkgate.errors import EngineNotFound
 from sparkgate.states import ACTIVE_SESSION_STATES, LIVE_ENGINE_STATES, EngineKind, EngineState
@@ -15,6 +16,8 @@ from sparkgate.store.schema import engines, sessions
 
 _LIVE = [s.value for s in LIVE_ENGINE_STATES]
 _TAKING_WORK = [EngineState.STARTING.value, EngineState.RUNNING.value]
+# Any fixed number: the PostgreSQL advisory lock that serialises starting shared engines.
+_SHARED_LOCK = 0x5FA6_5A4E
 
 
 class Engines:
@@ -30,6 +33,7 @@ class Engines:
         node_id: str | None = None,
         session_id: int | None = None,
         share_key: str | None = None,
+        conn: Connection | None = None,
     ) -> EngineRecord:
         stmt = (
             engines.insert()
@@ -46,8 +50,8 @@ class Engines:
             )
             .returning(*engines.c)
         )
-        with self._db.begin() as conn:
-            row = conn.execute(stmt).mappings().one()
+        with self._db.within(conn) as c:
+            row = c.execute(stmt).mappings().one()
         return EngineRecord.from_row(row)
 
     def find(self, engine_id: int) -> EngineRecord | None:
@@ -126,6 +130,7 @@ class Engines:
         max_sessions: int,
         kind: EngineKind = EngineKind.SHARED,
         share_key: str | None = None,
+        conn: Connection | None = None,
     ) -> EngineRecord | None:
         """A live engine of ``kind`` (shared, or streaming) with this share key (NULL: anyone's
         or not yet claimed) hosting fewer than ``max_sessions`` active sessions."""
@@ -149,9 +154,30 @@ class Engines:
             .order_by(engines.c.state.desc(), engines.c.id)
             .limit(1)
         )
-        with self._db.read() as conn:
-            row = conn.execute(query).mappings().first()
+        with self._db.within(conn) if conn is not None else self._db.read() as c:
+            row = c.execute(query).mappings().first()
         return None if row is None else EngineRecord.from_row(row)
+
+    def shared_or_add(
+        self,
+        max_sessions: int,
+        kind: EngineKind,
+        share_key: str | None,
+        *,
+        now: float,
+        node_id: str | None = None,
+    ) -> tuple[EngineRecord, bool]:
+        """:meth:`shared_with_room`, or else a new engine record of ``kind`` for the key; and
+        whether it is new (the caller launches it). One transaction, serialised between nodes
+        (SQLite's write lock; a PostgreSQL advisory lock), so two nodes placing sessions at
+        once do not both start a shared engine: on a cluster each takes cores."""
+        with self._db.begin() as conn:
+            if self._db.dialect == "postgresql":
+                conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SHARED_LOCK})
+            found = self.shared_with_room(max_sessions, kind, share_key, conn=conn)
+            if found is not None:
+                return found, False
+            return self.add(kind, now=now, node_id=node_id, share_key=share_key, conn=conn), True
 
     def claim_shared(self, kind: EngineKind, share_key: str, *, now: float) -> EngineRecord | None:
         """Give an unclaimed live engine of ``kind`` (one kept warm) to ``share_key``: from
