@@ -1,0 +1,799 @@
+"""The chaos suite: the whole multi-machine shape on one machine, under load, through faults.
+
+Two ``sparkgate server`` nodes share a fresh PostgreSQL database (reached through a TCP proxy
+the suite can pause), one home (warehouse, metastore, results, checkpoints) and a Spark
+standalone cluster (their engines are applications there). Four sessions submit small, large,
+failing and cancelled queries through both nodes, and a stream job writes a counter into a
+table. Faults are injected one after another; after each, the load pauses and the invariants
+are checked. ``bench/chaos.py`` runs the full form and prints the table; the short form runs in
+the tests (tests/e2e/test_cluster.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import itertools
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TypeVar
+
+import sqlalchemy as sa
+from sqlalchemy.engine import make_url
+
+from sparkgate import cluster
+from sparkgate.client import FINAL_STATES, Client, ClientError
+from sparkgate.settings import Settings
+from sparkgate.states import LIVE_ENGINE_STATES, TERMINAL_STATEMENT_STATES
+from sparkgate.store import Store
+from sparkgate.testing import (
+    TEST_SPARK_CONF,
+    ServerProcess,
+    env_for,
+    eventually,
+    free_port,
+    local_test_settings,
+)
+from sparkgate.testing_proxy import TcpProxy
+
+T = TypeVar("T")
+
+PG_ADMIN_URL = os.environ.get(
+    "SPARKGATE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
+)
+# The release before this one: the store starts at its schema, and the last fault restarts a
+# node with the newer migration pending while the other node runs on (0007 adds indexes only,
+# so both releases' code runs on either schema: the expand step of an expand/contract upgrade).
+OLD_REVISION = "0006_fetch_cursor"
+STREAM_JOB = "chaos-counter"
+SINK_TABLE = "chaos_counter"
+
+
+@dataclass(frozen=True)
+class Profile:
+    name: str
+    heartbeat_timeout: float  # engines' heartbeat timeout (the issue measured with 15 s)
+    outage: float  # how long the store is unreachable
+    load_before: float  # seconds of load before each fault
+    load_after: float  # seconds of load after recovery, before the checks
+
+
+SHORT = Profile("short", heartbeat_timeout=6.0, outage=9.0, load_before=5.0, load_after=4.0)
+FULL = Profile("full", heartbeat_timeout=15.0, outage=15.0, load_before=20.0, load_after=15.0)
+
+# What the sessions submit, and what each must end as when nothing goes wrong.
+SMALL = "SELECT id, id * 2 AS twice FROM range(100)"
+LARGE = "SELECT id % 10 AS k, count(*) AS n FROM range(20000000) GROUP BY id % 10 ORDER BY k"
+FAILING = "SELECT * FROM chaos_no_such_table"
+ENDLESS = "SELECT sum(id % 7) FROM range(100000000000)"
+QUERIES: dict[str, tuple[str, str]] = {
+    "small": (SMALL, "success"),
+    "large": (LARGE, "success"),
+    "failing": (FAILING, "failed"),
+    "cancelled": (ENDLESS, "cancelled"),
+}
+EXPECTED_ROWS: dict[str, list[list[Any]]] = {
+    "small": [[i, i * 2] for i in range(100)],
+    "large": [[k, 2_000_000] for k in range(10)],
+}
+MIX = ["small", "large", "failing", "small", "cancelled"]
+
+
+# -- a fresh database ---------------------------------------------------------------------
+
+
+@contextlib.contextmanager
+def fresh_database(admin_url: str = PG_ADMIN_URL) -> Iterator[str]:
+    """A new PostgreSQL database (its URL), dropped afterwards with whatever still uses it."""
+    name = f"sgchaos_{uuid.uuid4().hex[:10]}"
+    admin = sa.create_engine(admin_url, isolation_level="AUTOCOMMIT")
+    with admin.connect() as conn:
+        conn.execute(sa.text(f'CREATE DATABASE "{name}"'))
+    try:
+        yield make_url(admin_url).set(database=name).render_as_string(hide_password=False)
+    finally:
+        with admin.connect() as conn:
+            conn.execute(sa.text(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+        admin.dispose()
+
+
+def through(url: str, proxy: TcpProxy) -> str:
+    """``url`` with its host and port those of ``proxy``."""
+    return make_url(url).set(host="127.0.0.1", port=proxy.port).render_as_string(False)
+
+
+# -- clients that fail over ---------------------------------------------------------------
+
+_RETRYABLE = {0, 502, 503, 504}
+
+
+class Failover:
+    """Calls go to the nodes in turn; a node that cannot answer (down, or its store out of
+    reach: 503) is skipped for the other, and the call retried until ``patience`` runs out,
+    as a client behind a load balancer would."""
+
+    def __init__(self, urls: list[str], *, patience: float = 180.0) -> None:
+        self.clients = [Client(url, timeout=60) for url in urls]
+        self.patience = patience
+        self._turn = itertools.count()
+        self.failovers = 0
+        self.unavailable = 0  # 503 answers seen
+
+    def call(self, fn: Callable[[Client], T]) -> T:
+        deadline = time.monotonic() + self.patience
+        last: ClientError | None = None
+        while True:
+            first = next(self._turn)
+            for i in range(len(self.clients)):
+                client = self.clients[(first + i) % len(self.clients)]
+                try:
+                    return fn(client)
+                except ClientError as exc:
+                    if exc.status not in _RETRYABLE:
+                        raise
+                    self.failovers += 1
+                    self.unavailable += exc.status == 503
+                    last = exc
+            if time.monotonic() > deadline:
+                assert last is not None
+                raise last
+            time.sleep(0.25)
+
+    def close(self) -> None:
+        for client in self.clients:
+            client.close()
+
+    def __enter__(self) -> Failover:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+# -- the rig ------------------------------------------------------------------------------
+
+
+class Rig:
+    """PostgreSQL (through a proxy), a standalone cluster and two nodes, all under ``root``;
+    :meth:`close` stops every process it started, by pid, and drops the database."""
+
+    def __init__(self, root: Path, profile: Profile, *, log: Callable[[str], None] = print):
+        self.root = root
+        self.profile = profile
+        self.log = log
+        self.home = root / "home"  # storage both nodes see: warehouse, results, checkpoints
+        self.nodes: list[ServerProcess | None] = [None, None]
+        self._stack = contextlib.ExitStack()
+        self.metastore_port = free_port()
+        self.direct_url = ""
+        self.proxy: TcpProxy | None = None
+        self.info: cluster.ClusterInfo | None = None
+
+    # lifecycle
+
+    def start(self) -> Rig:
+        try:
+            self.direct_url = self._stack.enter_context(fresh_database())
+            self.proxy = TcpProxy(("127.0.0.1", make_url(self.direct_url).port or 5432))
+            self.proxy.start()
+            self._stack.callback(self.proxy.stop)
+            self.log("starting the standalone cluster")
+            self.info = cluster.start(self.root / "cluster")
+            self._stack.callback(cluster.stop, self.root / "cluster")
+            for i in range(2):
+                self.start_node(i, OLD_REVISION)
+            self.nodes_live()[0].wait_engines_running()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def settings(self, revision: str) -> Settings:
+        assert self.proxy is not None and self.info is not None
+        hb = self.profile.heartbeat_timeout
+        return local_test_settings(
+            self.home,
+            store_url=through(self.direct_url, self.proxy),
+            store_revision=revision,
+            spark_master=self.info.master_url,
+            spark_conf=TEST_SPARK_CONF,
+            metastore_uri=None,
+            metastore_port=self.metastore_port,
+            warm_engines=0,
+            engine_heartbeat_interval=1.0,
+            engine_heartbeat_timeout=hb,
+            lease_ttl=max(3.0, hb / 2),
+        )
+
+    def start_node(self, i: int, revision: str) -> ServerProcess:
+        node = ServerProcess(self.settings(revision)).start()
+        self.nodes[i] = node
+        self.log(f"node {'AB'[i]} up on {node.url} (schema {revision})")
+        return node
+
+    def kill_node(self, i: int, sig: int = signal.SIGKILL) -> None:
+        node = self.nodes[i]
+        assert node is not None
+        node.stop(sig)
+        self.nodes[i] = None
+
+    def nodes_live(self) -> list[ServerProcess]:
+        return [node for node in self.nodes if node is not None]
+
+    def failover(self, **kwargs: Any) -> Failover:
+        """A client over the nodes as they are now (node A's URL first)."""
+        return Failover([n.url for n in self.nodes_live()], **kwargs)
+
+    @contextlib.contextmanager
+    def store(self) -> Iterator[Store]:
+        """The suite's own view of the store: straight to PostgreSQL, past the proxy."""
+        store = Store.open(self.direct_url, hints=False)
+        try:
+            yield store
+        finally:
+            store.close()
+
+    def engine_pids(self) -> list[int]:
+        with self.store() as store:
+            return [e.pid for e in store.engines.list_all() if e.pid is not None]
+
+    def close(self) -> list[int]:
+        """Stop everything the way a user would (nodes, then ``sparkgate stop``, then the
+        cluster); the processes of the rig still alive afterwards (none, if all went well),
+        which are then killed."""
+        if self.proxy is not None:
+            self.proxy.resume()
+        for i, node in enumerate(self.nodes):
+            if node is not None:
+                node.stop()
+                self.nodes[i] = None
+        if self.direct_url:
+            settings = self.settings("head")
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                subprocess.run(
+                    [sys.executable, "-m", "sparkgate.cli.main", "stop"],
+                    env=env_for(settings),
+                    cwd=self.root,
+                    capture_output=True,
+                    timeout=180,
+                    check=False,
+                )
+        self._stack.close()  # the cluster, the proxy, the database
+        stray = processes_under(self.root)
+        for pid in stray:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, signal.SIGKILL)
+        return stray
+
+
+def processes_under(root: Path) -> list[int]:
+    """Processes (other than this one) whose command line or working directory is under
+    ``root``: nodes, engines, executors, the cluster's daemons and the metastore all are."""
+    found = []
+    mark = str(root)
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == os.getpid():
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes().replace(b"\0", b" ").decode(errors="replace")
+            cwd = os.readlink(entry / "cwd")
+        except OSError:
+            continue
+        if mark in cmdline or cwd.startswith(mark):
+            found.append(int(entry.name))
+    return found
+
+
+# -- the load -----------------------------------------------------------------------------
+
+
+@dataclass
+class Trace:
+    kind: str
+    phase: str
+    session_id: int
+    id: int | None = None
+    state: str | None = None
+    error_code: str | None = None
+    submitted_at: float = 0.0
+    ended_at: float | None = None
+
+    @property
+    def expected(self) -> str:
+        return QUERIES[self.kind][1]
+
+    @property
+    def affected(self) -> bool:
+        return self.state is not None and self.state != self.expected
+
+
+class Load:
+    """``sessions`` threads, each with a session of its own, submitting the mix through both
+    nodes in turn until paused; a session that dies (its engine lost) is replaced."""
+
+    def __init__(self, rig: Rig, sessions: int = 4) -> None:
+        self.rig = rig
+        self.sessions = sessions
+        self.traces: list[Trace] = []
+        self.phase = "warm-up"
+        self.errors: list[str] = []
+        self.sessions_replaced = 0
+        self._lock = threading.Lock()
+        self._running = threading.Event()
+        self._stop = threading.Event()
+        self._idle = [threading.Event() for _ in range(sessions)]
+        self._threads = [
+            threading.Thread(target=self._work, args=(i,), name=f"load-{i}", daemon=True)
+            for i in range(sessions)
+        ]
+
+    def start(self, phase: str) -> None:
+        self.phase = phase
+        self._running.set()
+        for thread in self._threads:
+            thread.start()
+
+    def resume(self, phase: str) -> None:
+        self.phase = phase
+        self._running.set()
+
+    def pause(self, timeout: float = 300) -> None:
+        """Let every thread finish the query in hand, then hold."""
+        self._running.clear()
+        for idle in self._idle:
+            if not idle.wait(timeout):
+                self.errors.append("a load thread did not come to rest")
+
+    def stop(self) -> None:
+        self._stop.set()
+        self._running.set()
+        for thread in self._threads:
+            thread.join(timeout=120)
+
+    def of_phase(self, phase: str) -> list[Trace]:
+        with self._lock:
+            return [t for t in self.traces if t.phase == phase]
+
+    def _work(self, index: int) -> None:
+        failover: Failover | None = None
+        session: int | None = None
+        kinds = itertools.cycle(MIX[index % len(MIX) :] + MIX[: index % len(MIX)])
+        try:
+            while not self._stop.is_set():
+                if not self._running.is_set():
+                    self._idle[index].set()
+                    self._running.wait()
+                    if failover is not None:
+                        failover.close()
+                    failover = None  # the nodes may have changed while paused
+                    continue
+                self._idle[index].clear()
+                if failover is None:
+                    failover = self.rig.failover()
+                try:
+                    if session is None:
+                        session = self._open(failover)
+                    if not self._run(failover, session, next(kinds)):
+                        session = None
+                        self.sessions_replaced += 1
+                except Exception as exc:  # recorded: the "load ran clean" invariant fails on it
+                    self.errors.append(f"load {index}: {type(exc).__name__}: {exc}")
+                    session = None
+                    time.sleep(0.5)
+        finally:
+            self._idle[index].set()
+            if failover is not None:
+                failover.close()
+
+    def _open(self, failover: Failover, tries: int = 5) -> int:
+        """A new idle session (a session whose engine dies while it starts is replaced)."""
+        for _ in range(tries):
+            created = failover.call(lambda c: c.create_session())
+            session_id = int(created["id"])
+
+            def ready(session_id: int = session_id) -> str | None:
+                state = str(failover.call(lambda c: c.session(session_id))["state"])
+                return state if state in {"idle", "dead", "error", "killed"} else None
+
+            if eventually(ready, timeout=300, interval=0.3, what=f"session {session_id}") == "idle":
+                return session_id
+        raise ClientError(409, "SESSION_NOT_READY", f"no session became idle in {tries} tries")
+
+    def _run(self, failover: Failover, session_id: int, kind: str) -> bool:
+        """One query, to its end; False if its session can take no more."""
+        trace = Trace(kind, self.phase, session_id, submitted_at=time.time())
+        try:
+            submitted = failover.call(lambda c: c.submit(QUERIES[kind][0], session_id=session_id))
+        except ClientError as exc:
+            if exc.status in {400, 404, 409}:
+                return False  # the session is gone: its engine was lost
+            raise
+        trace.id = int(submitted["id"])
+        with self._lock:
+            self.traces.append(trace)
+        query_id = trace.id
+        if kind == "cancelled":
+            eventually(
+                lambda: failover.call(lambda c: c.query(query_id))["state"] != "waiting",
+                timeout=300,
+                interval=0.2,
+                what=f"query {query_id} to start",
+            )
+            with contextlib.suppress(ClientError):  # it may have ended meanwhile
+                failover.call(lambda c: c.cancel(query_id))
+        final = wait_final(failover, query_id)
+        trace.state = str(final["state"])
+        trace.error_code = (final.get("error") or {}).get("code")
+        trace.ended_at = time.time()
+        return trace.error_code != "ENGINE_LOST"
+
+
+def wait_final(failover: Failover, query_id: int, timeout: float = 600) -> dict[str, Any]:
+    deadline = time.monotonic() + timeout
+    while True:
+        query = failover.call(lambda c: c.query(query_id, wait=5))
+        if query["state"] in FINAL_STATES:
+            return query
+        if time.monotonic() > deadline:
+            raise AssertionError(f"query {query_id} still {query['state']} after {timeout}s")
+
+
+# -- the stream ---------------------------------------------------------------------------
+
+
+def start_stream(failover: Failover) -> None:
+    failover.call(
+        lambda c: c.create_stream(
+            STREAM_JOB,
+            "CREATE STREAM numbers USING rate OPTIONS ('rowsPerSecond'='5');\n"
+            f"SAVE STREAM numbers TO TABLE {SINK_TABLE} TRIGGER 500ms",
+        )
+    )
+
+
+def stream_batch(failover: Failover) -> int:
+    """The last batch the stream job's query committed (-1: none yet, or not running)."""
+    job = failover.call(lambda c: c.stream(STREAM_JOB))
+    queries = job["queries"]
+    if job["state"] != "running" or not queries or queries[0]["state"] != "running":
+        return -1
+    return int((queries[0]["last_progress"] or {}).get("batch_id", -1))
+
+
+def stream_advances(failover: Failover, past: int, timeout: float = 300) -> int:
+    return eventually(
+        lambda: b if (b := stream_batch(failover)) > past else None,
+        timeout=timeout,
+        interval=0.3,
+        what=f"the stream past batch {past}",
+    )
+
+
+def sink_stats(failover: Failover, session_id: int) -> tuple[int, int, int, int]:
+    """count, distinct values, min, max of the stream's sink table."""
+    sql = f"SELECT count(*), count(DISTINCT value), min(value), max(value) FROM {SINK_TABLE}"
+    query = failover.call(lambda c: c.submit(sql, session_id=session_id))
+    final = wait_final(failover, int(query["id"]))
+    assert final["state"] == "success", final
+    [row] = failover.call(lambda c: list(c.rows(int(query["id"]))))
+    count, distinct, low, high = (int(v) if v is not None else -1 for v in row)
+    return count, distinct, low, high
+
+
+# -- faults and the checks after each -----------------------------------------------------
+
+
+@dataclass
+class FaultReport:
+    name: str
+    detect: float | None = None  # seconds from the fault until sparkgate saw it
+    recover: float | None = None  # seconds from the fault until all served again
+    queries: int = 0
+    affected: int = 0
+    invariants: dict[str, bool] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def passed(self) -> bool:
+        return all(self.invariants.values())
+
+
+class Chaos:
+    """Runs the faults in order on a started :class:`Rig` under a :class:`Load`."""
+
+    def __init__(self, rig: Rig) -> None:
+        self.rig = rig
+        self.load = Load(rig)
+        self.reports: list[FaultReport] = []
+        self._checker = rig.failover()
+        self._check_session: int | None = None
+        self._last_batch = -1
+        self._last_sink_max = -1
+
+    def run(self) -> list[FaultReport]:
+        start_stream(self._checker)
+        self._last_batch = stream_advances(self._checker, 1)
+        faults: list[tuple[str, Callable[[FaultReport], None]]] = [
+            ("kill -9 a server node", self.kill_node),
+            ("kill -9 engine drivers", self.kill_drivers),
+            ("kill -9 the Spark worker", self.kill_worker),
+            (f"store unreachable {self.rig.profile.outage:.0f}s", self.store_outage),
+            ("node restart, migration pending", self.upgrade_node),
+        ]
+        self.load.start("baseline")
+        try:
+            time.sleep(self.rig.profile.load_before)
+            for name, inject in faults:
+                report = FaultReport(name)
+                self.load.resume(name)
+                time.sleep(self.rig.profile.load_before)
+                self.rig.log(f"fault: {name}")
+                inject(report)
+                time.sleep(self.rig.profile.load_after)
+                self.load.pause()
+                self._check(report)
+                self.reports.append(report)
+                self.rig.log(f"  {report}")
+        finally:
+            self.load.stop()
+            self._checker.close()
+        return self.reports
+
+    # the faults
+
+    def kill_node(self, report: FaultReport) -> None:
+        rig = self.rig
+        survivor = rig.nodes[1]
+        assert survivor is not None
+        with survivor.client() as on_b:
+            b_node = on_b.health()["node"]
+        started = time.monotonic()
+        rig.kill_node(0)
+
+        def b_holds_all() -> bool:
+            with rig.store() as store:
+                names = ("reaper", "placement", "streams")
+                return all((lease := store.leases.get(n)) and lease.owner == b_node for n in names)
+
+        eventually(b_holds_all, timeout=120, interval=0.2, what="node B to take the leases")
+        report.detect = time.monotonic() - started
+        self._serving()
+        report.recover = time.monotonic() - started
+        rig.start_node(0, OLD_REVISION)  # back to two for the faults that follow
+
+    def kill_drivers(self, report: FaultReport) -> None:
+        rig = self.rig
+        with rig.store() as store:
+            live = [e for e in store.engines.list_all(states=LIVE_ENGINE_STATES) if e.pid]
+        started = time.monotonic()
+        for engine in live:
+            assert engine.pid is not None
+            with contextlib.suppress(ProcessLookupError):
+                os.killpg(engine.pid, signal.SIGKILL)
+        report.notes.append(f"engines killed: {[e.id for e in live]}")
+
+        def all_lost() -> bool:
+            with rig.store() as store:
+                return all(store.engines.get(e.id).state.value == "lost" for e in live)
+
+        eventually(all_lost, timeout=300, interval=0.2, what="the engines to be declared lost")
+        report.detect = time.monotonic() - started
+        self._check_session = None  # it died with its engine
+        self._serving()
+        report.recover = time.monotonic() - started
+
+    def kill_worker(self, report: FaultReport) -> None:
+        rig = self.rig
+        assert rig.info is not None
+        info = cluster.status(rig.root / "cluster")
+        assert info is not None and info.worker_pid is not None
+        started = time.monotonic()
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(info.worker_pid, signal.SIGKILL)
+
+        def worker_dead() -> bool:
+            workers = cluster.master_state(rig.info.master_ui if rig.info else "").get("workers")
+            return not any(w.get("state") == "ALIVE" for w in workers or [])
+
+        eventually(worker_dead, timeout=180, interval=0.2, what="the master to lose the worker")
+        report.detect = time.monotonic() - started
+        cluster.start_worker(rig.root / "cluster")
+        self._serving()
+        report.recover = time.monotonic() - started
+
+    def store_outage(self, report: FaultReport) -> None:
+        rig = self.rig
+        assert rig.proxy is not None
+        probe = rig.failover(patience=0)
+        started = time.monotonic()
+        rig.proxy.pause()
+        try:
+
+            def refused() -> bool:
+                try:
+                    probe.clients[0].health()
+                except ClientError as exc:
+                    return exc.status == 503
+                return False
+
+            eventually(refused, timeout=60, interval=0.2, what="a node to answer 503")
+            report.detect = time.monotonic() - started
+            while time.monotonic() - started < rig.profile.outage:
+                for client in probe.clients:
+                    with contextlib.suppress(ClientError):
+                        client.health()
+                        report.notes.append("a node answered healthy during the outage")
+                time.sleep(0.5)
+        finally:
+            rig.proxy.resume()
+            probe.close()
+        self._serving()
+        report.recover = time.monotonic() - started
+
+    def upgrade_node(self, report: FaultReport) -> None:
+        rig = self.rig
+        started = time.monotonic()
+        rig.kill_node(0, signal.SIGTERM)
+        rig.start_node(0, "head")
+        with rig.store() as store, store.db.engine.connect() as conn:
+            revision = conn.execute(sa.text("SELECT version_num FROM alembic_version")).scalar()
+        report.notes.append(f"store at {revision}")
+        report.invariants["migration applied"] = revision != OLD_REVISION
+        self._serving()
+        report.recover = time.monotonic() - started
+
+    # serving again, and the invariants
+
+    def _session(self) -> int:
+        if self._check_session is None:
+            self._check_session = self.load._open(self._checker)
+        return self._check_session
+
+    def _serving(self) -> None:
+        """Every live node runs a query (in a new session if the last one died with its
+        engine), and the stream makes progress."""
+        self._checker.close()
+        self._checker = self.rig.failover()
+        for client in self._checker.clients:
+            for _ in range(5):
+                session = self._session()
+                try:
+                    query = client.submit(SMALL, session_id=session)
+                except ClientError as exc:
+                    if exc.status not in {400, 404, 409}:
+                        raise
+                    self._check_session = None
+                    continue
+                final = wait_final(self._checker, int(query["id"]))
+                if final["state"] == "success":
+                    break
+                self._check_session = None  # lost with its engine: try a new session
+            else:
+                raise AssertionError(f"{client.server} did not serve a query in 5 tries")
+        self._last_batch = stream_advances(self._checker, self._last_batch)
+
+    def _check(self, report: FaultReport) -> None:
+        rig, timeout = self.rig, self.rig.profile.heartbeat_timeout
+        traces = self.load.of_phase(report.name)
+        report.queries = len(traces)
+        report.affected = sum(t.affected for t in traces)
+        unexplained = [t for t in traces if t.affected and t.error_code != "ENGINE_LOST"]
+        if unexplained:
+            report.notes.append(
+                "unexplained: "
+                + ", ".join(f"{t.id} {t.kind}->{t.state} {t.error_code}" for t in unexplained)
+            )
+        report.invariants["failures explained"] = not unexplained
+
+        # Nothing stays non-final past the heartbeat timeout (the load is at rest; allow the
+        # longest query of the mix, seconds, and the reaper's round on top).
+        started = time.monotonic()
+        stuck = self._non_final(deadline=timeout + 30)
+        report.invariants["all final in time"] = not stuck
+        if stuck:
+            report.notes.append(f"non-final after {time.monotonic() - started:.0f}s: {stuck}")
+
+        readable = True
+        live = rig.nodes_live()
+        for trace in traces:
+            if trace.state != "success" or trace.id is None:
+                continue
+            for node in live:
+                with node.client() as client:
+                    rows = list(client.rows(trace.id))
+                if rows != EXPECTED_ROWS[trace.kind]:
+                    readable = False
+                    report.notes.append(f"query {trace.id} read wrong on {node.url}")
+        report.invariants["results on every node"] = readable
+
+        count, distinct, low, high = sink_stats(self._checker, self._session())
+        once = count == distinct and low == 0 and high == count - 1
+        report.invariants["stream exactly once"] = once and high > self._last_sink_max
+        report.notes.append(f"sink: {count} rows, {distinct} distinct, {low}..{high}")
+        self._last_sink_max = high
+
+        orphans = self._orphans()
+        report.invariants["no orphaned application"] = not orphans
+        if orphans:
+            report.notes.append(f"orphaned applications: {orphans}")
+        report.invariants["load ran clean"] = not self.load.errors
+        if self.load.errors:
+            report.notes.append(f"load errors: {self.load.errors[:3]}")
+            self.load.errors.clear()
+
+    def _non_final(self, deadline: float) -> list[tuple[int, str]]:
+        terminal = [s.value for s in TERMINAL_STATEMENT_STATES]
+
+        def pending() -> list[tuple[int, str]]:
+            with self.rig.store() as store, store.db.engine.connect() as conn:
+                rows = conn.execute(
+                    sa.text("SELECT id, state FROM statements WHERE state NOT IN :t").bindparams(
+                        sa.bindparam("t", expanding=True)
+                    ),
+                    {"t": terminal},
+                ).all()
+            return [(int(r[0]), str(r[1])) for r in rows]
+
+        end = time.monotonic() + deadline
+        left = pending()
+        while left and time.monotonic() < end:
+            time.sleep(0.5)
+            left = pending()
+        return left
+
+    def _orphans(self) -> list[str]:
+        """Applications at the master that no live engine owns (after the master's own
+        detection of dead drivers has had its time)."""
+        assert self.rig.info is not None
+        master_ui = self.rig.info.master_ui
+
+        def orphans() -> list[str]:
+            with self.rig.store() as store:
+                live = {
+                    f"sparkgate-engine-{e.id}"
+                    for e in store.engines.list_all(states=LIVE_ENGINE_STATES)
+                }
+            return [a["name"] for a in cluster.applications(master_ui) if a["name"] not in live]
+
+        try:
+            eventually(lambda: not orphans(), timeout=60, interval=0.5, what="orphans")
+        except AssertionError:
+            return orphans()
+        return []
+
+
+def describe(report: FaultReport) -> dict[str, Any]:
+    def seconds(value: float | None) -> str:
+        return "—" if value is None else f"{value:.1f}"
+
+    return {
+        "fault": report.name,
+        "detect_s": seconds(report.detect),
+        "recover_s": seconds(report.recover),
+        "queries": report.queries,
+        "affected": report.affected,
+        "invariants": "all hold"
+        if report.passed
+        else "broken: " + ", ".join(k for k, v in report.invariants.items() if not v),
+    }
+
+
+__all__ = [
+    "FULL",
+    "SHORT",
+    "Chaos",
+    "Failover",
+    "FaultReport",
+    "Load",
+    "Profile",
+    "Rig",
+    "describe",
+    "fresh_database",
+]
