@@ -20,7 +20,7 @@ from sparkgate.duties.runner import Duty, DutyRunner
 from sparkgate.gateway import Gateway
 from sparkgate.jobs.deploy import Deployer
 from sparkgate.jobs.runs import JobRunner
-from sparkgate.launcher.local import LocalLauncher
+from sparkgate.launcher import launcher_for
 from sparkgate.launcher.placement import Placement
 from sparkgate.metrics.process import NodeMetrics
 from sparkgate.settings import Settings
@@ -47,7 +47,7 @@ class ServerNode:
         # Engines get the resolved URI through their environment (Settings.to_env).
         self.settings = settings.model_copy(update={"metastore_uri": metastore_uri})
         self.placement = Placement(
-            self.settings, self.store, LocalLauncher(self.settings, self.store), self.node_id
+            self.settings, self.store, launcher_for(self.settings, self.store), self.node_id
         )
         self.users = Users(self.settings, self.store, on_failed_login=self.metrics.failed_login)
         self.gateway = Gateway(self.settings, self.store, self.placement, self.users)

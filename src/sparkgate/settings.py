@@ -76,6 +76,15 @@ class Settings(BaseSettings):
 
     # Spark
     spark_master: str = "local[*]"
+    # How engines start: "local" (a process on the node, any master), "yarn" (spark-submit,
+    # client mode) or "kubernetes" (spark-submit, cluster mode: the driver in a pod). The last
+    # two are written and unit-tested, not yet run here (launcher/submit.py).
+    launcher: Literal["local", "yarn", "kubernetes"] = "local"
+    spark_submit: str | None = None  # default: pyspark's bin/spark-submit
+    kubernetes_image: str | None = None  # the image engine pods run (Spark, Python, sparkgate)
+    kubernetes_namespace: str = "default"
+    kubernetes_service_account: str = "sparkgate"
+    kubernetes_entry: str = "local:///opt/sparkgate/entry.py"  # sparkgate/engine/entry.py there
     spark_conf: dict[str, str] = Field(default_factory=dict)  # applied to every engine
     catalog: Literal["hive", "in-memory"] = "hive"
     metastore_uri: str | None = None  # thrift://host:port of an existing Hive metastore
