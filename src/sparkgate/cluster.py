@@ -30,6 +30,8 @@ from typing import Any
 
 import httpx
 
+from sparkgate.processes import alive
+
 HOST = "127.0.0.1"
 STATE_FILE = "cluster.json"
 
@@ -55,22 +57,6 @@ def _free_port() -> int:
         sock.bind((HOST, 0))
         port: int = sock.getsockname()[1]
         return port
-
-
-def _alive(pid: int | None) -> bool:
-    if not pid:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (our own exited child, not yet reaped) is not alive.
-    with contextlib.suppress(OSError):
-        if Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z"):
-            return False
-    return True
 
 
 def _env() -> dict[str, str]:
@@ -147,7 +133,7 @@ def alive_workers(master_ui: str) -> int:
 def _wait(check: Any, timeout: float, what: str, pid: int, log: Path) -> None:
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not alive(pid):
             tail = log.read_text(errors="replace")[-3000:] if log.exists() else ""
             raise RuntimeError(f"{what}: the process exited.\n{tail}")
         with contextlib.suppress(httpx.HTTPError, ValueError):
@@ -211,9 +197,9 @@ def start_worker(
     """(Re)start the worker against the running master; its pid, once ALIVE there."""
     directory = directory.resolve()
     state = _read(directory)
-    if state is None or not _alive(state.get("master_pid")):
+    if state is None or not alive(state.get("master_pid")):
         raise RuntimeError(f"no Spark master runs from {directory}: scripts/cluster start")
-    if _alive(state.get("worker_pid")):
+    if alive(state.get("worker_pid")):
         return int(state["worker_pid"])
     before = alive_workers(state["master_ui"])
     ui = _free_port()
@@ -253,9 +239,9 @@ def status(directory: Path) -> ClusterInfo | None:
     """The running cluster started from ``directory``, or None."""
     directory = directory.resolve()
     state = _read(directory)
-    if state is None or not _alive(state.get("master_pid")):
+    if state is None or not alive(state.get("master_pid")):
         return None
-    if not _alive(state.get("worker_pid")):
+    if not alive(state.get("worker_pid")):
         state["worker_pid"] = None
     return _info(directory, state)
 
@@ -267,12 +253,12 @@ def stop(directory: Path, timeout: float = 30) -> list[int]:
     state = _read(directory)
     if state is None:
         return []
-    pids = [int(p) for p in (state.get("worker_pid"), state.get("master_pid")) if p and _alive(p)]
+    pids = [int(p) for p in (state.get("worker_pid"), state.get("master_pid")) if p and alive(p)]
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(pid, signal.SIGTERM)
     deadline = time.monotonic() + timeout
-    while any(_alive(p) for p in pids) and time.monotonic() < deadline:
+    while any(alive(p) for p in pids) and time.monotonic() < deadline:
         time.sleep(0.2)
     for pid in pids:
         # Executors are in the worker's group; kill the group, whether the leader went or not.

@@ -32,6 +32,7 @@ from pathlib import Path
 from xml.sax.saxutils import escape
 
 from sparkgate.errors import ConfigurationError
+from sparkgate.processes import alive
 from sparkgate.settings import Settings
 
 log = logging.getLogger("sparkgate.metastore")
@@ -319,27 +320,12 @@ def _terminate(pid: int) -> bool:
         return False
     deadline = time.monotonic() + _STOP_TIMEOUT
     while time.monotonic() < deadline:
-        if not _alive(pid):
+        if not alive(pid):
             return True
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     return True
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    # A zombie (exited, not reaped yet by the node that started it) is not alive.
-    try:
-        stat = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return True
-    return stat.rsplit(")", 1)[-1].split()[0] != "Z"
 
 
 def _cmdline(pid: int) -> str:
@@ -351,7 +337,7 @@ def _cmdline(pid: int) -> str:
 
 def _is_ours(record: MetastoreService, directory: Path) -> bool:
     """True if the recorded pid is still the metastore this home started (not a reused pid)."""
-    if record.pid is None or not _alive(record.pid):
+    if record.pid is None or not alive(record.pid):
         return False
     if not Path("/proc").is_dir():
         return True  # no way to look closer here; the listener check still applies
@@ -362,7 +348,7 @@ def _is_ours(record: MetastoreService, directory: Path) -> bool:
 def _owns_listener(pid: int, port: int) -> bool:
     """True if process ``pid`` itself listens on loopback ``port`` (not just anything)."""
     if not Path("/proc").is_dir():
-        return _alive(pid) and _listening(port)
+        return alive(pid) and _listening(port)
     try:
         inodes = {
             os.readlink(fd)[len("socket:[") : -1]

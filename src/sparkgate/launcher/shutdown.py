@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from sparkgate.catalog.metastore import stop_metastore
 from sparkgate.errors import Conflict
+from sparkgate.processes import alive
 from sparkgate.settings import Settings
 from sparkgate.states import LIVE_ENGINE_STATES, TERMINAL_ENGINE_STATES, EngineState
 from sparkgate.store import Store
@@ -69,7 +70,9 @@ def stop_home(
         while waiting and clock() < deadline:
             for engine_id in list(waiting):
                 current = store.engines.get(engine_id)
-                if current.state in TERMINAL_ENGINE_STATES or not _alive(current.pid):
+                if current.state in TERMINAL_ENGINE_STATES or (
+                    current.pid is not None and not alive(current.pid)
+                ):
                     # A process that is gone has stopped, whatever its record says.
                     store.transitions.engine(
                         engine_id, EngineState.STOPPED, now=clock(), expected=LIVE_ENGINE_STATES
@@ -93,15 +96,3 @@ def stop_home(
         store.close()
     report.metastore = stop_metastore(settings)
     return report
-
-
-def _alive(pid: int | None) -> bool:
-    if pid is None:
-        return True  # never started its process: the store state decides
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
