@@ -33,7 +33,8 @@ def main() -> int:
         title=f"chaos suite ({profile.name}: heartbeat timeout "
         f"{profile.heartbeat_timeout:.0f}s, outage {profile.outage:.0f}s)"
     )
-    for column in ("fault", "detect (s)", "recover (s)", "queries", "affected", "invariants"):
+    columns = ("fault", "detect (s)", "recover (s)", "queries", "affected", "longest (s)")
+    for column in (*columns, "invariants"):
         table.add_column(column)
     for report in reports:
         row = describe(report)
