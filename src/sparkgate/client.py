@@ -5,6 +5,14 @@ with Client("http://127.0.0.1:8998") as sg:
     done = sg.wait(query["id"])
     page = sg.result(query["id"])
 
+Several nodes (``Client("http://a:8998,http://b:8998")`` or a list, and ``--server`` /
+``SPARKGATE_SERVER`` in the CLI the same way): calls go to one node until it cannot answer,
+then to the next, as libpq's multi-host URLs do. A node that cannot answer is one that refuses
+the connection, or answers 503 (it cannot reach the store: nothing was done); a request that
+reached a node which died before answering is sent again elsewhere only when that is safe
+(reads, deletes and cancels, not a submit: it may have been taken). ``patience`` seconds
+(0 by default) go on trying when every node failed, honouring ``Retry-After``.
+
 Credentials, first found wins: ``token=`` or ``user=``/``password=``; ``SPARKGATE_TOKEN``;
 ``SPARKGATE_USER`` with ``SPARKGATE_PASSWORD``; the token ``sparkgate login`` stored for the
 server. A token is sent as ``Authorization: Bearer``, a user and password as Basic.
@@ -14,7 +22,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Generator, Iterator
+from collections.abc import Generator, Iterator, Sequence
 from typing import Any
 
 import httpx
@@ -23,6 +31,8 @@ from sparkgate import credentials
 
 DEFAULT_SERVER = "http://127.0.0.1:8998"
 FINAL_STATES = frozenset({"success", "failed", "cancelled"})
+# Requests that may be sent twice with the effect of once (RFC 9110's idempotent methods).
+_IDEMPOTENT = frozenset({"GET", "HEAD", "OPTIONS", "PUT", "DELETE"})
 PERSONAL_TOKEN_PREFIX = "sgp_"
 
 
@@ -50,21 +60,23 @@ class BearerAuth(httpx.Auth):
 class Client:
     def __init__(
         self,
-        server: str = DEFAULT_SERVER,
+        server: str | Sequence[str] = DEFAULT_SERVER,
         *,
         timeout: float = 30.0,
         user: str | None = None,
         password: str | None = None,
         token: str | None = None,
         transport: httpx.BaseTransport | None = None,
+        patience: float = 0.0,
     ) -> None:
-        self.server = server.rstrip("/")
-        auth, self.auth_source, self.auth_user = _credentials(self.server, user, password, token)
+        self.servers = servers_of(server)
+        self.server = self.servers[0]  # the node calls go to, until it cannot answer
+        self.patience = patience
+        key = ",".join(self.servers)  # what `sparkgate login --server` stored the token under
+        auth, self.auth_source, self.auth_user = _credentials(key, user, password, token)
         # The server refuses to create tokens with a token: callers ask for a password then.
         self.uses_personal_token = isinstance(auth, BearerAuth) and auth.personal
-        self._http = httpx.Client(
-            base_url=self.server, timeout=timeout, auth=auth, transport=transport
-        )
+        self._http = httpx.Client(timeout=timeout, auth=auth, transport=transport)
 
     def __enter__(self) -> Client:
         return self
@@ -75,23 +87,56 @@ class Client:
     def close(self) -> None:
         self._http.close()
 
-    def _call(self, method: str, path: str, **kwargs: Any) -> Any:
+    def _call(
+        self, method: str, path: str, *, idempotent: bool | None = None, **kwargs: Any
+    ) -> Any:
+        """One request, to the current node or, when it cannot answer, the next ones."""
+        safe = method in _IDEMPOTENT if idempotent is None else idempotent
+        deadline = time.monotonic() + self.patience
+        last: ClientError | None = None
+        while True:
+            start = self.servers.index(self.server)
+            pause = 0.5
+            for server in self.servers[start:] + self.servers[:start]:
+                try:
+                    body = self._send(server, method, path, safe=safe, **kwargs)
+                except _NodeCannotAnswer as exc:
+                    last, pause = exc.error, exc.retry_after or pause
+                    continue
+                self.server = server
+                return body
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                assert last is not None  # there is at least one server, and every one failed
+                raise last
+            time.sleep(min(pause, remaining))
+
+    def _send(self, server: str, method: str, path: str, *, safe: bool, **kwargs: Any) -> Any:
         try:
-            response = self._http.request(method, path, **kwargs)
+            response = self._http.request(method, server + path, **kwargs)
         except httpx.TransportError as exc:
-            raise ClientError(0, "UNREACHABLE", f"cannot reach {self.server}: {exc}") from exc
+            unreachable = ClientError(0, "UNREACHABLE", f"cannot reach {server}: {exc}")
+            # Refused or never connected: the request was not sent, so any node may take it.
+            if safe or isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                raise _NodeCannotAnswer(unreachable) from exc
+            raise unreachable from exc
         try:
             body = response.json()
         except ValueError:
             body = None
         if response.is_error:
             error = body.get("error", {}) if isinstance(body, dict) else {}
-            raise ClientError(
+            failure = ClientError(
                 response.status_code,
                 error.get("code", f"HTTP_{response.status_code}"),
                 error.get("message", response.text),
                 body,
             )
+            # 503: the node did nothing (its store is out of reach, or it is going away);
+            # a load balancer's 502 and 504 say nothing of whether the request was taken.
+            if response.status_code == 503 or (safe and response.status_code in {502, 504}):
+                raise _NodeCannotAnswer(failure, _retry_after(response))
+            raise failure
         return body
 
     # sessions
@@ -234,7 +279,9 @@ class Client:
                 return
 
     def cancel(self, query_id: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", f"/v1/queries/{query_id}/cancel")
+        result: dict[str, Any] = self._call(
+            "POST", f"/v1/queries/{query_id}/cancel", idempotent=True
+        )
         return result
 
     # stream jobs
@@ -434,6 +481,32 @@ def _paging(offset: int, limit: int, after: str | None, total: bool | None) -> d
     if total is not None:
         params["total"] = "true" if total else "false"
     return params
+
+
+def servers_of(server: str | Sequence[str]) -> list[str]:
+    """The node URLs of ``"http://a:8998,http://b:8998"`` or of a list, without trailing /."""
+    parts = server.split(",") if isinstance(server, str) else list(server)
+    urls = [part.strip().rstrip("/") for part in parts if part.strip()]
+    if not urls:
+        raise ValueError("Client: no server URL given.")
+    return urls
+
+
+class _NodeCannotAnswer(Exception):
+    """This node cannot take the request, and another may: its error, and how long it asked
+    to be left alone (``Retry-After``)."""
+
+    def __init__(self, error: ClientError, retry_after: float | None = None) -> None:
+        super().__init__(str(error))
+        self.error = error
+        self.retry_after = retry_after
+
+
+def _retry_after(response: httpx.Response) -> float | None:
+    try:
+        return min(float(response.headers.get("retry-after", "")), 30.0)
+    except ValueError:
+        return None  # absent, or an HTTP date: the default pause
 
 
 def _credentials(

@@ -38,8 +38,9 @@ def path() -> Path:
 
 
 def server_key(server: str) -> str:
-    """The key a server URL is stored under: ``http://h:1/`` and ``http://h:1`` are one."""
-    return server.strip().rstrip("/")
+    """The key a server URL (or a comma-separated list of nodes) is stored under:
+    ``http://h:1/`` and ``http://h:1`` are one."""
+    return ",".join(part.strip().rstrip("/") for part in server.split(",") if part.strip())
 
 
 def load(server: str) -> StoredCredentials | None:

@@ -3,15 +3,19 @@
 from __future__ import annotations
 
 import signal
-import time
+import threading
 from typing import Any
 
+import httpx
 import pytest
 from pyhive import hive
 from TCLIService import ttypes
 from thrift.transport import THttpClient
 
+from sparkgate.client import Client
 from sparkgate.testing import eventually, free_port
+
+ENDLESS = "SELECT sum(id % 7) FROM range(100000000000)"
 
 pytestmark = pytest.mark.postgres
 
@@ -43,7 +47,7 @@ def test_two_nodes_serve_as_one(make_server: Any, pg_url: str, tmp_path: Any) ->
         assert done["state"] == "success"
         assert sum(1 for _ in on_b.rows(submitted["id"], page=1000)) == 2500
 
-        long = on_b.submit("SELECT sum(id % 7) FROM range(100000000000)", session_id=session["id"])
+        long = on_b.submit(ENDLESS, session_id=session["id"])
         eventually(lambda: on_a.query(long["id"])["state"] == "running", timeout=60)
         on_a.cancel(long["id"])
         assert on_b.wait(long["id"], timeout=60)["state"] == "cancelled"
@@ -67,10 +71,12 @@ def test_two_nodes_serve_as_one(make_server: Any, pg_url: str, tmp_path: Any) ->
             )
             assert rest.results.columns[0].i64Val.values == list(range(10, 30))
 
-        # Node A dies without a word: B takes over its duties when A's leases lapse.
+        # Node A dies without a word: B takes over its duties when A's leases lapse. A long
+        # poll in flight on A then fails over: sparkgate's client, given both nodes, sends a
+        # read that got no answer to the next node.
         with a.store() as store:
             holders = {name: store.leases.get(name) for name in ("reaper", "placement")}
-        a.stop(signal.SIGKILL)
+        kill_a_under_a_long_poll(a, b, session["id"])
         b_node = on_b.health()["node"]
 
         def b_holds_everything() -> bool:
@@ -81,7 +87,32 @@ def test_two_nodes_serve_as_one(make_server: Any, pg_url: str, tmp_path: Any) ->
                 )
 
         eventually(b_holds_everything, timeout=30, what="node B to take over the leases")
-        started = time.monotonic()
         after = on_b.submit("SELECT 'still serving' AS s", session_id=session["id"])
         assert on_b.wait(after["id"], timeout=60)["state"] == "success"
-        assert time.monotonic() - started < 30
+
+
+def kill_a_under_a_long_poll(a: Any, b: Any, session_id: int) -> None:
+    """SIGKILL node A while a client given both nodes long-polls A: the poll is answered by B."""
+    with a.client() as on_a, b.client() as on_b:
+        endless = on_b.submit(ENDLESS, session_id=session_id)
+        eventually(lambda: on_a.query(endless["id"])["state"] == "running", timeout=60)
+        polling_a = threading.Event()
+
+        class Watched(httpx.HTTPTransport):
+            def handle_request(self, request: httpx.Request) -> httpx.Response:
+                if request.url.port == a.port and "wait" in request.url.params:
+                    polling_a.set()
+                return super().handle_request(request)
+
+        answered: dict[str, Any] = {}
+        with Client([a.url, b.url], transport=Watched(), timeout=60) as both:
+            poll = threading.Thread(
+                target=lambda: answered.update(both.query(endless["id"], wait=120))
+            )
+            poll.start()
+            assert polling_a.wait(30)
+            a.stop(signal.SIGKILL)
+            on_b.cancel(endless["id"])
+            poll.join(timeout=120)
+            assert answered.get("state") == "cancelled", answered
+            assert both.server == b.url  # and it stays with the node that answered

@@ -23,7 +23,11 @@ err_console = Console(stderr=True)
 
 ServerOption = Annotated[
     str,
-    typer.Option("--server", envvar="SPARKGATE_SERVER", help="The sparkgate server to talk to."),
+    typer.Option(
+        "--server",
+        envvar="SPARKGATE_SERVER",
+        help="The sparkgate server to talk to (several nodes: their URLs, comma-separated).",
+    ),
 ]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
 UserOption = Annotated[
