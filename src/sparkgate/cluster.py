@@ -297,7 +297,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"no cluster runs from {directory}")
         return 1
     info = running
-    print(json.dumps({k: str(v) for k, v in asdict(info).items()}, indent=2))
+    print(json.dumps(asdict(info), indent=2, default=str))  # pids stay numbers; paths, text
     with contextlib.suppress(httpx.HTTPError):
         master = master_state(info.master_ui)
         for worker in master.get("workers", []):
