@@ -77,3 +77,24 @@ def test_json_logs_keep_spark_progress_bars_out_of_the_engine_log(tmp_path: Path
     wanted = {"spark.ui.showConsoleProgress": "true"}
     conf = engine_spark_conf(_settings(tmp_path, log_format="json", spark_conf=wanted))
     assert conf["spark.ui.showConsoleProgress"] == "true"
+
+
+def test_on_a_standalone_cluster_engines_ask_one_core_and_only_while_busy(tmp_path: Path) -> None:
+    conf = engine_spark_conf(Settings(home=tmp_path, spark_master="spark://m:7077"))
+    assert conf["spark.cores.max"] == conf["spark.executor.cores"] == "1"
+    assert conf["spark.dynamicAllocation.enabled"] == "true"
+    assert conf["spark.dynamicAllocation.shuffleTracking.enabled"] == "true"
+    assert conf["spark.dynamicAllocation.minExecutors"] == "0"
+    assert conf["spark.dynamicAllocation.initialExecutors"] == "1"
+    # SPARKGATE_SPARK_CONF, then a session's conf, say otherwise.
+    settings = Settings(
+        home=tmp_path,
+        spark_master="spark://m:7077",
+        spark_conf={"spark.cores.max": "4", "spark.dynamicAllocation.enabled": "false"},
+    )
+    conf = engine_spark_conf(settings, {"spark.cores.max": "2"})
+    assert conf["spark.cores.max"] == "2" and conf["spark.dynamicAllocation.enabled"] == "false"
+    # Local mode has one JVM: nothing to share, nothing asked.
+    local = engine_spark_conf(_settings(tmp_path))
+    assert not any(key.startswith("spark.dynamicAllocation") for key in local)
+    assert "spark.cores.max" not in local

@@ -19,11 +19,24 @@ LOOPBACK = "127.0.0.1"
 
 
 # What an engine asks a standalone cluster for unless SPARKGATE_SPARK_CONF (or the session's
-# conf) says otherwise: one executor of one core, so engines share the cluster's cores.
+# conf) says otherwise: one executor of one core, so engines share the cluster's cores, and
+# only while it has work. With dynamic allocation an engine starts with one executor (its
+# warm-up query runs there) and gives it back after 30 s without tasks, so an idle shared or
+# warm engine holds no core and a stream's or a batch's engine gets one: with a core each
+# held for good, a two-core worker ran the shared and the warm engine and nothing else (a
+# stream job's engines failed NO_EXECUTORS one after another). Shuffle tracking stands in
+# for the external shuffle service; its timeout lets an executor holding a finished query's
+# shuffle files go too (a later query never reads them, and Spark recomputes what is lost).
 STANDALONE_DEFAULTS = {
     "spark.cores.max": "1",
     "spark.executor.cores": "1",
     "spark.executor.memory": "1g",
+    "spark.dynamicAllocation.enabled": "true",
+    "spark.dynamicAllocation.shuffleTracking.enabled": "true",
+    "spark.dynamicAllocation.minExecutors": "0",
+    "spark.dynamicAllocation.initialExecutors": "1",
+    "spark.dynamicAllocation.executorIdleTimeout": "30s",
+    "spark.dynamicAllocation.shuffleTracking.timeout": "30s",
 }
 
 
