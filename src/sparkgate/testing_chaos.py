@@ -189,7 +189,7 @@ class Rig:
             spark_conf=TEST_SPARK_CONF,
             metastore_uri=None,
             metastore_port=self.metastore_port,
-            warm_engines=0,
+            warm_engines=1,  # the default: a warm engine shares the cluster too
             engine_heartbeat_interval=1.0,
             engine_heartbeat_timeout=hb,
             lease_ttl=max(3.0, hb / 2),
