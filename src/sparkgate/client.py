@@ -485,8 +485,7 @@ def _paging(offset: int, limit: int, after: str | None, total: bool | None) -> d
 
 def servers_of(server: str | Sequence[str]) -> list[str]:
     """The node URLs of ``"http://a:8998,http://b:8998"`` or of a list, without trailing /."""
-    parts = server.split(",") if isinstance(server, str) else list(server)
-    urls = [part.strip().rstrip("/") for part in parts if part.strip()]
+    urls = credentials.node_urls(server if isinstance(server, str) else ",".join(server))
     if not urls:
         raise ValueError("Client: no server URL given.")
     return urls

@@ -37,10 +37,15 @@ def path() -> Path:
     return config_dir() / "credentials.json"
 
 
+def node_urls(server: str) -> list[str]:
+    """The node URLs in ``server`` (one, or several comma-separated), without trailing /."""
+    return [part.strip().rstrip("/") for part in server.split(",") if part.strip()]
+
+
 def server_key(server: str) -> str:
     """The key a server URL (or a comma-separated list of nodes) is stored under:
     ``http://h:1/`` and ``http://h:1`` are one."""
-    return ",".join(part.strip().rstrip("/") for part in server.split(",") if part.strip())
+    return ",".join(node_urls(server))
 
 
 def load(server: str) -> StoredCredentials | None:
