@@ -493,6 +493,7 @@ class FaultReport:
     queries: int = 0
     affected: int = 0
     longest: float | None = None  # seconds the slowest query of the phase took to be final
+    outage: float = 0.0  # seconds the store was out of reach in the phase
     invariants: dict[str, bool] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -609,6 +610,7 @@ class Chaos:
         rig = self.rig
         assert rig.proxy is not None
         probe = rig.failover(patience=0)
+        report.outage = rig.profile.outage
         started = time.monotonic()
         rig.proxy.pause()
         try:
@@ -698,7 +700,7 @@ class Chaos:
         # (nothing can be recorded through it), and SLACK: the longest query of the mix on a
         # loaded two-core machine, and the reaper's round. Then nothing in the store may be
         # left non-final (the load is at rest): statements the load did not trace included.
-        allowed = timeout + SLACK + (rig.profile.outage if report.name.startswith("store") else 0)
+        allowed = timeout + SLACK + report.outage
         took = {t.id: t.ended_at - t.submitted_at for t in traces if t.ended_at is not None}
         report.longest = max(took.values(), default=None)
         late = sorted((round(s, 1), i) for i, s in took.items() if s > allowed)
