@@ -149,6 +149,15 @@ def make_server(tmp_path: Path, metastore_uri: str) -> Iterator[Any]:
                 stop_metastore(process.settings)  # the embedded one its node started
 
 
+@pytest.fixture
+def client_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """No credentials from the environment, and a config directory (stored tokens) of the
+    test's own: what the Python client sends is only what the test gives it."""
+    for name in ("SPARKGATE_TOKEN", "SPARKGATE_USER", "SPARKGATE_PASSWORD"):
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+
+
 # -- stores, on each backend ----------------------------------------------------------
 
 NOW = 1_800_000_000.0

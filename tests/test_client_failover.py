@@ -5,7 +5,6 @@ taken), the node it then stays with, and patience when every node failed."""
 from __future__ import annotations
 
 from collections.abc import Callable
-from pathlib import Path
 
 import httpx
 import pytest
@@ -18,11 +17,7 @@ QUERY = {"id": 7, "session_id": 1, "state": "waiting"}
 Answer = Callable[[httpx.Request], httpx.Response]
 
 
-@pytest.fixture(autouse=True)
-def clean_env(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    for name in ("SPARKGATE_TOKEN", "SPARKGATE_USER", "SPARKGATE_PASSWORD"):
-        monkeypatch.delenv(name, raising=False)
-    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
+pytestmark = pytest.mark.usefixtures("client_env")
 
 
 def nodes(seen: list[str], **answers: Answer) -> httpx.MockTransport:
