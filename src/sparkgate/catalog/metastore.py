@@ -218,6 +218,11 @@ def _launch(settings: Settings, directory: Path, port: int) -> MetastoreService:
         "hive.metastore.warehouse.dir": str(warehouse),
         # Without this the service dies at start-up on a missing disruptor class.
         "hive.async.log.enabled": "false",
+        # Hive 2.3 defaults to BoneCP, which PySpark's jars do not ship (HikariCP is there,
+        # as Spark itself uses). The metastore's transaction handler opens its pool when a
+        # database is dropped (AcidEventListener.onDropDatabase): with BoneCP every DROP
+        # SCHEMA failed after dropping the schema, and the client's retry found nothing.
+        "datanucleus.connectionPoolingType": "HikariCP",
     }
     body = "".join(
         f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
