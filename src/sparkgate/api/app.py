@@ -10,7 +10,7 @@ from fastapi import Depends, FastAPI, Request
 from sparkgate import __version__, web
 from sparkgate.api import livy
 from sparkgate.api.deps import get_user
-from sparkgate.api.errors import install_error_handlers
+from sparkgate.api.errors import UnexpectedErrors, install_error_handlers
 from sparkgate.api.instrument import RequestTimer
 from sparkgate.api.limits import BodyLimit
 from sparkgate.api.routes import (
@@ -64,6 +64,7 @@ def create_app(settings: Settings) -> FastAPI:
 
     app = FastAPI(title="sparkgate", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
+    app.add_middleware(UnexpectedErrors)  # innermost: inside the timer and the body limit
     app.add_middleware(BodyLimit, limit=settings.request_max_bytes)
     app.add_middleware(RequestTimer)  # outermost: times every answer, refusals included
     # Every router but liveness authenticates: a route added to any of them is guarded.

@@ -14,6 +14,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sparkgate.errors import (
     ConfigurationError,
@@ -134,9 +135,41 @@ def install_error_handlers(app: FastAPI) -> None:
             message = f"No route {request.method} {request.url.path}."
         return error_response(request, exc.status_code, {"code": code, "message": message})
 
-    @app.exception_handler(Exception)
-    async def _unexpected(request: Request, exc: Exception) -> Response:
-        log.exception("unhandled error on %s %s", request.method, request.url.path)
-        return error_response(
-            request, 500, {"code": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}
-        )
+
+class UnexpectedErrors:
+    """Answers an exception no handler knows with a 500, logged once, here.
+
+    Not an exception handler for ``Exception``: Starlette calls that one from its outermost
+    middleware, and then re-raises the exception for the server to see, so uvicorn logged every
+    500 a second time and closed the keep-alive connection under the client's next request.
+    This middleware sits inside the others and returns normally. The answer names the error's
+    type only: its text can hold internals (SQL, paths) that the log is for.
+    """
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        started = False
+
+        async def tracked(message: Message) -> None:
+            nonlocal started
+            started = started or message["type"] == "http.response.start"
+            await send(message)
+
+        try:
+            await self.app(scope, receive, tracked)
+        except Exception as exc:
+            request = Request(scope)
+            log.exception("unexpected error on %s %s", request.method, request.url.path)
+            if started:
+                return  # part of the answer is out: the server closes the connection
+            error = {
+                "code": "INTERNAL_ERROR",
+                "message": f"An unexpected error ({type(exc).__name__}) stopped this request; "
+                "the server's log has the details.",
+            }
+            await error_response(request, 500, error)(scope, receive, send)
