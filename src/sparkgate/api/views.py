@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,9 +23,20 @@ from sparkgate.store.records import (
 
 
 def iso(ts: float | None) -> str | None:
-    if ts is None:
+    if ts is None or math.isnan(ts):
         return None
-    return datetime.fromtimestamp(ts, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+    # Clamped to what a datetime holds: an older release stored token expiries past year
+    # 9999, and one such row must not break every later read of the list it is in.
+    moment = min(max(ts, _EARLIEST), _LATEST)
+    return (
+        datetime.fromtimestamp(moment, UTC)
+        .isoformat(timespec="milliseconds")
+        .replace("+00:00", "Z")
+    )
+
+
+_EARLIEST = datetime(1, 1, 2, tzinfo=UTC).timestamp()
+_LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 def session_view(session: SessionRecord) -> dict[str, Any]:

@@ -12,6 +12,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.params import Id, Offset
 from sparkgate.api.routes import queries as api
 from sparkgate.api.views import query_view
 from sparkgate.errors import InvalidRequest
@@ -83,14 +84,14 @@ def queries_page(
 
 
 @router.get("/queries/{query_id}")
-def query_page(request: Request, query_id: int, node: NodeDep, user: UserDep) -> HTMLResponse:
+def query_page(request: Request, query_id: Id, node: NodeDep, user: UserDep) -> HTMLResponse:
     query = query_view(node.gateway.statement(query_id, user=user))
     return render(request, "query.html", query=query)
 
 
 @router.get("/queries/{query_id}/state")
 def query_state(
-    request: Request, query_id: int, node: NodeDep, user: UserDep, was: str = ""
+    request: Request, query_id: Id, node: NodeDep, user: UserDep, was: str = ""
 ) -> HTMLResponse:
     """The query's state, timeline, progress and error; polled while it runs. When it turns
     final, the fragment also replaces the SQL (to mark an error's position) and loads the
@@ -100,7 +101,7 @@ def query_state(
 
 
 @router.post("/queries/{query_id}/cancel")
-def cancel_query(request: Request, query_id: int, node: NodeDep, user: UserDep) -> HTMLResponse:
+def cancel_query(request: Request, query_id: Id, node: NodeDep, user: UserDep) -> HTMLResponse:
     try:
         query, notice = api.cancel_query(query_id, node, user), None
     except QueryFinished as exc:  # it ended meanwhile: show how
@@ -110,7 +111,7 @@ def cancel_query(request: Request, query_id: int, node: NodeDep, user: UserDep) 
 
 @router.get("/queries/{query_id}/result")
 def query_result(
-    request: Request, query_id: int, node: NodeDep, user: UserDep, offset: int = 0
+    request: Request, query_id: Id, node: NodeDep, user: UserDep, offset: Offset = 0
 ) -> HTMLResponse:
     result = api.get_result(query_id, node, user, offset=max(0, offset), limit=RESULT_PAGE)
     return render(request, "_result.html", query_id=query_id, result=result)

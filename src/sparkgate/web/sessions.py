@@ -11,6 +11,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.params import Id
 from sparkgate.api.routes import engines as engines_api
 from sparkgate.api.routes import sessions as sessions_api
 from sparkgate.errors import InvalidRequest
@@ -65,7 +66,7 @@ def sessions_page(
 
 
 @router.post("/sessions/{session_id}/kill")
-def kill_session(request: Request, session_id: int, node: NodeDep, user: UserDep) -> HTMLResponse:
+def kill_session(request: Request, session_id: Id, node: NodeDep, user: UserDep) -> HTMLResponse:
     session = sessions_api.kill_session(session_id, node, user)
     return render(
         request, "_notice.html", message=f"Session {session['id']} is {session['state']}."
@@ -83,7 +84,7 @@ def engines_page(request: Request, node: NodeDep, user: UserDep, all: bool = Fal
 
 
 @router.post("/engines/{engine_id}/recycle")
-def recycle_engine(request: Request, engine_id: int, node: NodeDep, user: UserDep) -> HTMLResponse:
+def recycle_engine(request: Request, engine_id: Id, node: NodeDep, user: UserDep) -> HTMLResponse:
     """Stop the engine; its sessions end and the warm pool starts a fresh one."""
     engine = engines_api.stop_engine(engine_id, node, user)
     return render(request, "_notice.html", message=f"Engine {engine['id']} is {engine['state']}.")

@@ -10,12 +10,13 @@ shaped by its own view (``stream_progress_view``).
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Request
+from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.params import Offset
 from sparkgate.api.routes import streams as api
 from sparkgate.api.views import stream_progress_view
 from sparkgate.errors import InvalidRequest, StreamJobBusy
@@ -125,9 +126,7 @@ def stream_state(request: Request, name: str, node: NodeDep, user: UserDep) -> H
 
 
 @router.get("/streams/{name}/progress")
-def stream_progress(
-    name: str, node: NodeDep, user: UserDep, after: Annotated[int, Query(ge=0)] = 0
-) -> dict[str, Any]:
+def stream_progress(name: str, node: NodeDep, user: UserDep, after: Offset = 0) -> dict[str, Any]:
     """The charts' data: each query's stored progress samples, oldest first, and a cursor.
     ``?after=<cursor>`` answers only the samples stored since, which the charts append."""
     job = api.visible_job(node, user, name)  # the API's check: another user's job is not found

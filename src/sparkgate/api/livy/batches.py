@@ -20,13 +20,12 @@ from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.livy import common, views
 from sparkgate.api.livy.models import CreateBatch
 from sparkgate.api.livy.states import batch_state
+from sparkgate.api.params import Id, LivyFrom, LivySize
 from sparkgate.errors import InvalidRequest
 from sparkgate.states import SessionKind, StatementKind
 
 router = APIRouter(prefix="/batches", tags=["livy"], dependencies=[Depends(common.check_csrf)])
 
-From = Annotated[int | None, Query(alias="from", ge=0)]
-Size = Annotated[int | None, Query()]
 
 RUNNABLE = frozenset({".py", ".sql"})
 
@@ -45,7 +44,7 @@ def _check_file(body: CreateBatch) -> None:
 
 @router.get("")
 def list_batches(
-    node: NodeDep, user: UserDep, start: From = None, size: Size = None
+    node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
     """Batches by id (the active ones and those ended recently): ``{"from", "total",
     "sessions"}``."""
@@ -85,12 +84,12 @@ def create_batch(
 
 
 @router.get("/{batch_id}")
-def get_batch(batch_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def get_batch(batch_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     return common.batch_json(node, common.get_session(node, batch_id, SessionKind.BATCH, user))
 
 
 @router.get("/{batch_id}/state")
-def get_batch_state(batch_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def get_batch_state(batch_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     session = common.get_session(node, batch_id, SessionKind.BATCH, user)
     statement = node.store.statements.find_by_seq(batch_id, 0)
     return {
@@ -101,7 +100,7 @@ def get_batch_state(batch_id: int, node: NodeDep, user: UserDep) -> dict[str, An
 
 @router.get("/{batch_id}/log")
 def get_batch_log(
-    batch_id: int, node: NodeDep, user: UserDep, start: From = None, size: Size = None
+    batch_id: Id, node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
     """``{"id", "from", "total", "log"}``: what the file printed so far (stdout, then stderr),
     and why the batch failed; by default the last 100 lines."""
@@ -112,7 +111,7 @@ def get_batch_log(
 
 
 @router.delete("/{batch_id}")
-def delete_batch(batch_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def delete_batch(batch_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Kill the batch (``killed``): its Spark jobs are cancelled and its engine stops."""
     common.get_session(node, batch_id, SessionKind.BATCH, user)
     node.gateway.kill_session(batch_id, user=user)

@@ -21,6 +21,7 @@ from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.livy import common, views
 from sparkgate.api.livy.models import CreateSession, CreateStatement
 from sparkgate.api.livy.states import interactive_state, session_kind, statement_kind
+from sparkgate.api.params import Id, LivyFrom, LivySize
 from sparkgate.auth.principal import Principal
 from sparkgate.gateway import QueryFinished
 from sparkgate.node import ServerNode
@@ -28,13 +29,10 @@ from sparkgate.states import SessionKind
 
 router = APIRouter(prefix="/sessions", tags=["livy"], dependencies=[Depends(common.check_csrf)])
 
-From = Annotated[int | None, Query(alias="from", ge=0)]
-Size = Annotated[int | None, Query()]
-
 
 @router.get("")
 def list_sessions(
-    node: NodeDep, user: UserDep, start: From = None, size: Size = None
+    node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
     """Interactive sessions by id, ``?from=0&size=100``: the active ones and those ended in
     the last ``livy_session_retention`` seconds (any session stays readable by its id)."""
@@ -76,21 +74,21 @@ def create_session(
 
 
 @router.get("/{session_id}")
-def get_session(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def get_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     return common.session_json(
         node, common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
     )
 
 
 @router.get("/{session_id}/state")
-def get_session_state(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def get_session_state(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     session = common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
     return {"id": session.id, "state": interactive_state(session.state)}
 
 
 @router.get("/{session_id}/log")
 def get_session_log(
-    session_id: int, node: NodeDep, user: UserDep, start: From = None, size: Size = None
+    session_id: Id, node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
     """``{"id", "from", "total", "log"}``: what happened to the session, from the store."""
     session = common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
@@ -101,7 +99,7 @@ def get_session_log(
 
 
 @router.delete("/{session_id}")
-def delete_session(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def delete_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """End the session (``killed``); its running statement is cancelled. Repeating is fine."""
     common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
     node.gateway.kill_session(session_id, user=user)
@@ -113,7 +111,7 @@ def delete_session(session_id: int, node: NodeDep, user: UserDep) -> dict[str, A
 
 @router.get("/{session_id}/statements")
 def list_statements(
-    session_id: int, node: NodeDep, user: UserDep, start: From = None, size: Size = None
+    session_id: Id, node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
     """The session's statements in order: ``{"total_statements", "statements"}``."""
     common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
@@ -131,7 +129,7 @@ def list_statements(
 
 @router.post("/{session_id}/statements", status_code=201)
 def create_statement(
-    session_id: int, body: CreateStatement, node: NodeDep, user: UserDep, response: Response
+    session_id: Id, body: CreateStatement, node: NodeDep, user: UserDep, response: Response
 ) -> dict[str, Any]:
     """Queue code: ``{"code": "...", "kind"?: "pyspark" | "python" | "sql"}``; without a kind
     it runs as the session's kind."""
@@ -155,15 +153,13 @@ def _statement(node: ServerNode, user: Principal, session_id: int, statement_id:
 
 
 @router.get("/{session_id}/statements/{statement_id}")
-def get_statement(
-    session_id: int, statement_id: int, node: NodeDep, user: UserDep
-) -> dict[str, Any]:
+def get_statement(session_id: Id, statement_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     return common.statement_json(node, _statement(node, user, session_id, statement_id))
 
 
 @router.post("/{session_id}/statements/{statement_id}/cancel")
 def cancel_statement(
-    session_id: int, statement_id: int, node: NodeDep, user: UserDep
+    session_id: Id, statement_id: Id, node: NodeDep, user: UserDep
 ) -> dict[str, Any]:
     """Cancel a waiting or running statement; a finished one stays as it is (as in Livy)."""
     statement = _statement(node, user, session_id, statement_id)

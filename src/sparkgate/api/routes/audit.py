@@ -8,6 +8,7 @@ from fastapi import APIRouter, Query
 
 from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.paging import After, Total, counted, id_after, paging
+from sparkgate.api.params import Offset, Since
 from sparkgate.api.views import iso
 
 router = APIRouter(tags=["audit"])
@@ -20,8 +21,8 @@ def list_audit(
     by: Annotated[str | None, Query(alias="user")] = None,
     action: str | None = None,
     outcome: str | None = None,
-    since: float | None = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    since: Since = None,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     after: After = None,
     total: Total = None,

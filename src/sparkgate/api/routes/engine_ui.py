@@ -17,6 +17,7 @@ import httpx
 from fastapi import APIRouter, Request, Response
 
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.params import Id
 from sparkgate.engine.spark import ui_proxy_base
 from sparkgate.errors import Conflict, Forbidden
 from sparkgate.states import LIVE_ENGINE_STATES
@@ -49,7 +50,7 @@ class EngineUiUnavailable(Conflict):
 @router.get("/v1/engines/{engine_id}/ui")
 @router.get("/v1/engines/{engine_id}/ui/{path:path}")
 def engine_ui(
-    engine_id: int, request: Request, node: NodeDep, user: UserDep, path: str = ""
+    engine_id: Id, request: Request, node: NodeDep, user: UserDep, path: str = ""
 ) -> Response:
     """A page of engine ``engine_id``'s Spark UI (admins only)."""
     if not user.admin:

@@ -7,6 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.params import Id
 from sparkgate.api.views import engine_view
 from sparkgate.states import LIVE_ENGINE_STATES
 
@@ -21,12 +22,12 @@ def list_engines(node: NodeDep, all: bool = False) -> dict[str, Any]:
 
 
 @router.get("/{engine_id}")
-def get_engine(engine_id: int, node: NodeDep) -> dict[str, Any]:
+def get_engine(engine_id: Id, node: NodeDep) -> dict[str, Any]:
     return engine_view(node.store.engines.get(engine_id))
 
 
 @router.post("/{engine_id}/stop", status_code=202)
-def stop_engine(engine_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def stop_engine(engine_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Stop an engine gracefully: it takes no more work, lets its running statements finish,
     ends its sessions (``dead``, ``ENGINE_STOPPED``) and exits. Placement starts replacements
     for the shared and warm engines the settings ask for. Stopping a stopped engine is harmless."""

@@ -10,6 +10,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.paging import After, Total, counted, id_after, paging
+from sparkgate.api.params import Id, Offset
 from sparkgate.api.views import (
     decision_view,
     deployment_view,
@@ -98,7 +99,7 @@ def list_deployments(
     node: NodeDep,
     user: UserDep,
     owner: str | None = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 20,
     after: After = None,
     total: Total = None,
@@ -121,7 +122,7 @@ def list_deployments(
 
 
 @router.get("/v1/deployments/{deployment_id}")
-def get_deployment(deployment_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def get_deployment(deployment_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """A deployment: its state, and for each job the action, reason and outcome."""
     deployment = node.store.deployments.get(deployment_id)
     if not user.owns(deployment.owner):
@@ -202,7 +203,7 @@ def list_runs(
 
 
 @router.get("/v1/jobs/{name}/runs/{run_id}")
-def get_run(name: str, run_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def get_run(name: str, run_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     node.users.require(user, JOBS, "read jobs")
     run = node.store.job_runs.get(run_id)
     if run.job != name:
@@ -211,7 +212,7 @@ def get_run(name: str, run_id: int, node: NodeDep, user: UserDep) -> dict[str, A
 
 
 @router.post("/v1/jobs/{name}/runs/{run_id}/cancel", status_code=202)
-def cancel_run(name: str, run_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def cancel_run(name: str, run_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Stop a run: its session is killed; a write under way is aborted (nothing shows)."""
     get_run(name, run_id, node, user)
     node.users.require(user, JOBS, "cancel job runs", target=f"job:{name}")

@@ -12,6 +12,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sparkgate import results
 from sparkgate.api.deps import NodeDep, UserDep, WatcherDep
 from sparkgate.api.paging import After, Total, counted, id_after, paging
+from sparkgate.api.params import Id, IdField, IdQuery, Offset, PageLimit, Wait
 from sparkgate.api.views import query_view
 from sparkgate.api.watcher import StatementWatcher
 from sparkgate.auth.principal import Principal
@@ -27,7 +28,7 @@ class QuerySubmit(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     query: str = Field(min_length=1)
-    session_id: int | None = None
+    session_id: IdField | None = None
     # A one-off query (no session): a fresh Spark session on a warm shared engine, or an
     # engine of its own ("engine"; also taken when conf holds driver settings).
     isolation: Literal["session", "engine"] = "session"
@@ -40,8 +41,8 @@ async def submit_query(
     node: NodeDep,
     user: UserDep,
     watcher: WatcherDep,
-    wait: Annotated[float, Query(ge=0)] = 0,
-    limit: Annotated[int | None, Query(ge=0)] = None,
+    wait: Wait = 0,
+    limit: PageLimit = None,
 ) -> dict[str, Any]:
     """Queue a query: ``{"query": "SELECT 1", "session_id": 3}``; without a session it runs
     as a one-off query. ``?wait=30`` answers when it is final (or 30 s pass) with the whole
@@ -83,9 +84,9 @@ def list_queries(
     node: NodeDep,
     user: UserDep,
     owner: str | None = None,
-    session_id: int | None = None,
+    session_id: IdQuery = None,
     state: Annotated[list[StatementState] | None, Query()] = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     after: After = None,
     total: Total = None,
@@ -107,11 +108,11 @@ def list_queries(
 
 @router.get("/{query_id}")
 async def get_query(
-    query_id: int,
+    query_id: Id,
     node: NodeDep,
     user: UserDep,
     watcher: WatcherDep,
-    wait: Annotated[float, Query(ge=0)] = 0,
+    wait: Wait = 0,
 ) -> dict[str, Any]:
     """The query's state; ``?wait=30`` holds the answer until it is final or 30 s pass."""
     statement = await asyncio.to_thread(node.gateway.statement, query_id, user=user)
@@ -134,11 +135,11 @@ async def _waited(
 
 @router.get("/{query_id}/result")
 def get_result(
-    query_id: int,
+    query_id: Id,
     node: NodeDep,
     user: UserDep,
-    offset: Annotated[int, Query(ge=0)] = 0,
-    limit: Annotated[int | None, Query(ge=0)] = None,
+    offset: Offset = 0,
+    limit: PageLimit = None,
 ) -> dict[str, Any]:
     """A page of the result: ``?offset=0&limit=1000`` -> ``{"schema", "rows", "total"}``."""
     statement = node.gateway.statement(query_id, user=user)
@@ -166,6 +167,6 @@ def _result_page(
 
 
 @router.post("/{query_id}/cancel", status_code=202)
-def cancel_query(query_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def cancel_query(query_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Cancel: a waiting query at once, a running one as soon as its engine interrupts it."""
     return query_view(node.gateway.cancel(query_id, user=user))

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.paging import After, Total, counted, id_after, paging
+from sparkgate.api.params import Id, Offset
 from sparkgate.api.views import session_view
 from sparkgate.states import SessionKind, SessionState
 
@@ -52,7 +53,7 @@ def list_sessions(
     owner: str | None = None,
     state: Annotated[list[SessionState] | None, Query()] = None,
     kind: Annotated[list[SessionKind] | None, Query()] = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     after: After = None,
     total: Total = None,
@@ -72,11 +73,11 @@ def list_sessions(
 
 
 @router.get("/{session_id}")
-def get_session(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def get_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     return session_view(node.gateway.session(session_id, user=user))
 
 
 @router.delete("/{session_id}")
-def kill_session(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def kill_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """End the session (``killed``); its running statement is cancelled."""
     return session_view(node.gateway.kill_session(session_id, user=user))

@@ -9,6 +9,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.paging import After, Total, counted, name_after, paging
+from sparkgate.api.params import Id, Offset
 from sparkgate.api.views import stream_job_view, stream_query_view, stream_restart_view
 from sparkgate.auth.access import STREAMS
 from sparkgate.auth.principal import Principal
@@ -55,7 +56,7 @@ def list_streams(
     user: UserDep,
     owner: str | None = None,
     state: Annotated[list[StreamJobState] | None, Query()] = None,
-    offset: Annotated[int, Query(ge=0)] = 0,
+    offset: Offset = 0,
     limit: Annotated[int, Query(ge=1, le=1000)] = 100,
     after: After = None,
     total: Total = None,
@@ -115,7 +116,7 @@ def delete_stream(
 
 
 @router.get("/v1/sessions/{session_id}/streams")
-def session_streams(session_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def session_streams(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """The streaming queries started by SAVE STREAM in a session."""
     node.gateway.session(session_id, user=user)
     queries = node.store.stream_queries.of_session(session_id)

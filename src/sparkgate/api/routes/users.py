@@ -8,6 +8,7 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.params import Id
 from sparkgate.api.views import iso
 from sparkgate.auth import tokens
 from sparkgate.auth.principal import Principal
@@ -16,12 +17,22 @@ from sparkgate.store.tokens import TokenNotFound, TokenRecord
 
 router = APIRouter(tags=["users"])
 
+MAX_TOKEN_LIFETIME = 10 * 365 * 86_400.0
+
 
 class TokenCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     name: str | None = Field(default=None, max_length=255)
-    expires_in: float | None = Field(default=None, gt=0, description="seconds; none: never")
+    # Ten years at most: a datetime beyond year 9999 cannot be shown, and such a token was
+    # stored and then broke every read of the token list.
+    expires_in: float | None = Field(
+        default=None,
+        gt=0,
+        le=MAX_TOKEN_LIFETIME,
+        allow_inf_nan=False,
+        description="Seconds until the token expires (at most ten years); none: never.",
+    )
 
 
 def token_view(record: TokenRecord) -> dict[str, Any]:
@@ -77,7 +88,7 @@ def list_tokens(node: NodeDep, user: UserDep, owner: str | None = None) -> dict[
 
 
 @router.delete("/v1/tokens/{token_id}")
-def revoke_token(token_id: int, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def revoke_token(token_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Revoke a token: it stops working at once. Revoking it again changes nothing."""
     record = _token(node, user, token_id)
     node.users.audit(user, "token.revoke", "ok", target=f"token:{record.id}")

@@ -1,0 +1,44 @@
+"""The numbers a client sends, bounded where they enter: a 422 naming the field, never a 500.
+
+The store's integers are 64-bit (SQLite INTEGER, PostgreSQL BIGINT). An id, offset or limit
+beyond them used to reach the store and fail there (``OverflowError: Python int too large to
+convert to SQLite INTEGER``); seconds could be infinite or NaN. Every door's route takes its
+numbers as these types, so the bound is written once and shows in the OpenAPI schema.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from fastapi import Path, Query
+from pydantic import Field
+
+INT64_MAX = 2**63 - 1
+# A day: longer waits are capped by the server's long-poll limit anyway; more is a mistake.
+MAX_WAIT = 86_400.0
+
+# An object's id in a path: /v1/queries/{query_id}. Ids start at 1; 0 is simply absent (404).
+Id = Annotated[int, Path(ge=0, le=INT64_MAX)]
+# The same in a body or a query string: {"session_id": 3}, ?session_id=3.
+IdField = Annotated[int, Field(ge=0, le=INT64_MAX)]
+IdQuery = Annotated[int | None, Query(ge=0, le=INT64_MAX)]
+Offset = Annotated[int, Query(ge=0, le=INT64_MAX, description="Rows to skip.")]
+# A result page's size; the server caps it at result_page_max.
+PageLimit = Annotated[int | None, Query(ge=0, le=INT64_MAX, description="Rows in the page.")]
+Wait = Annotated[
+    float,
+    Query(
+        ge=0,
+        le=MAX_WAIT,
+        allow_inf_nan=False,
+        description="Seconds to hold the answer until the query is final (capped by the "
+        "server's long-poll limit).",
+    ),
+]
+Since = Annotated[
+    float | None, Query(allow_inf_nan=False, description="Epoch seconds: events from then on.")
+]
+
+# Livy's paging: ``from`` (a row or log line) and ``size`` (how many; negative: all).
+LivyFrom = Annotated[int | None, Query(alias="from", ge=0, le=INT64_MAX)]
+LivySize = Annotated[int | None, Query(ge=-INT64_MAX - 1, le=INT64_MAX)]
