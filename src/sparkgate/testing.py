@@ -9,7 +9,9 @@ server.stop(); kill_engines(settings)
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -179,3 +181,68 @@ def wait_pids_gone(pids: list[int], timeout: float = 30.0) -> None:
         return True
 
     eventually(gone, timeout=timeout, what=f"processes {pids} to exit")
+
+
+@dataclasses.dataclass(frozen=True)
+class FuzzRun:
+    """What one Schemathesis run against a server found."""
+
+    exit_code: int
+    cases: int  # test cases generated (each one request, or a short stateful sequence)
+    failures: dict[str, int]  # failure kind -> unique failures
+    output: str
+
+    @property
+    def passed(self) -> bool:
+        return self.exit_code == 0
+
+
+def fuzz_api(
+    url: str,
+    auth: tuple[str, str],
+    report_dir: Path,
+    *,
+    checks: str,
+    max_examples: int,
+    seed: int | None = None,
+    max_time: float | None = None,
+    workers: int = 1,
+) -> FuzzRun:
+    """Schemathesis over the server's ``/openapi.json`` as one user: it generates requests
+    from the schema (valid and invalid), sends them, and checks each answer with ``checks``
+    (comma-separated Schemathesis check names, or ``all``)."""
+    command = [
+        str(Path(sys.executable).with_name("schemathesis")),
+        "run",
+        f"{url}/openapi.json",
+        "--auth",
+        f"{auth[0]}:{auth[1]}",
+        "--checks",
+        checks,
+        "--max-examples",
+        str(max_examples),
+        "--workers",
+        str(workers),
+        "--request-timeout",
+        "60",
+        "--generation-database",
+        "none",
+        "--no-color",
+        "--report",
+        "junit",
+        "--report-dir",
+        str(report_dir),
+    ]
+    if seed is not None:
+        command += ["--seed", str(seed)]
+    if max_time is not None:
+        command += ["--max-time", str(int(max_time))]
+    done = subprocess.run(command, capture_output=True, text=True, check=False)
+    output = done.stdout + done.stderr
+    generated = re.search(r"(\d+) generated", output)
+    failures = {
+        kind: int(count)
+        for kind, count in re.findall(r"❌ (\w+ [^:\n]+): (\d+)", output)
+        if not kind.startswith(("Coverage", "Stateful", "Fuzzing", "Examples"))
+    }
+    return FuzzRun(done.returncode, int(generated.group(1)) if generated else 0, failures, output)

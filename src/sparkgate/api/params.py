@@ -39,6 +39,9 @@ Since = Annotated[
     float | None, Query(allow_inf_nan=False, description="Epoch seconds: events from then on.")
 ]
 
-# Livy's paging: ``from`` (a row or log line) and ``size`` (how many; negative: all).
-LivyFrom = Annotated[int | None, Query(alias="from", ge=0, le=INT64_MAX)]
-LivySize = Annotated[int | None, Query(ge=-INT64_MAX - 1, le=INT64_MAX)]
+# Livy's paging: ``from`` (a row or log line) and ``size`` (how many; negative: all). Livy
+# types both as a 32-bit Int; a page one row larger than asked is read to see whether more
+# follow, so a 64-bit size would overflow the store's LIMIT.
+INT32_MAX = 2**31 - 1
+LivyFrom = Annotated[int | None, Query(alias="from", ge=0, le=INT32_MAX)]
+LivySize = Annotated[int | None, Query(ge=-INT32_MAX - 1, le=INT32_MAX)]
