@@ -176,6 +176,18 @@ def test_pyhive_types_paging_and_the_same_query_in_v1(env: Env) -> None:
         assert bob.get(f"/v1/queries/{query_id}").status_code == 404
 
 
+def test_schemas_are_created_and_dropped(env: Env) -> None:
+    """What dbt does around every run: its schema, a table in it, then DROP ... CASCADE."""
+    with env.connect() as conn, conn.cursor() as cursor:
+        cursor.execute("CREATE SCHEMA IF NOT EXISTS hive2_e2e_schema")
+        cursor.execute("CREATE TABLE hive2_e2e_schema.t USING parquet AS SELECT 1 AS x")
+        cursor.execute("DROP SCHEMA IF EXISTS hive2_e2e_schema CASCADE")
+        cursor.execute("CREATE SCHEMA hive2_e2e_empty")
+        cursor.execute("DROP SCHEMA hive2_e2e_empty")
+        cursor.execute("SHOW SCHEMAS LIKE 'hive2_e2e_*'")
+        assert cursor.fetchall() == []
+
+
 def test_errors_carry_sparks_message_sql_state_and_position(env: Env) -> None:
     with env.connect() as conn, conn.cursor() as cursor:
         with pytest.raises(hive.OperationalError) as missing:

@@ -158,6 +158,22 @@ def test_sql_session_download_sql_and_row_limit(
         assert rest["total"] == limit + 5 and rest["rows"] == [[limit + i] for i in range(5)]
 
 
+def test_a_sql_session_creates_and_drops_a_schema(http: httpx.Client) -> None:
+    with LivySession.create(
+        str(http.base_url).rstrip("/"), kind=SessionKind.SQL, echo=False
+    ) as session:
+        for sql in (
+            "CREATE SCHEMA livy_e2e_schema",
+            "CREATE TABLE livy_e2e_schema.t USING parquet AS SELECT 1 AS x",
+            "DROP SCHEMA livy_e2e_schema CASCADE",
+        ):
+            posted = http.post(f"/sessions/{session.session_id}/statements", json={"code": sql})
+            assert posted.status_code == 201, posted.text
+            done = wait_statement(http, session.session_id, posted.json()["id"])
+            assert done["output"]["status"] == "ok", (sql, done["output"])
+        assert session.download_sql("SHOW SCHEMAS LIKE 'livy_e2e_*'").empty
+
+
 def test_shared_session_takes_the_kind_per_statement(http: httpx.Client, sg: Client) -> None:
     created = http.post("/sessions", json={})  # Livy's default kind since 0.5: shared
     assert created.status_code == 201 and created.json()["kind"] == "shared"

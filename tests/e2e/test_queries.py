@@ -317,3 +317,20 @@ def test_health_and_metrics(sg: Client) -> None:
     }
     assert engines[("cluster", "shared", "running")] == 1
     assert "sparkgate_queries{" in metrics.text and "sparkgate_sessions{" in metrics.text
+
+
+def test_schemas_are_created_and_dropped(sg: Client, interactive: Any) -> None:
+    """dbt drops its schema after every run: an empty one, and one holding tables (CASCADE)."""
+    session = interactive()["id"]
+    for sql in (
+        "CREATE SCHEMA e2e_empty_schema",
+        "DROP SCHEMA e2e_empty_schema",
+        "CREATE DATABASE IF NOT EXISTS e2e_full_schema",
+        "CREATE TABLE e2e_full_schema.t USING parquet AS SELECT 1 AS x",
+        "DROP SCHEMA IF EXISTS e2e_full_schema CASCADE",
+        "DROP DATABASE IF EXISTS e2e_never_made",
+    ):
+        done = run(sg, sql, session)
+        assert done["state"] == "success", (sql, done)
+    shown = run(sg, "SHOW SCHEMAS LIKE 'e2e_*'", session)
+    assert sg.result(shown["id"])["rows"] == []
