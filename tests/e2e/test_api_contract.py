@@ -26,7 +26,13 @@ from sparkgate.api.app import create_app
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.settings import Settings
 from sparkgate.store.schema import tokens
-from sparkgate.testing import ServerProcess, fuzz_api, kill_engines, local_test_settings
+from sparkgate.testing import (
+    FUZZ_CHECKS,
+    ServerProcess,
+    fuzz_api,
+    kill_engines,
+    local_test_settings,
+)
 
 pytestmark = pytest.mark.spark
 
@@ -34,23 +40,6 @@ PASSWORDS = {"fuzz": "fuzz-pass-1", "carol": "carol-pass-1"}
 # A plain user, held to one session: batch sessions start an engine each, and a fuzzer makes
 # many.
 ACCESS = "admins: [carol]\nlimits: {sessions_per_user: 1, running_queries_per_user: 2}\n"
-# Every check Schemathesis has that judges the server alone. Left out: positive_data_acceptance
-# (it expects a 2xx for any schema-valid input, but a valid id of nothing is a 404) and the
-# checks that need the fuzzer to create and reuse objects across users (use_after_free,
-# ensure_resource_availability, object_level_authorization: tests/e2e/test_auth.py walks
-# ownership on every route instead), and ignored_auth (the 401 walk there too).
-CHECKS = ",".join(
-    [
-        "not_a_server_error",
-        "status_code_conformance",
-        "content_type_conformance",
-        "response_headers_conformance",
-        "response_schema_conformance",
-        "negative_data_rejection",
-        "missing_required_header",
-        "unsupported_method",
-    ]
-)
 CI_SEED = 20261125
 
 
@@ -207,7 +196,7 @@ def test_schemathesis_finds_no_server_error_and_no_schema_mismatch(
         server.url,
         ("fuzz", PASSWORDS["fuzz"]),
         tmp_path,
-        checks=CHECKS,
+        checks=FUZZ_CHECKS,
         max_examples=8,
         seed=CI_SEED,
     )
