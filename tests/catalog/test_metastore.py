@@ -53,7 +53,9 @@ def foreign_listener() -> Iterator[socket.socket]:
         yield sock
 
 
-def test_listens_on_loopback_and_is_reused_by_its_home(home: Path) -> None:
+def test_listens_on_loopback_and_is_reused_by_its_home(
+    home: Path, caplog: pytest.LogCaptureFixture
+) -> None:
     settings = Settings(home=home)
     uri = ensure_metastore(settings)
     record = read_record(home / "metastore")
@@ -69,6 +71,16 @@ def test_listens_on_loopback_and_is_reused_by_its_home(home: Path) -> None:
     # Another node of the same home reuses it.
     assert ensure_metastore(settings) == uri
     assert read_record(home / "metastore") == record
+    assert "earlier sparkgate" not in caplog.text
+
+    # One an earlier release started (BoneCP: DROP SCHEMA failed) is reused, and its operator
+    # told how to restart it.
+    site = home / "metastore" / "conf" / "hive-site.xml"
+    current = site.read_text()
+    site.write_text(current.replace("HikariCP", "BONECP"))
+    assert ensure_metastore(settings) == uri
+    assert "earlier sparkgate" in caplog.text and "sparkgate stop" in caplog.text
+    site.write_text(current)
 
     # Stopped, it is started again on the port recorded for its home.
     assert stop_metastore(settings)

@@ -139,6 +139,7 @@ def ensure_metastore(settings: Settings) -> str | None:
         if record is not None and record.pid is not None and _is_ours(record, directory):
             if _owns_listener(record.pid, record.port) and requested in (None, record.port):
                 log.info("reusing this home's metastore (pid %s, %s)", record.pid, record.uri)
+                _warn_if_outdated(settings, directory, record)
                 return record.uri
             # Ours but not serving (or on a port no longer wanted): replace it, or its Derby
             # database stays locked.
@@ -146,6 +147,22 @@ def ensure_metastore(settings: Settings) -> str | None:
             _terminate(record.pid)
         _stop_legacy(directory)
         return _start(settings, directory, requested, record).uri
+
+
+def _warn_if_outdated(settings: Settings, directory: Path, record: MetastoreService) -> None:
+    """A running service keeps the configuration it started with: one an earlier release
+    started is not replaced under the engines using it, but its operator is told."""
+    try:
+        running = (directory / "conf" / "hive-site.xml").read_text()
+    except OSError:
+        return
+    if running != _hive_site(settings, directory):
+        log.warning(
+            "this home's metastore (pid %s) runs with the configuration an earlier sparkgate "
+            "wrote (before this release, DROP SCHEMA failed on it); run `sparkgate stop` when "
+            "no query runs and start the server again to restart it with this release's",
+            record.pid,
+        )
 
 
 def requested_port(settings: Settings) -> int | None:
@@ -204,18 +221,15 @@ class _PortTaken(Exception):
     pass
 
 
-def _launch(settings: Settings, directory: Path, port: int) -> MetastoreService:
-    conf_dir = directory / "conf"
-    conf_dir.mkdir(exist_ok=True)
-    warehouse = settings.resolved_warehouse_dir
-    warehouse.mkdir(parents=True, exist_ok=True)
+def _hive_site(settings: Settings, directory: Path) -> str:
+    """The service's ``hive-site.xml``."""
     properties = {
         "javax.jdo.option.ConnectionURL": (
             f"jdbc:derby:;databaseName={directory / 'metastore_db'};create=true"
         ),
         "datanucleus.schema.autoCreateAll": "true",
         "hive.metastore.schema.verification": "false",
-        "hive.metastore.warehouse.dir": str(warehouse),
+        "hive.metastore.warehouse.dir": str(settings.resolved_warehouse_dir),
         # Without this the service dies at start-up on a missing disruptor class.
         "hive.async.log.enabled": "false",
         # Hive 2.3 defaults to BoneCP, which PySpark's jars do not ship (HikariCP is there,
@@ -228,7 +242,14 @@ def _launch(settings: Settings, directory: Path, port: int) -> MetastoreService:
         f"  <property><name>{escape(k)}</name><value>{escape(v)}</value></property>\n"
         for k, v in properties.items()
     )
-    (conf_dir / "hive-site.xml").write_text(f"<configuration>\n{body}</configuration>\n")
+    return f"<configuration>\n{body}</configuration>\n"
+
+
+def _launch(settings: Settings, directory: Path, port: int) -> MetastoreService:
+    conf_dir = directory / "conf"
+    conf_dir.mkdir(exist_ok=True)
+    settings.resolved_warehouse_dir.mkdir(parents=True, exist_ok=True)
+    (conf_dir / "hive-site.xml").write_text(_hive_site(settings, directory))
     source = directory / f"{_MAIN_CLASS}.java"
     source.write_text(_LAUNCHER_SOURCE)
     command = [
@@ -326,11 +347,19 @@ def _terminate(pid: int) -> bool:
     deadline = time.monotonic() + _STOP_TIMEOUT
     while time.monotonic() < deadline:
         if not alive(pid):
+            _reap(pid)
             return True
         time.sleep(0.1)
     with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
     return True
+
+
+def _reap(pid: int) -> None:
+    """Collect ``pid`` if this process started it: a zombie until its reaper thread runs,
+    and callers take the return of a stop to mean the process is gone."""
+    with contextlib.suppress(ChildProcessError):
+        os.waitpid(pid, 0)
 
 
 def _cmdline(pid: int) -> str:
