@@ -137,6 +137,12 @@ class Settings(BaseSettings):
     # tight loop): long enough to spare the store, short enough for progress and logs.
     thrift_status_wait: float = 1.0
     thrift_fetch_max_rows: int = 100_000  # rows one FetchResults returns at most
+    # The binary port before login, where anyone who can reach it is talking (hive2/binary.py).
+    # Seconds from a connection's start to its login (SASL done; NOSASL: its first message)
+    # before it is closed, like Hive's hive.server2.thrift.login.timeout (0: no deadline).
+    thrift_login_timeout: float = 20.0
+    # Connections from one address still logging in at once; one more is closed (0: no cap).
+    thrift_max_pending_logins_per_address: int = 16
 
     # Livy-compatible API (/sessions, /batches)
     # Rows a Livy ``sql`` statement returns inline. Livy's own cap is 1000, which users hit all

@@ -1,17 +1,30 @@
 """The HiveServer2 door of a server without authentication: NOSASL (bare Thrift) and SASL
-PLAIN with any password both connect, as the anonymous user; the binary port can be off."""
+PLAIN with any password both connect, as the anonymous user; the binary port can be off.
+
+Without authentication anyone gets in, so this server is also where the binary port's
+defences before login are shown over real TCP: junk closes its connection with one warning
+line and no traceback, a silent connection is closed at the login deadline, and connections
+logging in from one address are capped (small here: a 5 s deadline, a cap of 3).
+"""
 
 from __future__ import annotations
 
+import random
+import socket
+import struct
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
 from pyhive import hive
 
-from sparkgate.testing import ServerProcess, free_port
+from sparkgate.testing import ServerProcess, eventually, free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
+
+LOGIN_TIMEOUT = 5.0
+MAX_PENDING = 3
 
 
 @pytest.fixture(scope="module")
@@ -26,6 +39,8 @@ def open_server(
         metastore_uri=metastore_uri,
         thrift_port=port,
         warm_engines=0,
+        thrift_login_timeout=LOGIN_TIMEOUT,
+        thrift_max_pending_logins_per_address=MAX_PENDING,
     )
     server = ServerProcess(settings).start()
     try:
@@ -50,3 +65,157 @@ def test_without_authentication_both_nosasl_and_plain_connect(
     query = httpx.get(f"{server.url}/v1/queries/{query_id}", timeout=30).json()
     session = httpx.get(f"{server.url}/v1/sessions/{query['session_id']}", timeout=30).json()
     assert session["owner"] == "anonymous"
+
+
+# -- before login: what a fuzzer sends ----------------------------------------------------
+
+
+class ServerLog:
+    """The server's log from the moment this was made."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.start = path.stat().st_size
+
+    def text(self) -> str:
+        with self.path.open("rb") as f:
+            f.seek(self.start)
+            return f.read().decode(errors="replace")
+
+    def closed_lines(self) -> list[str]:
+        return [
+            line
+            for line in self.text().splitlines()
+            if " WARNING " in line and "HiveServer2 connection from 127.0.0.1 closed" in line
+        ]
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    """Whatever the server says until it closes the connection (a reset counts: the server
+    closed with bytes of ours unread). Fails if it is still open after the login deadline."""
+    sock.settimeout(LOGIN_TIMEOUT + 10)
+    received = b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    return received
+
+
+def _sasl(status: int, payload: bytes) -> bytes:
+    return bytes([status]) + struct.pack(">I", len(payload)) + payload
+
+
+def _call(name: bytes, message_type: int, body: bytes) -> bytes:
+    """A strict Thrift binary message: version and type, name, sequence id, then ``body``."""
+    return struct.pack(">Ii", 0x80010000 | message_type, len(name)) + name + b"\0\0\0\1" + body
+
+
+JUNK = {
+    "bad-thrift-version": (b"\x80\x02\x00\x01" + random.Random(1).randbytes(200), "not a Thrift"),
+    "random-bytes": (random.Random(2).randbytes(300), ""),
+    "http-request": (b"GET / HTTP/1.1\r\nHost: sparkgate\r\n\r\n", "Not a SASL message"),
+    "huge-sasl-start": (b"\x01" + struct.pack(">I", 2**31) + b"PLAIN", "too long"),
+    "sasl-start-then-junk": (_sasl(1, b"PLAIN") + b"\x07" + bytes(64), "Not a SASL message"),
+    "sasl-stalled-mid-message": (b"\x01\x00\x00\x01\x00PLA", "no login within"),
+    "sasl-cut-short": (_sasl(1, b"PLAIN") + b"\x02\x00\x00", "in the middle of logging in"),
+    "nosasl-a-reply-not-a-call": (_call(b"OpenSession", 2, b"\x00"), "is not a call"),
+    # Two billion list elements of a type that takes no bytes: refused, not skipped.
+    "nosasl-phantom-list": (
+        _call(b"GetInfo", 1, b"\x0f\x00\x09\x00" + struct.pack(">i", 2**31 - 1)),
+        "unknown Thrift type 0",
+    ),
+    "nosasl-never-ending": (_call(b"x" * 70_000, 1, b""), "longer than 65536 bytes"),
+    "nosasl-stalled-mid-message": (_call(b"OpenSession", 1, b"\x0c\x00\x01"), "no login"),
+}
+
+
+@pytest.mark.parametrize("shape", list(JUNK))
+def test_junk_before_login_closes_with_one_warning_line(
+    open_server: tuple[ServerProcess, int], shape: str
+) -> None:
+    server, port = open_server
+    data, reason = JUNK[shape]
+    log = ServerLog(server.log_path)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        sock.sendall(data)
+        if shape == "sasl-cut-short":
+            sock.shutdown(socket.SHUT_WR)  # the client's end of the stream mid-message
+        _until_closed(sock)
+    finally:
+        sock.close()
+    lines = eventually(log.closed_lines, timeout=30, what="the warning line")
+    assert len(lines) == 1 and reason in lines[0], lines
+    assert "Traceback" not in log.text()
+    _a_real_client_gets_an_answer(port)
+
+
+def test_junk_after_login_closes_with_one_warning_line(
+    open_server: tuple[ServerProcess, int],
+) -> None:
+    server, port = open_server
+    log = ServerLog(server.log_path)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        sock.sendall(_sasl(1, b"PLAIN") + _sasl(2, b"\0whoever\0anything"))
+        assert sock.recv(5)[:1] == b"\x05"  # COMPLETE: logged in as the anonymous user
+        sock.sendall(struct.pack(">I", 12) + b"not thrift!!")
+        _until_closed(sock)
+    finally:
+        sock.close()
+    lines = eventually(log.closed_lines, timeout=30, what="the warning line")
+    assert len(lines) == 1 and "not a Thrift binary message" in lines[0], lines
+    assert "Traceback" not in log.text()
+
+
+def test_a_silent_connection_is_closed_at_the_login_deadline(
+    open_server: tuple[ServerProcess, int],
+) -> None:
+    server, port = open_server
+    log = ServerLog(server.log_path)
+    sock = socket.create_connection(("127.0.0.1", port), timeout=30)
+    try:
+        assert _until_closed(sock) == b""
+    finally:
+        sock.close()
+    lines = eventually(log.closed_lines, timeout=30, what="the warning line")
+    assert len(lines) == 1 and f"no login within {LOGIN_TIMEOUT:g} s" in lines[0], lines
+
+
+def test_connections_logging_in_from_one_address_are_capped(
+    open_server: tuple[ServerProcess, int],
+) -> None:
+    server, port = open_server
+    log = ServerLog(server.log_path)
+    silent: list[socket.socket] = []
+    try:
+        for _ in range(MAX_PENDING):
+            silent.append(socket.create_connection(("127.0.0.1", port), timeout=30))
+        extra = socket.create_connection(("127.0.0.1", port), timeout=30)
+        silent.append(extra)
+        assert _until_closed(extra) == b""
+        lines = eventually(log.closed_lines, timeout=30, what="the warning line")
+        # Closed for the cap, not by the deadline (which would close the first three too).
+        assert "logging in already" in lines[0], lines
+    finally:
+        for sock in silent:
+            sock.close()
+    # The server counts a connection out when it sees it close; then others get in again.
+    _a_real_client_gets_an_answer(port)
+
+
+def _a_real_client_gets_an_answer(port: int) -> None:
+    def answered() -> bool:
+        try:
+            with (
+                hive.connect("127.0.0.1", port=port, username="whoever", auth="NONE") as conn,
+                conn.cursor() as cursor,
+            ):
+                cursor.execute("SELECT 'still here'")
+                return bool(cursor.fetchall() == [("still here",)])
+        except Exception:  # refused for the cap until the server has seen the others close
+            return False
+
+    eventually(answered, timeout=240, interval=0.5, what="a real client's answer")
