@@ -311,6 +311,22 @@ def test_a_client_that_reconnects_elsewhere_carries_on_fetching(env: Env) -> Non
         assert any("succeeded: 25 rows" in line for line in lines)
 
 
+def test_handles_naming_ids_beyond_the_store_are_invalid(env: Env) -> None:
+    """Eight bytes of a handle hold more than a 64-bit id: refused like any handle not ours."""
+    with env.connect("alice") as alice, alice.cursor() as cursor:
+        cursor.execute("SELECT 1")
+        handle = cursor._operationHandle
+        guid = handle.operationId.guid
+        handle.operationId.guid = guid[:8] + b"\xff" * 8
+        fetched = alice.client.FetchResults(
+            ttypes.TFetchResultsReq(operationHandle=handle, orientation=0, maxRows=10)
+        )
+        assert fetched.status.statusCode == ttypes.TStatusCode.INVALID_HANDLE_STATUS
+        assert "Invalid operation handle" in fetched.status.errorMessage
+        handle.operationId.guid = guid  # PyHive closes it on the way out
+    assert "Traceback" not in env.server.log_path.read_text()
+
+
 def test_another_users_handles_are_unknown(env: Env) -> None:
     with env.connect("alice") as alice, alice.cursor() as cursor:
         cursor.execute("SELECT 'secret'")

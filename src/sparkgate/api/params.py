@@ -13,7 +13,8 @@ from typing import Annotated
 from fastapi import Path, Query
 from pydantic import Field
 
-INT64_MAX = 2**63 - 1
+from sparkgate.store.schema import ID_MAX as INT64_MAX
+
 # A day: longer waits are capped by the server's long-poll limit anyway; more is a mistake.
 MAX_WAIT = 86_400.0
 

@@ -42,6 +42,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store.records import SessionRecord, StatementRecord
+from sparkgate.store.schema import ID_MAX
 
 log = logging.getLogger("sparkgate.hive2")
 
@@ -111,7 +112,10 @@ def handle_id(identifier: Any, kind: bytes, what: str) -> int:
     guid = getattr(identifier, "guid", None)
     if not isinstance(guid, bytes) or len(guid) != 16 or guid[:3] != _MAGIC + kind:
         raise InvalidHandle(f"Invalid {what} handle: not one this server issued.")
-    return int.from_bytes(guid[8:], "big")
+    object_id = int.from_bytes(guid[8:], "big")
+    if object_id > ID_MAX:  # eight bytes hold more than the store's ids: not ours either
+        raise InvalidHandle(f"Invalid {what} handle: not one this server issued.")
+    return object_id
 
 
 def session_handle(session_id: int) -> Any:

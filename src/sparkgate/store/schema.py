@@ -18,6 +18,10 @@ metadata = sa.MetaData(
     }
 )
 
+# The largest id (or count) an integer column holds: SQLite INTEGER, PostgreSQL BIGINT. Every
+# door refuses larger numbers before they reach the store, which would fail on them.
+ID_MAX = 2**63 - 1
+
 Json = sa.JSON().with_variant(JSONB(), "postgresql")
 Time = sa.Float(precision=53)
 
