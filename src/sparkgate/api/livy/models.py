@@ -11,6 +11,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from sparkgate.api.params import INT32_MAX  # Livy types these numbers as a Java Int
+
 # Livy request field -> the Spark property spark-submit sets from it (Livy does the same).
 _PROPERTIES = {
     "driverMemory": "spark.driver.memory",
@@ -46,10 +48,10 @@ class _CreateCommon(BaseModel):
     proxyUser: str | None = None
     conf: dict[str, str] = Field(default_factory=dict)
     driverMemory: str | None = None
-    driverCores: int | None = Field(default=None, ge=1)
+    driverCores: int | None = Field(default=None, ge=1, le=INT32_MAX)
     executorMemory: str | None = None
-    executorCores: int | None = Field(default=None, ge=1)
-    numExecutors: int | None = Field(default=None, ge=1)
+    executorCores: int | None = Field(default=None, ge=1, le=INT32_MAX)
+    numExecutors: int | None = Field(default=None, ge=1, le=INT32_MAX)
     queue: str | None = None
     jars: list[str] | None = None
     pyFiles: list[str] | None = None
@@ -90,7 +92,7 @@ class CreateSession(_CreateCommon):
     """``POST /sessions``: ``{"kind": "pyspark", "conf": {...}, "driverMemory": "2g", ...}``."""
 
     kind: str | None = None
-    heartbeatTimeoutInSecond: int | None = Field(default=None, ge=0)
+    heartbeatTimeoutInSecond: int | None = Field(default=None, ge=0, le=INT32_MAX)
     ttl: str | None = None
     idleTimeout: str | None = None
 
