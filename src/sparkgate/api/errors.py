@@ -133,7 +133,10 @@ def install_error_handlers(app: FastAPI) -> None:
         message = str(exc.detail)
         if exc.status_code == 404:
             message = f"No route {request.method} {request.url.path}."
-        return error_response(request, exc.status_code, {"code": code, "message": message})
+        answer = error_response(request, exc.status_code, {"code": code, "message": message})
+        # Starlette's own headers: a 405 names the methods the path takes (Allow).
+        answer.headers.update(exc.headers or {})
+        return answer
 
 
 class UnexpectedErrors:

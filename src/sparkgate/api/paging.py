@@ -18,7 +18,10 @@ from sparkgate.store.records import Page
 
 After = Annotated[
     str | None,
-    Query(description="The `next` cursor of the previous page: the page that follows it."),
+    Query(
+        min_length=1,
+        description="The `next` cursor of the previous page: the page that follows it.",
+    ),
 ]
 Total = Annotated[
     bool | None,
