@@ -8,7 +8,7 @@ from contextlib import asynccontextmanager
 from fastapi import Depends, FastAPI, Request
 
 from sparkgate import __version__, web
-from sparkgate.api import livy
+from sparkgate.api import livy, openapi
 from sparkgate.api.deps import get_user
 from sparkgate.api.errors import UnexpectedErrors, install_error_handlers
 from sparkgate.api.instrument import RequestTimer
@@ -85,6 +85,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(metrics.router, dependencies=[Depends(_metrics_guard(settings))])
     livy.install(app, dependencies=guarded)
     web.install(app)
+    openapi.install(app)  # every route's errors, in the shape really sent
     return app
 
 

@@ -19,7 +19,28 @@ router = APIRouter(tags=["hiveserver2"])
 THRIFT = "application/x-thrift"
 
 
-@router.post("/cliservice", include_in_schema=False)
+@router.post(
+    "/cliservice",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "The Thrift reply.",
+            "content": {THRIFT: {"schema": {"type": "string", "format": "binary"}}},
+        },
+        422: {"description": "The body is not a HiveServer2 Thrift call."},
+    },
+    # The body is read raw (one Thrift message, whatever its Content-Type), so FastAPI cannot
+    # see it: described here.
+    openapi_extra={
+        "requestBody": {
+            "required": True,
+            "content": {
+                media: {"schema": {"type": "string", "format": "binary"}}
+                for media in (THRIFT, "application/octet-stream")
+            },
+        }
+    },
+)
 async def cliservice(request: Request, user: UserDep) -> Response:
     door: Door = request.app.state.hive2
     try:

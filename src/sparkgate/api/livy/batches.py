@@ -18,13 +18,26 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.livy import common, views
+from sparkgate.api.livy.bodies import (
+    LivyBatch,
+    LivyBatchList,
+    LivyBatchStateAnswer,
+    LivyDeleted,
+    LivyLog,
+)
 from sparkgate.api.livy.models import CreateBatch
 from sparkgate.api.livy.states import batch_state
+from sparkgate.api.openapi import refusals
 from sparkgate.api.params import Id, LivyFrom, LivySize
 from sparkgate.errors import InvalidRequest
 from sparkgate.states import SessionKind, StatementKind
 
-router = APIRouter(prefix="/batches", tags=["livy"], dependencies=[Depends(common.check_csrf)])
+router = APIRouter(
+    prefix="/batches",
+    tags=["livy"],
+    dependencies=[Depends(common.check_csrf)],
+    responses=common.CSRF_REFUSAL,
+)
 
 
 RUNNABLE = frozenset({".py", ".sql"})
@@ -42,7 +55,7 @@ def _check_file(body: CreateBatch) -> None:
     )
 
 
-@router.get("")
+@router.get("", response_model=LivyBatchList)
 def list_batches(
     node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
@@ -59,7 +72,19 @@ def list_batches(
     return {"from": first, "total": page.total, "sessions": common.batches_json(node, page.items)}
 
 
-@router.post("", status_code=201)
+@router.post(
+    "",
+    status_code=201,
+    response_model=LivyBatch,
+    responses=refusals(
+        {
+            403: "A right the file needs is missing (`code` for .py, `sql` for .sql), `conf` "
+            "names a denied setting, or `proxyUser`/`doAs` names another user and the caller "
+            "is no impersonator.",
+            429: "The user has `sessions_per_user` active sessions.",
+        }
+    ),
+)
 def create_batch(
     body: CreateBatch,
     node: NodeDep,
@@ -83,12 +108,12 @@ def create_batch(
     return common.batch_json(node, session)
 
 
-@router.get("/{batch_id}")
+@router.get("/{batch_id}", response_model=LivyBatch)
 def get_batch(batch_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     return common.batch_json(node, common.get_session(node, batch_id, SessionKind.BATCH, user))
 
 
-@router.get("/{batch_id}/state")
+@router.get("/{batch_id}/state", response_model=LivyBatchStateAnswer)
 def get_batch_state(batch_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     session = common.get_session(node, batch_id, SessionKind.BATCH, user)
     statement = node.store.statements.find_by_seq(batch_id, 0)
@@ -98,7 +123,7 @@ def get_batch_state(batch_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any
     }
 
 
-@router.get("/{batch_id}/log")
+@router.get("/{batch_id}/log", response_model=LivyLog)
 def get_batch_log(
     batch_id: Id, node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
@@ -110,7 +135,7 @@ def get_batch_log(
     return {"id": batch_id, "from": first, "total": len(lines), "log": page}
 
 
-@router.delete("/{batch_id}")
+@router.delete("/{batch_id}", response_model=LivyDeleted)
 def delete_batch(batch_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Kill the batch (``killed``): its Spark jobs are cancelled and its engine stops."""
     common.get_session(node, batch_id, SessionKind.BATCH, user)

@@ -11,6 +11,7 @@ from fastapi import Request
 from sparkgate import results
 from sparkgate.api.deps import NodeDep
 from sparkgate.api.livy import views
+from sparkgate.api.openapi import REASONS, refusals
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest, NotFound
 from sparkgate.gateway import visible
@@ -36,6 +37,15 @@ class CsrfHeaderMissing(InvalidRequest):
 def livy_error_body(_status: int, error: dict[str, Any]) -> dict[str, Any]:
     """Livy answers errors as ``{"msg": "..."}``."""
     return {"msg": str(error.get("message", ""))}
+
+
+# What check_csrf adds to the 422 (Livy's 400) of every route of the routers it guards.
+CSRF_REFUSAL = refusals(
+    {
+        422: REASONS[422] + " Or, with CSRF protection on, a change (POST, DELETE) without an "
+        "`X-Requested-By` header (`CSRF_HEADER_MISSING`)."
+    }
+)
 
 
 def check_csrf(request: Request, node: NodeDep) -> None:

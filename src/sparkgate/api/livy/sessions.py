@@ -19,18 +19,34 @@ from fastapi import APIRouter, Depends, Query, Response
 
 from sparkgate.api.deps import NodeDep, UserDep
 from sparkgate.api.livy import common, views
+from sparkgate.api.livy.bodies import (
+    LivyCancelled,
+    LivyDeleted,
+    LivyLog,
+    LivySession,
+    LivySessionList,
+    LivySessionStateAnswer,
+    LivyStatement,
+    LivyStatementList,
+)
 from sparkgate.api.livy.models import CreateSession, CreateStatement
 from sparkgate.api.livy.states import interactive_state, session_kind, statement_kind
+from sparkgate.api.openapi import refusals
 from sparkgate.api.params import Id, LivyFrom, LivySize
 from sparkgate.auth.principal import Principal
 from sparkgate.gateway import QueryFinished
 from sparkgate.node import ServerNode
 from sparkgate.states import SessionKind
 
-router = APIRouter(prefix="/sessions", tags=["livy"], dependencies=[Depends(common.check_csrf)])
+router = APIRouter(
+    prefix="/sessions",
+    tags=["livy"],
+    dependencies=[Depends(common.check_csrf)],
+    responses=common.CSRF_REFUSAL,
+)
 
 
-@router.get("")
+@router.get("", response_model=LivySessionList)
 def list_sessions(
     node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
@@ -51,7 +67,18 @@ def list_sessions(
     }
 
 
-@router.post("", status_code=201)
+@router.post(
+    "",
+    status_code=201,
+    response_model=LivySession,
+    responses=refusals(
+        {
+            403: "Neither the `sql` nor the `code` right, `conf` names a denied setting, or "
+            "`proxyUser`/`doAs` names another user and the caller is no impersonator.",
+            429: "The user has `sessions_per_user` active sessions.",
+        }
+    ),
+)
 def create_session(
     body: CreateSession,
     node: NodeDep,
@@ -73,20 +100,20 @@ def create_session(
     return common.session_json(node, session)
 
 
-@router.get("/{session_id}")
+@router.get("/{session_id}", response_model=LivySession)
 def get_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     return common.session_json(
         node, common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
     )
 
 
-@router.get("/{session_id}/state")
+@router.get("/{session_id}/state", response_model=LivySessionStateAnswer)
 def get_session_state(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     session = common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
     return {"id": session.id, "state": interactive_state(session.state)}
 
 
-@router.get("/{session_id}/log")
+@router.get("/{session_id}/log", response_model=LivyLog)
 def get_session_log(
     session_id: Id, node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
@@ -98,7 +125,7 @@ def get_session_log(
     return {"id": session.id, "from": first, "total": len(lines), "log": page}
 
 
-@router.delete("/{session_id}")
+@router.delete("/{session_id}", response_model=LivyDeleted)
 def delete_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """End the session (``killed``); its running statement is cancelled. Repeating is fine."""
     common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
@@ -109,7 +136,7 @@ def delete_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, An
 # -- statements -----------------------------------------------------------------------------
 
 
-@router.get("/{session_id}/statements")
+@router.get("/{session_id}/statements", response_model=LivyStatementList)
 def list_statements(
     session_id: Id, node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
@@ -127,7 +154,19 @@ def list_statements(
     }
 
 
-@router.post("/{session_id}/statements", status_code=201)
+@router.post(
+    "/{session_id}/statements",
+    status_code=201,
+    response_model=LivyStatement,
+    responses=refusals(
+        {
+            403: "A right the code needs is missing (`code` for Python, `sql` for SQL), or a "
+            "SET names a denied setting.",
+            409: "The session takes no more statements (it ended).",
+            429: "The user has `running_queries_per_user` statements waiting or running.",
+        }
+    ),
+)
 def create_statement(
     session_id: Id, body: CreateStatement, node: NodeDep, user: UserDep, response: Response
 ) -> dict[str, Any]:
@@ -152,12 +191,12 @@ def _statement(node: ServerNode, user: Principal, session_id: int, statement_id:
     return statement
 
 
-@router.get("/{session_id}/statements/{statement_id}")
+@router.get("/{session_id}/statements/{statement_id}", response_model=LivyStatement)
 def get_statement(session_id: Id, statement_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     return common.statement_json(node, _statement(node, user, session_id, statement_id))
 
 
-@router.post("/{session_id}/statements/{statement_id}/cancel")
+@router.post("/{session_id}/statements/{statement_id}/cancel", response_model=LivyCancelled)
 def cancel_statement(
     session_id: Id, statement_id: Id, node: NodeDep, user: UserDep
 ) -> dict[str, Any]:

@@ -12,10 +12,18 @@ engines kept running).
 
 from __future__ import annotations
 
+from typing import Literal
+
 from sparkgate.errors import InvalidRequest
 from sparkgate.states import SessionState, StatementKind, StatementState
 
-_INTERACTIVE = {
+# What Livy's JSON shows (and the OpenAPI schema lists: ``livy/bodies.py``).
+LivySessionState = Literal["not_started", "starting", "idle", "busy", "dead", "killed", "error"]
+LivyBatchState = Literal["starting", "running", "success", "dead", "killed"]
+LivyStatementState = Literal["waiting", "running", "available", "cancelling", "cancelled"]
+LivySessionKind = Literal["pyspark", "sql", "shared"]
+
+_INTERACTIVE: dict[SessionState, LivySessionState] = {
     SessionState.NOT_STARTED: "not_started",
     SessionState.STARTING: "starting",
     SessionState.IDLE: "idle",
@@ -25,7 +33,7 @@ _INTERACTIVE = {
     SessionState.ERROR: "error",
 }
 
-_STATEMENT = {
+_STATEMENT: dict[StatementState, LivyStatementState] = {
     StatementState.WAITING: "waiting",
     StatementState.RUNNING: "running",
     # Livy's "available" means "has its output": success or failure, told by output.status.
@@ -40,11 +48,11 @@ FINAL_STATEMENT_STATES = frozenset(
 )
 
 
-def interactive_state(state: SessionState) -> str:
+def interactive_state(state: SessionState) -> LivySessionState:
     return _INTERACTIVE[state]
 
 
-def batch_state(session: SessionState, statement: StatementState | None) -> str:
+def batch_state(session: SessionState, statement: StatementState | None) -> LivyBatchState:
     """A batch is ``starting`` until its engine runs it, ``running``, then ``success``, ``dead``
     (failed, or its engine was lost or could not start) or ``killed`` (killed or cancelled)."""
     if session in (SessionState.NOT_STARTED, SessionState.STARTING):
@@ -58,20 +66,26 @@ def batch_state(session: SessionState, statement: StatementState | None) -> str:
     return "dead"
 
 
-def statement_state(state: StatementState) -> str:
+def statement_state(state: StatementState) -> LivyStatementState:
     return _STATEMENT[state]
 
 
 # -- kinds ----------------------------------------------------------------------------------
 
-SESSION_KINDS = {"pyspark": "pyspark", "python": "pyspark", "sql": "sql", "shared": "shared"}
+SESSION_KINDS: dict[str, LivySessionKind] = {
+    "pyspark": "pyspark",
+    "python": "pyspark",
+    "sql": "sql",
+    "shared": "shared",
+}
 STATEMENT_KINDS = {
     "pyspark": StatementKind.PYSPARK,
     "python": StatementKind.PYSPARK,
     "sql": StatementKind.SQL,
 }
 _NOT_HERE = {"spark": "Scala", "scala": "Scala", "sparkr": "R", "r": "R", "pyspark3": None}
-DEFAULT_SESSION_KIND = "shared"  # Livy's default since 0.5: the kind is given per statement
+# Livy's default since 0.5: the kind is given per statement.
+DEFAULT_SESSION_KIND: LivySessionKind = "shared"
 
 
 def _refusal(what: str, kind: str) -> str:
@@ -82,7 +96,7 @@ def _refusal(what: str, kind: str) -> str:
     return f"{what} kind {kind!r} is not supported: {why}. Use 'pyspark' (Python) or 'sql'."
 
 
-def session_kind(kind: str | None) -> str:
+def session_kind(kind: str | None) -> LivySessionKind:
     """The canonical Livy session kind of a create request; refuses Scala, R and unknowns."""
     if kind is None:
         return DEFAULT_SESSION_KIND

@@ -7,12 +7,13 @@ from typing import Any
 from fastapi import APIRouter
 
 from sparkgate import __version__
+from sparkgate.api.livy.bodies import LivyVersion
 from sparkgate.api.livy.views import LIVY_VERSION
 
 router = APIRouter(tags=["livy"])
 
 
-@router.get("/version")
+@router.get("/version", response_model=LivyVersion)
 def version() -> dict[str, Any]:
     """``{"version": "0.9.0-incubating", ...}``: clients check it to choose the API they use
     (the ``livy`` package treats anything below 0.5 as legacy)."""

@@ -6,7 +6,9 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
+from sparkgate.api.bodies import AuditList
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.openapi import refusals
 from sparkgate.api.paging import After, Total, counted, id_after, paging
 from sparkgate.api.params import Offset, Since
 from sparkgate.api.views import iso
@@ -14,7 +16,7 @@ from sparkgate.api.views import iso
 router = APIRouter(tags=["audit"])
 
 
-@router.get("/v1/audit")
+@router.get("/v1/audit", response_model=AuditList, responses=refusals({403: "Admins only."}))
 def list_audit(
     node: NodeDep,
     user: UserDep,

@@ -15,8 +15,10 @@ from urllib.parse import urlsplit
 
 import httpx
 from fastapi import APIRouter, Request, Response
+from fastapi.responses import HTMLResponse
 
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.openapi import refusals
 from sparkgate.api.params import Id
 from sparkgate.engine.spark import ui_proxy_base
 from sparkgate.errors import Conflict, Forbidden
@@ -47,8 +49,30 @@ class EngineUiUnavailable(Conflict):
         super().__init__(f"The Spark UI of engine {engine_id} {reason}", engine_id=engine_id)
 
 
-@router.get("/v1/engines/{engine_id}/ui")
-@router.get("/v1/engines/{engine_id}/ui/{path:path}")
+# The UI's pages are HTML (its scripts, styles and JSON come in their own media types), with
+# the UI's own status (a redirect, its 404...).
+_PAGE = "A page of the Spark UI, as the UI answers it."
+_REFUSALS = refusals(
+    {
+        403: "Admins only.",
+        409: "The engine serves no UI: it is gone, its UI is off or not started, or it runs on "
+        "another host (`ENGINE_UI_UNAVAILABLE`).",
+    }
+)
+
+
+@router.get(
+    "/v1/engines/{engine_id}/ui",
+    response_class=HTMLResponse,
+    response_description=_PAGE,
+    responses=_REFUSALS,
+)
+@router.get(
+    "/v1/engines/{engine_id}/ui/{path:path}",
+    response_class=HTMLResponse,
+    response_description=_PAGE,
+    responses=_REFUSALS,
+)
 def engine_ui(
     engine_id: Id, request: Request, node: NodeDep, user: UserDep, path: str = ""
 ) -> Response:

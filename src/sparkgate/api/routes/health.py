@@ -8,12 +8,13 @@ import sqlalchemy as sa
 from fastapi import APIRouter
 
 from sparkgate import __version__
+from sparkgate.api.bodies import Health
 from sparkgate.api.deps import NodeDep
 
 router = APIRouter()
 
 
-@router.get("/healthz")
+@router.get("/healthz", response_model=Health)
 def healthz(node: NodeDep) -> dict[str, Any]:
     """``{"status": "ok", ...}`` when this node can read its store."""
     with node.store.db.read() as conn:

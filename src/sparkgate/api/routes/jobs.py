@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Query
-from fastapi.responses import JSONResponse
+from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
+from sparkgate.api.bodies import (
+    Deployment,
+    DeploymentList,
+    JobDetail,
+    JobHistory,
+    JobList,
+    JobRun,
+    JobRunList,
+)
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.openapi import refusals
 from sparkgate.api.paging import After, Total, counted, id_after, paging
 from sparkgate.api.params import Id, Offset
 from sparkgate.api.views import (
@@ -29,6 +38,8 @@ from sparkgate.store.records import JobRecord
 router = APIRouter(tags=["jobs"])
 
 _MAX_WAIT = 600.0
+
+_JOBS_RIGHT = refusals({403: "The `jobs` right is missing."})
 
 
 class FileBody(BaseModel):
@@ -54,8 +65,26 @@ class DeploymentCreate(BaseModel):
     )
 
 
-@router.post("/v1/deployments", status_code=202)
-def create_deployment(body: DeploymentCreate, node: NodeDep, user: UserDep) -> JSONResponse:
+@router.post(
+    "/v1/deployments",
+    status_code=202,
+    response_model=Deployment,
+    response_description="The deployment, running on.",
+    responses={
+        200: {"model": Deployment, "description": "`plan_only`: the plan; nothing changed."},
+        **refusals(
+            {
+                403: "The `jobs` right is missing, or a manifest sets a denied setting.",
+                409: "Another deploy is still running after `wait` (`DEPLOY_IN_PROGRESS`).",
+                422: "Invalid body, or problems in the manifests (`MANIFESTS_INVALID`, each "
+                "with its file, field and line in `errors`): nothing was deployed.",
+            }
+        ),
+    },
+)
+def create_deployment(
+    body: DeploymentCreate, node: NodeDep, user: UserDep, response: Response
+) -> dict[str, Any]:
     """Deploy jobs: ``{"manifests": [{"path": "clicks.yaml", "content": "name: clicks..."}],
     "template": {...}, "definitions": [...], "prune": false, "plan_only": false, "wait": 30}``.
 
@@ -90,11 +119,12 @@ def create_deployment(body: DeploymentCreate, node: NodeDep, user: UserDep) -> J
             target=f"deployment:{deployment.id}",
             detail={"prune": body.prune, "jobs": sorted({a.name for a in submitted.actions})},
         )
-    view = deployment_view(deployment, node.store.deployments.decisions(deployment.id))
-    return JSONResponse(view, status_code=200 if body.plan_only else 202)
+    if body.plan_only:
+        response.status_code = 200
+    return deployment_view(deployment, node.store.deployments.decisions(deployment.id))
 
 
-@router.get("/v1/deployments")
+@router.get("/v1/deployments", response_model=DeploymentList)
 def list_deployments(
     node: NodeDep,
     user: UserDep,
@@ -121,7 +151,7 @@ def list_deployments(
     }
 
 
-@router.get("/v1/deployments/{deployment_id}")
+@router.get("/v1/deployments/{deployment_id}", response_model=Deployment)
 def get_deployment(deployment_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """A deployment: its state, and for each job the action, reason and outcome."""
     deployment = node.store.deployments.get(deployment_id)
@@ -130,7 +160,7 @@ def get_deployment(deployment_id: Id, node: NodeDep, user: UserDep) -> dict[str,
     return deployment_view(deployment, node.store.deployments.decisions(deployment.id))
 
 
-@router.get("/v1/jobs")
+@router.get("/v1/jobs", response_model=JobList, responses=_JOBS_RIGHT)
 def list_jobs(node: NodeDep, user: UserDep, removed: bool = False) -> dict[str, Any]:
     """Deployed jobs by name (``?removed=true``: pruned ones too). Jobs are the team's: every
     user with the ``jobs`` right sees them all."""
@@ -138,7 +168,7 @@ def list_jobs(node: NodeDep, user: UserDep, removed: bool = False) -> dict[str, 
     return {"jobs": [_job(node, job) for job in node.store.jobs.all(removed=removed)]}
 
 
-@router.get("/v1/jobs/{name}")
+@router.get("/v1/jobs/{name}", response_model=JobDetail, responses=_JOBS_RIGHT)
 def get_job(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """A job: its current version and manifest, what it runs, its stream job (streaming) or
     recent runs (batch), and the latest deploy decisions about it."""
@@ -167,7 +197,7 @@ def get_job(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     return view
 
 
-@router.get("/v1/jobs/{name}/history")
+@router.get("/v1/jobs/{name}/history", response_model=JobHistory, responses=_JOBS_RIGHT)
 def job_history(
     name: str, node: NodeDep, user: UserDep, limit: Annotated[int, Query(ge=1, le=1000)] = 100
 ) -> dict[str, Any]:
@@ -183,7 +213,17 @@ def job_history(
     }
 
 
-@router.post("/v1/jobs/{name}/runs", status_code=202)
+@router.post(
+    "/v1/jobs/{name}/runs",
+    status_code=202,
+    response_model=JobRun,
+    responses=refusals(
+        {
+            403: "The `jobs` right is missing.",
+            409: "The job is a streaming job (`JOB_NOT_BATCH`) or was removed (`JOB_REMOVED`).",
+        }
+    ),
+)
 def run_job(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Run a batch job: its sources, then an atomic replace of its target table. 202 with the
     run (``running``); ``GET /v1/jobs/{name}/runs/{id}`` says how it ended."""
@@ -193,7 +233,7 @@ def run_job(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     return job_run_view(run)
 
 
-@router.get("/v1/jobs/{name}/runs")
+@router.get("/v1/jobs/{name}/runs", response_model=JobRunList, responses=_JOBS_RIGHT)
 def list_runs(
     name: str, node: NodeDep, user: UserDep, limit: Annotated[int, Query(ge=1, le=1000)] = 20
 ) -> dict[str, Any]:
@@ -202,7 +242,7 @@ def list_runs(
     return {"runs": [job_run_view(r) for r in node.store.job_runs.of_job(name, limit=limit)]}
 
 
-@router.get("/v1/jobs/{name}/runs/{run_id}")
+@router.get("/v1/jobs/{name}/runs/{run_id}", response_model=JobRun, responses=_JOBS_RIGHT)
 def get_run(name: str, run_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     node.users.require(user, JOBS, "read jobs")
     run = node.store.job_runs.get(run_id)
@@ -211,7 +251,12 @@ def get_run(name: str, run_id: Id, node: NodeDep, user: UserDep) -> dict[str, An
     return job_run_view(run)
 
 
-@router.post("/v1/jobs/{name}/runs/{run_id}/cancel", status_code=202)
+@router.post(
+    "/v1/jobs/{name}/runs/{run_id}/cancel",
+    status_code=202,
+    response_model=JobRun,
+    responses=_JOBS_RIGHT,
+)
 def cancel_run(name: str, run_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Stop a run: its session is killed; a write under way is aborted (nothing shows)."""
     get_run(name, run_id, node, user)

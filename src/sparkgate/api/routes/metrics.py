@@ -12,12 +12,25 @@ from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
 from sparkgate.api.deps import NodeDep
+from sparkgate.api.openapi import REASONS, refusals
 from sparkgate.metrics.cluster import ClusterCollector
 
 router = APIRouter()
 
 
-@router.get("/metrics", include_in_schema=False)
+@router.get(
+    "/metrics",
+    response_class=Response,
+    responses={
+        200: {
+            "description": "Prometheus' text exposition format.",
+            "content": {CONTENT_TYPE_LATEST: {"schema": {"type": "string"}}},
+        },
+        # Its guard (app.py) authenticates unless SPARKGATE_METRICS_PUBLIC: not a dependency
+        # the schema's pass can see.
+        **refusals({401: REASONS[401] + " Unless `SPARKGATE_METRICS_PUBLIC` is on."}),
+    },
+)
 def metrics(node: NodeDep) -> Response:
     # A registry per scrape: nothing registered globally, so nodes sharing a process (tests)
     # never collide, and the store is read only when someone asks.

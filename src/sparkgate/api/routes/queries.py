@@ -10,7 +10,9 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate import results
+from sparkgate.api import bodies
 from sparkgate.api.deps import NodeDep, UserDep, WatcherDep
+from sparkgate.api.openapi import refusals
 from sparkgate.api.paging import After, Total, counted, id_after, paging
 from sparkgate.api.params import Id, IdField, IdQuery, Offset, PageLimit, Wait
 from sparkgate.api.views import query_view
@@ -35,7 +37,24 @@ class QuerySubmit(BaseModel):
     conf: dict[str, str] | None = None
 
 
-@router.post("", status_code=201)
+@router.post(
+    "",
+    status_code=201,
+    # Without ?wait: the query just queued; with it: the whole query, and its first result
+    # page if it succeeded.
+    response_model=bodies.QueryAccepted | bodies.WaitedQuery | bodies.Query,
+    responses=refusals(
+        {
+            403: "A right the query needs is missing (`sql`; `code` for Python; `streams` for "
+            "stream statements), or a SET names a denied setting.",
+            404: "`session_id` names no session of yours.",
+            409: "The session takes no more statements (`SESSION_NOT_ACTIVE`), or is a batch "
+            "session that has its statement (`BATCH_SESSION_USED`).",
+            429: "The user has `running_queries_per_user` queries waiting or running (or, "
+            "without a session, `sessions_per_user` active sessions).",
+        }
+    ),
+)
 async def submit_query(
     body: QuerySubmit,
     node: NodeDep,
@@ -79,7 +98,7 @@ def _submit(body: QuerySubmit, node: ServerNode, user: Principal) -> StatementRe
     )
 
 
-@router.get("")
+@router.get("", response_model=bodies.QueryList)
 def list_queries(
     node: NodeDep,
     user: UserDep,
@@ -106,7 +125,7 @@ def list_queries(
     return {"queries": [query_view(s) for s in page.items], **paging(page, after)}
 
 
-@router.get("/{query_id}")
+@router.get("/{query_id}", response_model=bodies.Query)
 async def get_query(
     query_id: Id,
     node: NodeDep,
@@ -133,7 +152,16 @@ async def _waited(
     return dataclasses.replace(now, owner=statement.owner)
 
 
-@router.get("/{query_id}/result")
+@router.get(
+    "/{query_id}/result",
+    response_model=bodies.ResultPage,
+    responses=refusals(
+        {
+            409: "No result to read: the query is not final, failed, was cancelled or made no "
+            "rows (`RESULT_NOT_AVAILABLE`), or its result files are gone (`RESULT_GONE`)."
+        }
+    ),
+)
 def get_result(
     query_id: Id,
     node: NodeDep,
@@ -166,7 +194,12 @@ def _result_page(
     }
 
 
-@router.post("/{query_id}/cancel", status_code=202)
+@router.post(
+    "/{query_id}/cancel",
+    status_code=202,
+    response_model=bodies.Query,
+    responses=refusals({409: "The query is already final (`QUERY_FINISHED`)."}),
+)
 def cancel_query(query_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Cancel: a waiting query at once, a running one as soon as its engine interrupts it."""
     return query_view(node.gateway.cancel(query_id, user=user))

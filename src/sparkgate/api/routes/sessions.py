@@ -7,7 +7,9 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
+from sparkgate.api.bodies import Session, SessionList
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.openapi import refusals
 from sparkgate.api.paging import After, Total, counted, id_after, paging
 from sparkgate.api.params import Id, Offset
 from sparkgate.api.views import session_view
@@ -37,7 +39,17 @@ class SessionCreate(BaseModel):
         return value
 
 
-@router.post("", status_code=201)
+@router.post(
+    "",
+    status_code=201,
+    response_model=Session,
+    responses=refusals(
+        {
+            403: "Neither the `sql` nor the `code` right, or `conf` names a denied setting.",
+            429: "The user has `sessions_per_user` active sessions.",
+        }
+    ),
+)
 def create_session(body: SessionCreate, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Start a session: ``{"kind": "interactive", "conf": {"spark.sql.ansi.enabled": "false"}}``."""
     session, _ = node.gateway.create_session(
@@ -46,7 +58,7 @@ def create_session(body: SessionCreate, node: NodeDep, user: UserDep) -> dict[st
     return session_view(session)
 
 
-@router.get("")
+@router.get("", response_model=SessionList)
 def list_sessions(
     node: NodeDep,
     user: UserDep,
@@ -72,12 +84,12 @@ def list_sessions(
     return {"sessions": [session_view(s) for s in page.items], **paging(page, after)}
 
 
-@router.get("/{session_id}")
+@router.get("/{session_id}", response_model=Session)
 def get_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     return session_view(node.gateway.session(session_id, user=user))
 
 
-@router.delete("/{session_id}")
+@router.delete("/{session_id}", response_model=Session)
 def kill_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """End the session (``killed``); its running statement is cancelled."""
     return session_view(node.gateway.kill_session(session_id, user=user))

@@ -7,7 +7,14 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
+from sparkgate.api.bodies import (
+    DeletedStreamJob,
+    SessionStreams,
+    StreamJobDetail,
+    StreamJobList,
+)
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.openapi import refusals
 from sparkgate.api.paging import After, Total, counted, name_after, paging
 from sparkgate.api.params import Id, Offset
 from sparkgate.api.views import stream_job_view, stream_query_view, stream_restart_view
@@ -22,6 +29,8 @@ router = APIRouter(tags=["streams"])
 
 _RECENT = 20  # progress samples and restarts shown per query
 
+_STREAMS_RIGHT = "The `streams` right is missing."
+
 
 class StreamCreate(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -32,7 +41,17 @@ class StreamCreate(BaseModel):
     checkpoint_root: str | None = None
 
 
-@router.post("/v1/streams", status_code=201)
+@router.post(
+    "/v1/streams",
+    status_code=201,
+    response_model=StreamJobDetail,
+    responses=refusals(
+        {
+            403: "The `streams` right is missing, or `conf` or the SQL names a denied setting.",
+            409: "A stream job of that name exists (`STREAM_JOB_EXISTS`).",
+        }
+    ),
+)
 def create_stream(body: StreamCreate, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Create a stream job and keep it running: ``{"name": "clicks", "sql": "CREATE STREAM r
     USING rate; SAVE STREAM r TO parquet OPTIONS ('path'='/data/clicks')"}``."""
@@ -50,7 +69,7 @@ def create_stream(body: StreamCreate, node: NodeDep, user: UserDep) -> dict[str,
     return _detail(node, job)
 
 
-@router.get("/v1/streams")
+@router.get("/v1/streams", response_model=StreamJobList)
 def list_streams(
     node: NodeDep,
     user: UserDep,
@@ -82,14 +101,19 @@ def list_streams(
     return {"streams": streams, **paging(page, after)}
 
 
-@router.get("/v1/streams/{name}")
+@router.get("/v1/streams/{name}", response_model=StreamJobDetail)
 def get_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """A stream job: state, restarts, next restart, last error, and each query with its recent
     progress and restarts. Read from the store only: Spark is never asked."""
     return _detail(node, visible_job(node, user, name))
 
 
-@router.post("/v1/streams/{name}/stop", status_code=202)
+@router.post(
+    "/v1/streams/{name}/stop",
+    status_code=202,
+    response_model=StreamJobDetail,
+    responses=refusals({403: _STREAMS_RIGHT}),
+)
 def stop_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Stop at a micro-batch boundary (``stopping``, then ``stopped``); checkpoints stay
     consistent, and ``start`` resumes from them."""
@@ -97,14 +121,27 @@ def stop_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     return _detail(node, node.streams.stop(name))
 
 
-@router.post("/v1/streams/{name}/start", status_code=202)
+@router.post(
+    "/v1/streams/{name}/start",
+    status_code=202,
+    response_model=StreamJobDetail,
+    responses=refusals(
+        {403: _STREAMS_RIGHT, 409: "The job is stopping or failing (`STREAM_JOB_BUSY`)."}
+    ),
+)
 def start_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Start a stopped or failed job again; its queries resume from their checkpoints."""
     _changing(node, user, name, "start")
     return _detail(node, node.streams.start(name))
 
 
-@router.delete("/v1/streams/{name}")
+@router.delete(
+    "/v1/streams/{name}",
+    response_model=DeletedStreamJob,
+    responses=refusals(
+        {403: _STREAMS_RIGHT, 409: "The job is not stopped or failed (`STREAM_JOB_ACTIVE`)."}
+    ),
+)
 def delete_stream(
     name: str, node: NodeDep, user: UserDep, keep_checkpoints: bool = False
 ) -> dict[str, Any]:
@@ -115,7 +152,7 @@ def delete_stream(
     return {**stream_job_view(job), "deleted": True}
 
 
-@router.get("/v1/sessions/{session_id}/streams")
+@router.get("/v1/sessions/{session_id}/streams", response_model=SessionStreams)
 def session_streams(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """The streaming queries started by SAVE STREAM in a session."""
     node.gateway.session(session_id, user=user)

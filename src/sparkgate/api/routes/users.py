@@ -7,7 +7,9 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
+from sparkgate.api.bodies import NewToken, Token, TokenList, Whoami
 from sparkgate.api.deps import NodeDep, UserDep
+from sparkgate.api.openapi import refusals
 from sparkgate.api.params import Id
 from sparkgate.api.views import iso
 from sparkgate.auth import tokens
@@ -48,7 +50,7 @@ def token_view(record: TokenRecord) -> dict[str, Any]:
     }
 
 
-@router.get("/v1/whoami")
+@router.get("/v1/whoami", response_model=Whoami)
 def whoami(user: UserDep) -> dict[str, Any]:
     """``{"user", "groups", "admin", "rights", "via"}``: who the credentials say you are."""
     return {
@@ -60,7 +62,17 @@ def whoami(user: UserDep) -> dict[str, Any]:
     }
 
 
-@router.post("/v1/tokens", status_code=201)
+@router.post(
+    "/v1/tokens",
+    status_code=201,
+    response_model=NewToken,
+    responses=refusals(
+        {
+            403: "Authentication is off (`SPARKGATE_AUTH=none`), or the request was "
+            "authenticated with a token: tokens cannot make tokens."
+        }
+    ),
+)
 def create_token(body: TokenCreate, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """A personal access token: ``{"name": "laptop", "expires_in": 2592000}``. The secret is in
     this answer only (the store keeps its hash); use it as ``Authorization: Bearer <token>`` or
@@ -80,14 +92,14 @@ def create_token(body: TokenCreate, node: NodeDep, user: UserDep) -> dict[str, A
     return {**token_view(record), "token": secret}
 
 
-@router.get("/v1/tokens")
+@router.get("/v1/tokens", response_model=TokenList)
 def list_tokens(node: NodeDep, user: UserDep, owner: str | None = None) -> dict[str, Any]:
     """Your tokens (admins: everyone's, or ``?owner=``), without their secrets."""
     records = node.store.tokens.list(owner=user.owner_filter(owner))
     return {"tokens": [token_view(r) for r in records]}
 
 
-@router.delete("/v1/tokens/{token_id}")
+@router.delete("/v1/tokens/{token_id}", response_model=Token)
 def revoke_token(token_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
     """Revoke a token: it stops working at once. Revoking it again changes nothing."""
     record = _token(node, user, token_id)
