@@ -31,7 +31,6 @@ import os
 import re
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -41,15 +40,13 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
-from harness import bench_server_with_env
+from harness import ThriftServer, bench_server_with_env, spark_thrift_server, stop_group
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
-from sparkgate.catalog.metastore import pyspark_jars
-from sparkgate.testing import TEST_SPARK_CONF, eventually, free_port
+from sparkgate.testing import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "bench" / "dbt_suite"
@@ -181,10 +178,11 @@ def run_side(
     started = time.monotonic()
     console.rule(f"{TITLES[side]}")
     if side == "sts":
-        server = spark_thrift_server(console, out)
+        server = spark_thrift_server(console, catalog="hive", log_dir=out)
     else:
         server = sparkgate_server(console, out, source)
-    with server as port:
+    with server as listening:
+        port = listening.port
         result.start_seconds = time.monotonic() - started
         console.print(f"{TITLES[side]} listening on {port} after {result.start_seconds:.0f}s")
         suite_started = time.monotonic()
@@ -260,62 +258,7 @@ verdict_prefixes = ("PASSED ", "FAILED ", "ERROR ", "SKIPPED ", "XFAIL ", "XPASS
 
 
 @contextlib.contextmanager
-def spark_thrift_server(console: Console, out: Path) -> Iterator[int]:
-    """Spark Thrift Server from the pyspark wheel, Hive catalog with its Derby metastore and
-    warehouse in a temporary directory (its working directory); stopped with its whole
-    process group afterwards, its log kept in ``out``."""
-    with tempfile.TemporaryDirectory(prefix="sparkgate-dbt-sts-") as tmp:
-        port = free_port()
-        spark_home = pyspark_jars().parent
-        conf = {
-            **TEST_SPARK_CONF,
-            "spark.sql.warehouse.dir": f"{tmp}/warehouse",
-            "spark.ui.showConsoleProgress": "false",
-        }
-        driver_memory = conf.pop("spark.driver.memory")
-        command = [
-            str(spark_home / "bin" / "spark-submit"),
-            "--class",
-            "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
-            "--master",
-            "local[2]",
-            "--driver-memory",
-            driver_memory,
-            *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
-            *("--hiveconf", f"hive.server2.thrift.port={port}"),
-            *("--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1"),
-            *("--hiveconf", "hive.server2.authentication=NONE"),
-            "spark-internal",
-        ]
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
-        log_path = out / "sts.log"
-        console.print("starting Spark Thrift Server...")
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                command,
-                cwd=tmp,
-                env={**env, "SPARK_HOME": str(spark_home)},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-
-            def listening() -> bool:
-                if process.poll() is not None:
-                    tail = log_path.read_text(errors="replace")[-5000:]
-                    raise RuntimeError(f"STS exited with {process.returncode}:\n{tail}")
-                with socket.socket() as sock:
-                    return sock.connect_ex(("127.0.0.1", port)) == 0
-
-            eventually(listening, timeout=240, interval=0.2, what=f"STS on port {port}")
-            yield port
-        finally:
-            stop_group(process)
-
-
-@contextlib.contextmanager
-def sparkgate_server(console: Console, out: Path, source: Path) -> Iterator[int]:
+def sparkgate_server(console: Console, out: Path, source: Path) -> Iterator[ThriftServer]:
     """A sparkgate server run from ``source`` (see snapshot) in a temporary home
     (SQLite store, its embedded Hive metastore, one shared engine, started before the suite),
     with its binary Thrift door on a free port; its server, engine and metastore logs are kept
@@ -323,25 +266,14 @@ def sparkgate_server(console: Console, out: Path, source: Path) -> Iterator[int]
     env = {"PYTHONPATH": str(source)}
     with bench_server_with_env(console, env, thrift_port=free_port()) as server:
         try:
-            yield server.settings.thrift_port
+            assert server.process is not None
+            yield ThriftServer(server.process.pid, server.settings.thrift_port)
         finally:
             logs = out / "sparkgate-logs"
             for path in server.home.rglob("*.log"):
                 target = logs / path.relative_to(server.home)
                 target.parent.mkdir(parents=True, exist_ok=True)
                 shutil.copyfile(path, target)
-
-
-def stop_group(process: subprocess.Popen[Any]) -> None:
-    """SIGTERM a process group we started, SIGKILL it if it lingers."""
-    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 # -- outcomes ---------------------------------------------------------------------------------

@@ -4,20 +4,27 @@ conf, same catalog), and interleaved timing so both sides see the same machine n
 
 from __future__ import annotations
 
+import contextlib
+import os
+import signal
+import socket
 import statistics
+import subprocess
 import tempfile
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from rich.console import Console
 
-from sparkgate.catalog.metastore import stop_metastore
+from sparkgate.catalog.metastore import pyspark_jars, stop_metastore
 from sparkgate.testing import (
     TEST_SPARK_CONF,
     ServerProcess,
+    eventually,
     free_port,
     kill_engines,
     local_test_settings,
@@ -115,3 +122,86 @@ def percentile(values: list[float], q: float) -> float:
 
 def median(values: list[float]) -> float:
     return statistics.median(values)
+
+
+# -- Spark Thrift Server, the peer of the HiveServer2 door ---------------------------------------
+
+
+@dataclass(frozen=True)
+class ThriftServer:
+    pid: int
+    port: int
+
+
+@contextmanager
+def spark_thrift_server(
+    console: Console, *, catalog: str = "in-memory", log_dir: Path | None = None
+) -> Iterator[ThriftServer]:
+    """Spark Thrift Server from pyspark's jars with the engines' Spark (local[2], the test
+    conf), in a temporary directory (Derby metastore, warehouse, log unless ``log_dir``),
+    stopped with its whole process group afterwards, whatever happens. ``catalog``: Spark's
+    ``in-memory`` catalog, or ``hive`` (that Derby metastore, as dbt needs for schemas)."""
+    with tempfile.TemporaryDirectory(prefix="sparkgate-bench-sts-") as tmp:
+        port = free_port()
+        spark_home = pyspark_jars().parent
+        conf = {
+            **TEST_SPARK_CONF,
+            "spark.sql.catalogImplementation": catalog,
+            "spark.sql.warehouse.dir": f"{tmp}/warehouse",
+            "spark.ui.showConsoleProgress": "false",
+            "spark.hadoop.javax.jdo.option.ConnectionURL": (
+                f"jdbc:derby:;databaseName={tmp}/metastore_db;create=true"
+            ),
+        }
+        driver_memory = conf.pop("spark.driver.memory")
+        command = [
+            str(spark_home / "bin" / "spark-submit"),
+            "--class",
+            "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
+            "--master",
+            "local[2]",
+            "--driver-memory",
+            driver_memory,
+            *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
+            *("--hiveconf", f"hive.server2.thrift.port={port}"),
+            *("--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1"),
+            *("--hiveconf", "hive.server2.authentication=NONE"),
+            "spark-internal",
+        ]
+        env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
+        log_path = (log_dir or Path(tmp)) / "sts.log"
+        console.print("starting Spark Thrift Server...")
+        with open(log_path, "wb") as log:
+            process = subprocess.Popen(
+                command,
+                cwd=tmp,
+                env={**env, "SPARK_HOME": str(spark_home)},
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        try:
+
+            def listening() -> bool:
+                if process.poll() is not None:
+                    tail = log_path.read_text(errors="replace")[-5000:]
+                    raise RuntimeError(f"STS exited with {process.returncode}:\n{tail}")
+                with socket.socket() as sock:
+                    return sock.connect_ex(("127.0.0.1", port)) == 0
+
+            eventually(listening, timeout=240, interval=0.2, what=f"STS on port {port}")
+            yield ThriftServer(process.pid, port)
+        finally:
+            stop_group(process)
+
+
+def stop_group(process: subprocess.Popen[Any]) -> None:
+    """SIGTERM a process group we started, SIGKILL it if it lingers."""
+    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, sig)
+        try:
+            process.wait(timeout=wait)
+            return
+        except subprocess.TimeoutExpired:
+            continue

@@ -19,24 +19,19 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import os
 import signal
-import socket
-import subprocess
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness import bench_server, interleaved, median, percentile
+from harness import bench_server, interleaved, median, percentile, spark_thrift_server
 from pyhive import hive
 from rich.console import Console
 from rich.table import Table
 
-from sparkgate.catalog.metastore import pyspark_jars
-from sparkgate.testing import TEST_SPARK_CONF, ServerProcess, eventually, free_port
+from sparkgate.testing import ServerProcess, free_port
 
 TRIVIAL = "SELECT 1"
 AGGREGATION = "SELECT id % 10 AS k, count(*), sum(id) FROM range(100000) GROUP BY 1 ORDER BY 1"
@@ -171,83 +166,6 @@ def add_row(table: Table, name: str, gate: float, ref: float, *, digits: int = 1
 
 def mb(peak_kb: int, before_kb: int) -> str:
     return f"{peak_kb / 1024:,.0f} ({before_kb / 1024:,.0f})"
-
-
-# -- Spark Thrift Server ----------------------------------------------------------------------
-
-
-class ThriftServer:
-    def __init__(self, pid: int, port: int) -> None:
-        self.pid = pid
-        self.port = port
-
-
-@contextlib.contextmanager
-def spark_thrift_server(console: Console) -> Iterator[ThriftServer]:
-    """STS from pyspark's jars, in a temporary directory (derby, warehouse, log), stopped
-    with its whole process group afterwards, whatever happens."""
-    with tempfile.TemporaryDirectory(prefix="sparkgate-bench-sts-") as tmp:
-        port = free_port()
-        spark_home = pyspark_jars().parent
-        conf = {
-            **TEST_SPARK_CONF,
-            "spark.sql.catalogImplementation": "in-memory",
-            "spark.sql.warehouse.dir": f"{tmp}/warehouse",
-            "spark.hadoop.javax.jdo.option.ConnectionURL": (
-                f"jdbc:derby:;databaseName={tmp}/metastore_db;create=true"
-            ),
-        }
-        driver_memory = conf.pop("spark.driver.memory")
-        command = [
-            str(spark_home / "bin" / "spark-submit"),
-            "--class",
-            "org.apache.spark.sql.hive.thriftserver.HiveThriftServer2",
-            "--master",
-            "local[2]",
-            "--driver-memory",
-            driver_memory,
-            *(arg for key, value in conf.items() for arg in ("--conf", f"{key}={value}")),
-            *("--hiveconf", f"hive.server2.thrift.port={port}"),
-            *("--hiveconf", "hive.server2.thrift.bind.host=127.0.0.1"),
-            *("--hiveconf", "hive.server2.authentication=NONE"),
-            "spark-internal",
-        ]
-        env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
-        log_path = Path(tmp) / "sts.log"
-        console.print("starting Spark Thrift Server...")
-        with open(log_path, "wb") as log:
-            process = subprocess.Popen(
-                command,
-                cwd=tmp,
-                env={**env, "SPARK_HOME": str(spark_home)},
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                start_new_session=True,
-            )
-        try:
-
-            def listening() -> bool:
-                if process.poll() is not None:
-                    tail = log_path.read_text(errors="replace")[-5000:]
-                    raise RuntimeError(f"STS exited with {process.returncode}:\n{tail}")
-                with socket.socket() as sock:
-                    return sock.connect_ex(("127.0.0.1", port)) == 0
-
-            eventually(listening, timeout=180, interval=0.2, what=f"STS on port {port}")
-            yield ThriftServer(process.pid, port)
-        finally:
-            stop_group(process)
-
-
-def stop_group(process: subprocess.Popen[bytes]) -> None:
-    for sig, wait in ((signal.SIGTERM, 30), (signal.SIGKILL, 10)):
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(process.pid, sig)
-        try:
-            process.wait(timeout=wait)
-            return
-        except subprocess.TimeoutExpired:
-            continue
 
 
 # -- processes and their memory -----------------------------------------------------------------
