@@ -493,7 +493,9 @@ class FaultReport:
     queries: int = 0
     affected: int = 0
     longest: float | None = None  # seconds the slowest query of the phase took to be final
-    outage: float = 0.0  # seconds the store was out of reach in the phase
+    # seconds in the phase during which no query could go on: the store out of reach, or
+    # no Spark worker to run on (killed, until its replacement is ALIVE at the master)
+    outage: float = 0.0
     invariants: dict[str, bool] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
 
@@ -603,6 +605,9 @@ class Chaos:
         eventually(worker_dead, timeout=180, interval=0.2, what="the master to lose the worker")
         report.detect = time.monotonic() - started
         cluster.start_worker(rig.root / "cluster")
+        # Until a worker is back no executor can run a task: what the load's queries waited
+        # for then is the fault's outage, not a query stuck past the heartbeat timeout.
+        report.outage = time.monotonic() - started
         self._serving()
         report.recover = time.monotonic() - started
 
@@ -697,9 +702,10 @@ class Chaos:
         # No query stays non-final past the heartbeat timeout. Each query of the phase, from
         # its submission to its final state, may take the heartbeat timeout (a lost engine's
         # queries end when it is declared lost), the outage when the store was taken away
-        # (nothing can be recorded through it), and SLACK: the longest query of the mix on a
-        # loaded two-core machine, and the reaper's round. Then nothing in the store may be
-        # left non-final (the load is at rest): statements the load did not trace included.
+        # (nothing can be recorded through it) or no worker was there to run a task, and
+        # SLACK: the longest query of the mix on a loaded two-core machine, and the reaper's
+        # round. Then nothing in the store may be left non-final (the load is at rest):
+        # statements the load did not trace included.
         allowed = timeout + SLACK + report.outage
         took = {t.id: t.ended_at - t.submitted_at for t in traces if t.ended_at is not None}
         report.longest = max(took.values(), default=None)
