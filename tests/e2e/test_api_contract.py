@@ -149,6 +149,30 @@ def test_a_body_id_beyond_64_bits_answers_422(server: ServerProcess) -> None:
         assert fuzz.get("/v1/queries").json()["queries"] == []  # nothing was queued
 
 
+def test_body_numbers_are_json_numbers(server: ServerProcess) -> None:
+    """Found by the fuzzer: {"expires_in": true} was taken as 1 and made a one-second token."""
+    with _client(server, "fuzz") as fuzz:
+        before = fuzz.get("/v1/tokens").json()["tokens"]
+        for value in ("true", "false", '"60"'):
+            answer = fuzz.post(
+                "/v1/tokens",
+                content=f'{{"expires_in": {value}}}',
+                headers={"content-type": "application/json"},
+            )
+            assert answer.status_code == 422, (value, answer.text)
+            assert answer.json()["error"]["fields"][0]["field"] == "expires_in", answer.text
+        assert fuzz.get("/v1/tokens").json()["tokens"] == before  # none was stored
+        for value in ("true", '"1"', "1.5"):
+            answer = fuzz.post(
+                "/v1/queries",
+                content=f'{{"query": "SELECT 1", "session_id": {value}}}',
+                headers={"content-type": "application/json"},
+            )
+            assert answer.status_code == 422, (value, answer.text)
+            assert answer.json()["error"]["fields"][0]["field"] == "session_id", answer.text
+        assert fuzz.get("/v1/queries").json()["queries"] == []  # nothing was queued
+
+
 def test_token_lifetimes_a_clock_cannot_hold_are_refused_and_the_list_stays_readable(
     server: ServerProcess,
 ) -> None:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Annotated
 
 from fastapi import Path, Query
-from pydantic import Field
+from pydantic import Field, Strict
 
 from sparkgate.store.schema import ID_MAX as INT64_MAX
 
@@ -20,8 +20,11 @@ MAX_WAIT = 86_400.0
 
 # An object's id in a path: /v1/queries/{query_id}. Ids start at 1; 0 is simply absent (404).
 Id = Annotated[int, Path(ge=0, le=INT64_MAX)]
-# The same in a body or a query string: {"session_id": 3}, ?session_id=3.
-IdField = Annotated[int, Field(ge=0, le=INT64_MAX)]
+# The same in a JSON body: {"session_id": 3}. Numbers in a body are strict (as every body
+# number below): JSON has numbers, so true, "3" or 3.5 there is a client's mistake, which
+# pydantic's lax mode would take as 1 or 3 (the fuzzer's {"expires_in": true} made a token
+# that lived one second).
+IdField = Annotated[int, Strict(), Field(ge=0, le=INT64_MAX)]
 IdQuery = Annotated[int | None, Query(ge=0, le=INT64_MAX)]
 Offset = Annotated[int, Query(ge=0, le=INT64_MAX, description="Rows to skip.")]
 # A result page's size; the server caps it at result_page_max.

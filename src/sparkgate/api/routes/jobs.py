@@ -61,7 +61,11 @@ class DeploymentCreate(BaseModel):
     prune: bool = False
     plan_only: bool = False
     wait: float = Field(
-        default=0.0, ge=0, le=_MAX_WAIT, description="seconds to wait for a deploy under way"
+        default=0.0,
+        strict=True,
+        ge=0,
+        le=_MAX_WAIT,
+        description="seconds to wait for a deploy under way",
     )
 
 

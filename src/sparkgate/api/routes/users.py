@@ -30,6 +30,7 @@ class TokenCreate(BaseModel):
     # stored and then broke every read of the token list.
     expires_in: float | None = Field(
         default=None,
+        strict=True,  # a number: not true (1 s), not "60"
         gt=0,
         le=MAX_TOKEN_LIFETIME,
         allow_inf_nan=False,
