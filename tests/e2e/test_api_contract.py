@@ -151,25 +151,21 @@ def test_a_body_id_beyond_64_bits_answers_422(server: ServerProcess) -> None:
 
 def test_body_numbers_are_json_numbers(server: ServerProcess) -> None:
     """Found by the fuzzer: {"expires_in": true} was taken as 1 and made a one-second token."""
+    query = '{{"query": "SELECT 1", "session_id": {}}}'
+    cases = [
+        ("/v1/tokens", "expires_in", '{{"expires_in": {}}}', ("true", "false", '"60"')),
+        ("/v1/queries", "session_id", query, ("true", '"1"', "1.5")),
+    ]
     with _client(server, "fuzz") as fuzz:
         before = fuzz.get("/v1/tokens").json()["tokens"]
-        for value in ("true", "false", '"60"'):
-            answer = fuzz.post(
-                "/v1/tokens",
-                content=f'{{"expires_in": {value}}}',
-                headers={"content-type": "application/json"},
-            )
-            assert answer.status_code == 422, (value, answer.text)
-            assert answer.json()["error"]["fields"][0]["field"] == "expires_in", answer.text
+        for path, field, body, values in cases:
+            for value in values:
+                answer = fuzz.post(
+                    path, content=body.format(value), headers={"content-type": "application/json"}
+                )
+                assert answer.status_code == 422, (path, value, answer.text)
+                assert answer.json()["error"]["fields"][0]["field"] == field, answer.text
         assert fuzz.get("/v1/tokens").json()["tokens"] == before  # none was stored
-        for value in ("true", '"1"', "1.5"):
-            answer = fuzz.post(
-                "/v1/queries",
-                content=f'{{"query": "SELECT 1", "session_id": {value}}}',
-                headers={"content-type": "application/json"},
-            )
-            assert answer.status_code == 422, (value, answer.text)
-            assert answer.json()["error"]["fields"][0]["field"] == "session_id", answer.text
         assert fuzz.get("/v1/queries").json()["queries"] == []  # nothing was queued
 
 
