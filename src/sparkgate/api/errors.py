@@ -8,11 +8,13 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
+from pydantic import BaseModel
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -34,9 +36,27 @@ log = logging.getLogger("sparkgate.api")
 ErrorBody = Callable[[int, dict[str, Any]], dict[str, Any]]
 ErrorPage = Callable[[Request, int, dict[str, Any]], Response]
 
-# (path prefix, body shape, status remapping); the first match wins, the native shape is the
-# fallback.
-_BODIES: list[tuple[str, ErrorBody, Mapping[int, int]]] = []
+
+def under(path: str, prefix: str) -> bool:
+    return path == prefix or path.startswith(prefix.rstrip("/") + "/")
+
+
+@dataclass(frozen=True)
+class ErrorStyle:
+    """How the errors of the paths under ``prefix`` look: ``body`` makes them, ``model`` is
+    their schema in ``/openapi.json``, ``statuses`` remaps HTTP statuses."""
+
+    prefix: str
+    body: ErrorBody
+    model: type[BaseModel]
+    statuses: Mapping[int, int]
+
+    def covers(self, path: str) -> bool:
+        return under(path, self.prefix)
+
+
+# The first match wins; the native shape is the fallback.
+_BODIES: list[ErrorStyle] = []
 
 
 # (path prefix, renderer) for paths people read in a browser (the dashboard): errors there are
@@ -54,16 +74,26 @@ def native_body(_status: int, error: dict[str, Any]) -> dict[str, Any]:
 
 
 def register_error_body(
-    prefix: str, body: ErrorBody, *, statuses: Mapping[int, int] | None = None
+    prefix: str,
+    body: ErrorBody,
+    *,
+    model: type[BaseModel],
+    statuses: Mapping[int, int] | None = None,
 ) -> None:
-    """Shape the error answers of paths under ``prefix``; ``statuses`` remaps HTTP statuses
-    (Livy answers 400 where the native API says 409 or 422). Registering again is harmless.
+    """Shape the error answers of paths under ``prefix`` (``model`` describes them in the
+    OpenAPI schema); ``statuses`` remaps HTTP statuses (Livy answers 400 where the native API
+    says 409 or 422). Registering again is harmless.
 
-    register_error_body("/batches", lambda status, error: {"msg": error["message"]})
+    register_error_body("/batches", lambda status, error: {"msg": error["message"]}, model=Msg)
     """
-    if any(p == prefix and b is body for p, b, _ in _BODIES):
+    if any(s.prefix == prefix and s.body is body for s in _BODIES):
         return
-    _BODIES.append((prefix, body, dict(statuses or {})))
+    _BODIES.append(ErrorStyle(prefix, body, model, dict(statuses or {})))
+
+
+def error_styles() -> tuple[ErrorStyle, ...]:
+    """The error shapes registered for path prefixes, in the order they are matched."""
+    return tuple(_BODIES)
 
 
 # The first class an error is an instance of decides its status.
@@ -87,12 +117,14 @@ def status_of(exc: SparkgateError) -> int:
 def error_response(request: Request, status: int, error: dict[str, Any]) -> Response:
     path = request.url.path
     for prefix, page in _PAGES:
-        if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
+        if under(path, prefix):
             return page(request, status, error)
-    for prefix, body, statuses in _BODIES:
-        if path == prefix or path.startswith(prefix.rstrip("/") + "/"):
-            status = statuses.get(status, status)
-            return JSONResponse(body(status, error), status_code=status, headers=_headers(status))
+    for style in _BODIES:
+        if style.covers(path):
+            status = style.statuses.get(status, status)
+            return JSONResponse(
+                style.body(status, error), status_code=status, headers=_headers(status)
+            )
     return JSONResponse(native_body(status, error), status_code=status, headers=_headers(status))
 
 

@@ -31,6 +31,7 @@ from starlette.routing import BaseRoute
 
 from sparkgate.api.bodies import NativeError
 from sparkgate.api.deps import get_node, get_user
+from sparkgate.api.errors import error_styles
 
 # What each error status means anywhere; a route's own reason (``refusals``) replaces it.
 REASONS: dict[int, str] = {
@@ -96,42 +97,29 @@ def install(app: FastAPI) -> None:
 
 
 class _Style:
-    """How the errors of some paths look: the body model and the status remapping that
-    ``errors.register_error_body`` registered for them."""
+    """How the errors of some paths look: the body model and the status remapping."""
 
-    def __init__(
-        self, model: type[BaseModel], statuses: Mapping[int, int], prefixes: Iterable[str] = ()
-    ) -> None:
+    def __init__(self, model: type[BaseModel], statuses: Mapping[int, int]) -> None:
         self.model = model
         self.statuses = dict(statuses)
-        self.prefixes = tuple(prefixes)
-
-    def covers(self, path: str) -> bool:
-        return any(path == p or path.startswith(p.rstrip("/") + "/") for p in self.prefixes)
 
     @property
     def ref(self) -> dict[str, str]:
         return {"$ref": f"#/components/schemas/{self.model.__name__}"}
 
 
-def _styles() -> tuple[_Style, list[_Style]]:
-    """The native style, and the others by path prefix."""
-    # Imported here: Livy's routes import this module (``refusals``), and its package the routes.
-    from sparkgate.api import livy
-    from sparkgate.api.livy.bodies import LivyError
-
-    return _Style(NativeError, {}), [_Style(LivyError, livy.STATUSES, livy.PREFIXES)]
-
-
 def document_errors(schema: dict[str, Any], routes: Iterable[BaseRoute]) -> None:
     """Give every operation of ``schema`` the error answers of its route (module docstring)."""
-    native, others = _styles()
+    native = _Style(NativeError, {})
+    # The shapes the error handlers use for path prefixes (errors.register_error_body): what
+    # the schema says is what is answered.
+    others = [(s, _Style(s.model, s.statuses)) for s in error_styles()]
     for context in iter_route_contexts(list(routes)):
         path, methods = context.path_format, context.methods
         if not isinstance(context.original_route, APIRoute) or not context.include_in_schema:
             continue
         assert path is not None and methods is not None  # an API route has both
-        style = next((s for s in others if s.covers(path)), native)
+        style = next((style for s, style in others if s.covers(path)), native)
         for method in methods:
             operation = schema["paths"][path][method.lower()]
             statuses = _derived(context.dependant, operation) | _declared(context.responses)
@@ -145,7 +133,7 @@ def document_errors(schema: dict[str, Any], routes: Iterable[BaseRoute]) -> None
                     "content": {"application/json": {"schema": body.ref}},
                     **({"headers": _HEADERS[status]} if status in _HEADERS else {}),
                 }
-    _add_models(schema, [native.model, *(s.model for s in others)])
+    _add_models(schema, list(dict.fromkeys([native.model, *(s.model for s, _ in others)])))
     _drop_unused(schema, ("HTTPValidationError", "ValidationError"))
 
 

@@ -14,6 +14,7 @@ from fastapi import FastAPI
 
 from sparkgate.api.errors import register_error_body
 from sparkgate.api.livy import batches, sessions, version
+from sparkgate.api.livy.bodies import LivyError
 from sparkgate.api.livy.common import livy_error_body
 
 PREFIXES = ("/sessions", "/batches", "/version")
@@ -25,6 +26,6 @@ def install(app: FastAPI, *, dependencies: Sequence[Any] = ()) -> None:
     """Serve the Livy routes from ``app``, with Livy's error bodies (``{"msg": ...}``);
     ``dependencies`` (authentication) apply to every route."""
     for prefix in PREFIXES:
-        register_error_body(prefix, livy_error_body, statuses=STATUSES)
+        register_error_body(prefix, livy_error_body, model=LivyError, statuses=STATUSES)
     for router in (version.router, sessions.router, batches.router):
         app.include_router(router, dependencies=list(dependencies))
