@@ -2,20 +2,50 @@
 
 from __future__ import annotations
 
+import socket
+import subprocess
+from pathlib import Path
 from typing import Any
+
+import pytest
 
 from sparkgate.duties.reaper import reap_idle_sessions, reap_lost_engines
 from sparkgate.duties.runner import Duty, DutyRunner
+from sparkgate.launcher.local import LocalLauncher
+from sparkgate.processes import alive
 from sparkgate.settings import Settings
 from sparkgate.states import EngineState, SessionKind, SessionState, StatementState
 from sparkgate.store import Store
+from sparkgate.store.records import EngineRecord
 from tests.conftest import NOW, force_state
 
 SETTINGS = Settings(engine_heartbeat_timeout=30, engine_start_timeout=300, session_idle_timeout=600)
 
 
+class Killer:
+    """A launcher that only records what it was asked to kill."""
+
+    def __init__(self) -> None:
+        self.killed: list[int] = []
+
+    def launch(self, engine: EngineRecord) -> None:
+        raise AssertionError("the reaper launches nothing")
+
+    def alive(self, engine: EngineRecord) -> bool | None:
+        return None
+
+    def kill(self, engine: EngineRecord) -> bool:
+        self.killed.append(engine.id)
+        return True
+
+
+@pytest.fixture
+def killer() -> Killer:
+    return Killer()
+
+
 def test_lost_engine_fails_its_work_with_engine_lost(
-    store: Store, make_engine: Any, make_session: Any
+    store: Store, make_engine: Any, make_session: Any, killer: Killer
 ) -> None:
     engine = make_engine(heartbeat_at=NOW)
     healthy = make_engine(heartbeat_at=NOW + 50)
@@ -27,8 +57,8 @@ def test_lost_engine_fails_its_work_with_engine_lost(
     force_state(store, "statements", running.id, "running")
     force_state(store, "statements", cancelling.id, "cancelling")
 
-    assert reap_lost_engines(store, SETTINGS, now=NOW + 29) == []
-    assert reap_lost_engines(store, SETTINGS, now=NOW + 31) == [engine.id]
+    assert reap_lost_engines(store, SETTINGS, killer, now=NOW + 29) == []
+    assert reap_lost_engines(store, SETTINGS, killer, now=NOW + 31) == [engine.id]
 
     assert store.engines.get(engine.id).state is EngineState.LOST
     dead = store.sessions.get(session.id)
@@ -40,17 +70,40 @@ def test_lost_engine_fails_its_work_with_engine_lost(
         assert f"Engine {engine.id}" in failed.error["message"]
     assert store.statements.get(cancelling.id).state is StatementState.CANCELLED
     assert store.sessions.get(other.id).state is SessionState.IDLE
-    assert reap_lost_engines(store, SETTINGS, now=NOW + 60) == []  # once is enough
+    assert reap_lost_engines(store, SETTINGS, killer, now=NOW + 60) == []  # once is enough
+    assert killer.killed == [engine.id]  # the lost one, once; not the healthy one
 
 
 def test_engine_that_never_started_is_lost_after_start_timeout(
-    store: Store, make_engine: Any
+    store: Store, make_engine: Any, killer: Killer
 ) -> None:
     engine = make_engine(state="starting", heartbeat_at=None)
-    assert reap_lost_engines(store, SETTINGS, now=NOW + 299) == []
-    assert reap_lost_engines(store, SETTINGS, now=NOW + 301) == [engine.id]
+    assert reap_lost_engines(store, SETTINGS, killer, now=NOW + 299) == []
+    assert reap_lost_engines(store, SETTINGS, killer, now=NOW + 301) == [engine.id]
     error = store.engines.get(engine.id).error
     assert error and "did not start within 300s" in error["message"]
+    assert killer.killed == [engine.id]
+
+
+def test_a_lost_engine_still_running_here_is_killed(
+    store: Store, make_engine: Any, tmp_path: Path
+) -> None:
+    """Through the real local launcher: a hung engine's process group ends with it."""
+    engine = make_engine(heartbeat_at=NOW)
+    hung = subprocess.Popen(["sleep", "300"], start_new_session=True)
+    try:
+        store.engines.set_process(
+            engine.id, pid=hung.pid, host=socket.gethostname(), log_path="x", now=NOW
+        )
+        launcher = LocalLauncher(SETTINGS.model_copy(update={"home": tmp_path}), store)
+        assert reap_lost_engines(store, SETTINGS, launcher, now=NOW + 29) == []
+        assert hung.poll() is None
+        assert reap_lost_engines(store, SETTINGS, launcher, now=NOW + 31) == [engine.id]
+        assert hung.wait(timeout=10) < 0  # killed by a signal
+        assert not alive(hung.pid)
+    finally:
+        hung.kill()
+        hung.wait()
 
 
 def test_idle_interactive_sessions_time_out(store: Store, make_session: Any) -> None:
@@ -121,14 +174,16 @@ def test_a_duty_runs_at_most_as_often_as_it_asks(store: Store) -> None:
 
 
 def test_no_engine_is_judged_until_the_store_was_reachable_for_a_whole_timeout(
-    store: Store, make_engine: Any
+    store: Store, make_engine: Any, killer: Killer
 ) -> None:
     engine = make_engine(heartbeat_at=NOW)  # its heartbeats could not be written since
     # The judging node reached the store again at NOW + 40: 31 s of silence mean nothing yet.
-    assert reap_lost_engines(store, SETTINGS, now=NOW + 41, trusted_since=NOW + 40) == []
-    assert reap_lost_engines(store, SETTINGS, now=NOW + 69, trusted_since=NOW + 40) == []
+    assert reap_lost_engines(store, SETTINGS, killer, now=NOW + 41, trusted_since=NOW + 40) == []
+    assert reap_lost_engines(store, SETTINGS, killer, now=NOW + 69, trusted_since=NOW + 40) == []
     assert store.engines.get(engine.id).state is EngineState.RUNNING
-    assert reap_lost_engines(store, SETTINGS, now=NOW + 71, trusted_since=NOW + 40) == [engine.id]
+    assert reap_lost_engines(store, SETTINGS, killer, now=NOW + 71, trusted_since=NOW + 40) == [
+        engine.id
+    ]
 
 
 def test_the_duty_runner_knows_since_when_it_reaches_the_store(store: Store) -> None:

@@ -79,7 +79,7 @@ def test_kubernetes_runs_the_driver_in_a_pod_that_reports_to_postgresql(tmp_path
     assert given["spark.kubernetes.driverEnv.SPARKGATE_STORE_URL"] == PG
     assert kubernetes_kill_command(settings, engine()) == [
         "spark-submit", "--master", "k8s://https://k8s.internal:6443", "--kill",
-        "data:sparkgate-engine-7*",
+        "data:sparkgate-engine-7-*",
     ]  # fmt: skip
 
 

@@ -3,13 +3,10 @@ clear final state, so nothing waits forever on something that will never answer.
 
 from __future__ import annotations
 
-import contextlib
 import logging
-import os
-import signal
-import socket
 from typing import Any
 
+from sparkgate.launcher.base import Launcher
 from sparkgate.settings import Settings
 from sparkgate.states import (
     LIVE_ENGINE_STATES,
@@ -18,16 +15,21 @@ from sparkgate.states import (
     SessionState,
 )
 from sparkgate.store import Store
-from sparkgate.store.records import EngineRecord
 
 log = logging.getLogger("sparkgate.reaper")
 
 
 def reap_lost_engines(
-    store: Store, settings: Settings, *, now: float, trusted_since: float | None = None
+    store: Store,
+    settings: Settings,
+    launcher: Launcher,
+    *,
+    now: float,
+    trusted_since: float | None = None,
 ) -> list[int]:
     """Declare engines lost that missed their heartbeats (or never started): their sessions
     become ``dead`` and their statements ``failed`` with ``ENGINE_LOST``. The ids declared.
+    One that still runs (hung, say) would hold memory and cores: ``launcher`` kills it.
 
     ``trusted_since``: since when the judging node has reached the store without a break.
     Heartbeats missed while the store was out of reach could not have been written, so no
@@ -53,7 +55,7 @@ def reap_lost_engines(
         }
         if fail_engine(store, engine.id, EngineState.LOST, error, now=now):
             lost.append(engine.id)
-            _kill_if_local(engine)
+            launcher.kill(engine)
             log.warning("engine %s lost (%s)", engine.id, why)
     return lost
 
@@ -98,11 +100,3 @@ def reap_idle_sessions(store: Store, settings: Settings, *, now: float) -> list[
         if moved.applied:
             ended.append(session.id)
     return ended
-
-
-def _kill_if_local(engine: EngineRecord) -> None:
-    """A lost engine that still runs here (hung, say) would hold memory and cores: kill it."""
-    if engine.pid is None or engine.host != socket.gethostname():
-        return
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(engine.pid, signal.SIGKILL)

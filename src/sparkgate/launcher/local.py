@@ -3,21 +3,53 @@ master the settings name).
 
 Engines run in their own process group and session, so they outlive a server restart (they
 serve sessions the store knows about, not the node that launched them) and a SIGKILL of the
-group takes the Spark JVM with the Python driver.
+group takes the Spark JVM with the Python driver. :func:`process_alive` and
+:func:`kill_process_group` are the one place an engine's recorded pid is checked or killed.
 """
 
 from __future__ import annotations
 
 import os
+import signal
 import socket
 import subprocess
 import sys
 import threading
 import time
 
+from sparkgate.processes import alive
 from sparkgate.settings import Settings
 from sparkgate.store import Store
 from sparkgate.store.records import EngineRecord
+
+
+def _local_pid(engine: EngineRecord) -> int | None:
+    """The engine's recorded pid if it names a process on this host: a pid recorded by
+    another host means nothing here."""
+    if engine.pid is None or engine.host != socket.gethostname():
+        return None
+    return engine.pid
+
+
+def process_alive(engine: EngineRecord) -> bool | None:
+    """Whether the engine's recorded process runs; None unless it is on this host."""
+    pid = _local_pid(engine)
+    return None if pid is None else alive(pid)
+
+
+def kill_process_group(engine: EngineRecord) -> bool:
+    """SIGKILL the engine's process group (the driver and the JVM it started), if on this
+    host. True if the signal was delivered: the group still had a process, though one that
+    had exited without being reaped yet counts too."""
+    pid = _local_pid(engine)
+    if pid is None:
+        return False
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        # Gone already; or the pid was reused by someone else's process: not ours to kill.
+        return False
+    return True
 
 
 class LocalLauncher:
@@ -52,3 +84,9 @@ class LocalLauncher:
         )
         # Reap the child when it exits so it does not linger as a zombie while we run.
         threading.Thread(target=process.wait, name=f"reap-engine-{engine.id}", daemon=True).start()
+
+    def alive(self, engine: EngineRecord) -> bool | None:
+        return process_alive(engine)
+
+    def kill(self, engine: EngineRecord) -> bool:
+        return kill_process_group(engine)

@@ -2,23 +2,20 @@
 
 Engines and the embedded metastore outlive server restarts on purpose. This is how a user
 ends them all: each live engine is asked to stop through the store (it finishes what runs and
-exits within a heartbeat); one that does not answer in time is terminated; then the embedded
-metastore is stopped.
+exits within a heartbeat); one that does not answer in time is killed by the launcher that
+started it; then the embedded metastore is stopped.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import socket
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sparkgate.catalog.metastore import stop_metastore
 from sparkgate.errors import Conflict
-from sparkgate.processes import alive
+from sparkgate.launcher import launcher_for
+from sparkgate.launcher.base import Launcher
 from sparkgate.settings import Settings
 from sparkgate.states import LIVE_ENGINE_STATES, TERMINAL_ENGINE_STATES, EngineState
 from sparkgate.store import Store
@@ -48,12 +45,16 @@ def stop_home(
     timeout: float = 60.0,
     force: bool = False,
     clock: Callable[[], float] = time.time,
+    launcher: Launcher | None = None,
 ) -> StopReport:
-    """Stop every live engine of the home's store, then its embedded metastore."""
+    """Stop every live engine of the home's store, then its embedded metastore. ``launcher``
+    (default: the one the settings name) tells whether an engine's process is gone and kills
+    one that does not stop in time."""
     report = StopReport()
     store = Store.open(settings.resolved_store_url)
     try:
         store.migrate()
+        launcher = launcher or launcher_for(settings, store)
         holder = store.leases.get("placement")
         if holder is not None and holder.expires_at > clock() and not force:
             raise ServerStillRunning(holder.owner)
@@ -70,9 +71,7 @@ def stop_home(
         while waiting and clock() < deadline:
             for engine_id in list(waiting):
                 current = store.engines.get(engine_id)
-                if current.state in TERMINAL_ENGINE_STATES or (
-                    current.pid is not None and not alive(current.pid)
-                ):
+                if current.state in TERMINAL_ENGINE_STATES or launcher.alive(current) is False:
                     # A process that is gone has stopped, whatever its record says.
                     store.transitions.engine(
                         engine_id, EngineState.STOPPED, now=clock(), expected=LIVE_ENGINE_STATES
@@ -81,9 +80,8 @@ def stop_home(
                     del waiting[engine_id]
             time.sleep(0.2)
         for engine in waiting.values():
-            if engine.pid is not None and engine.host == socket.gethostname():
-                with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(engine.pid, signal.SIGKILL)
+            # As it is now: a pid recorded since the listing (an engine just launched) counts.
+            launcher.kill(store.engines.get(engine.id))
             store.transitions.engine(
                 engine.id,
                 EngineState.STOPPED,

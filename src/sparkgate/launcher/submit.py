@@ -4,8 +4,10 @@ NOT YET RUN HERE: this machine has no YARN and no Kubernetes. The command lines 
 Spark documents and are unit-tested as command lines (tests/launcher/test_submit.py); the
 standalone cluster (scripts/cluster) is what has run.
 
-- YARN, client deploy mode: the driver (the engine) runs on the node, like a local engine; its
-  executors run in YARN containers.
+- YARN, client deploy mode: the driver (the engine) runs on the node, like a local engine, and
+  is checked and killed like one (its process group); its executors run in YARN containers,
+  which YARN ends when the driver goes (the client-mode application master exits when its
+  driver disconnects).
 - Kubernetes, cluster deploy mode: the driver runs in a pod. It is no child of the node: it
   learns the settings from ``spark.kubernetes.driverEnv.SPARKGATE_*``, reports to the store
   (PostgreSQL: a pod cannot reach a node's SQLite file), is judged alive by its heartbeats
@@ -15,20 +17,30 @@ standalone cluster (scripts/cluster) is what has run.
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 import subprocess
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from sparkgate.engine.spark import engine_spark_conf
 from sparkgate.errors import ConfigurationError
+from sparkgate.launcher.local import kill_process_group, process_alive
 from sparkgate.settings import Settings
 from sparkgate.store import Store
 from sparkgate.store.records import EngineRecord
 
+log = logging.getLogger("sparkgate.launcher")
+
 ENTRY = Path(__file__).resolve().parent.parent / "engine" / "entry.py"
+
+# Runs a cluster manager's command line (spark-submit --kill): stdout and stderr as text.
+Runner = Callable[[list[str]], subprocess.CompletedProcess[str]]
+
+_KILL_TIMEOUT = 60.0  # spark-submit starts a JVM and talks to the API server (seconds)
 
 
 def app_name(engine: EngineRecord) -> str:
@@ -120,20 +132,43 @@ def kubernetes_command(settings: Settings, engine: EngineRecord) -> list[str]:
 
 
 def kubernetes_kill_command(settings: Settings, engine: EngineRecord) -> list[str]:
-    """Ends the engine's driver pod (Spark's ``--kill`` takes namespace:driver-pod-glob)."""
+    """Ends the engine's driver pod (Spark's ``--kill`` takes namespace:driver-pod-glob).
+
+    Spark names the driver pod ``<app name>-<unique id>-driver``, hence the ``-`` before the
+    ``*``: without it, engine 7's glob would take engine 70's pod too. (A driver pod named by
+    ``spark.kubernetes.driver.pod.name`` in the settings' spark_conf is not matched.)"""
+    # The credentials spark-submit used to create the pod, to delete it.
+    auth = {
+        key: value
+        for key, value in settings.spark_conf.items()
+        if key.startswith("spark.kubernetes.authenticate.submission.")
+    }
     return [
         spark_submit(settings),
         "--master",
         settings.spark_master,
+        *_confs(auth),
         "--kill",
-        f"{settings.kubernetes_namespace}:{app_name(engine)}*",
+        f"{settings.kubernetes_namespace}:{app_name(engine)}-*",
     ]
 
 
+def run_command(command: list[str]) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        command,
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=_KILL_TIMEOUT,
+        check=False,
+    )
+
+
 class _SubmitLauncher:
-    def __init__(self, settings: Settings, store: Store) -> None:
+    def __init__(self, settings: Settings, store: Store, run: Runner = run_command) -> None:
         self.settings = settings
         self.store = store
+        self.run = run
 
     def command(self, engine: EngineRecord) -> list[str]:
         raise NotImplementedError
@@ -163,10 +198,53 @@ class _SubmitLauncher:
 
 
 class YarnLauncher(_SubmitLauncher):
+    """Client mode: the recorded pid is the driver's (spark-submit's JVM, with the Python
+    engine as its child, in its own process group), so it is checked and killed as a local
+    engine is. A driver on another host is out of reach: ``alive`` says None and ``kill``
+    False."""
+
     def command(self, engine: EngineRecord) -> list[str]:
         return yarn_command(self.settings, engine)
 
+    def alive(self, engine: EngineRecord) -> bool | None:
+        return process_alive(engine)
+
+    def kill(self, engine: EngineRecord) -> bool:
+        return kill_process_group(engine)
+
 
 class KubernetesLauncher(_SubmitLauncher):
+    """Cluster mode: the driver is in a pod, and the recorded pid is only spark-submit's,
+    waiting on the pod, on the launching node."""
+
     def command(self, engine: EngineRecord) -> list[str]:
         return kubernetes_command(self.settings, engine)
+
+    def alive(self, engine: EngineRecord) -> bool | None:
+        """None: the pod is the cluster's to know, and the local spark-submit says nothing
+        sure of it (it can die with the pod still running); heartbeats judge."""
+        return None
+
+    def kill(self, engine: EngineRecord) -> bool:
+        """Delete the driver pod with :func:`kubernetes_kill_command` (the pod's executors go
+        with it), and kill the local spark-submit if still here. True if a driver pod was
+        deleted (spark-submit says ``Deleting driver pod``) or the local process killed. When
+        spark-submit cannot be run or fails (no API server access from here, say) it logs
+        that and the pod runs on until it sees at its next heartbeat that it was given up
+        on, and exits."""
+        command = kubernetes_kill_command(self.settings, engine)
+        try:
+            done = self.run(command)
+        except (OSError, subprocess.SubprocessError) as exc:
+            log.warning("engine %s: could not run %s: %s", engine.id, command[0], exc)
+            deleted = False
+        else:
+            output = f"{done.stdout}{done.stderr}"
+            if done.returncode != 0:
+                log.warning(
+                    "engine %s: spark-submit --kill failed (%s): %s",
+                    engine.id, done.returncode, output[-2000:],
+                )  # fmt: skip
+            deleted = done.returncode == 0 and "Deleting driver pod" in output
+        # spark-submit would exit once the pod is gone; killing it spares waiting for that.
+        return kill_process_group(engine) or deleted
