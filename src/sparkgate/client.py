@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Generator, Iterator, Sequence
+from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 
 import httpx
@@ -88,10 +88,26 @@ class Client:
         self._http.close()
 
     def _call(
-        self, method: str, path: str, *, idempotent: bool | None = None, **kwargs: Any
-    ) -> Any:
-        """One request, to the current node or, when it cannot answer, the next ones."""
+        self,
+        method: str,
+        path: str,
+        *,
+        params: Mapping[str, Any] | None = None,
+        json: Any = None,
+        timeout: float | httpx.Timeout | None = None,
+        idempotent: bool | None = None,
+    ) -> dict[str, Any]:
+        """The one way every call goes: ``method path`` with its query ``params`` and JSON
+        body, to the current node or, when it cannot answer, the next ones; the JSON object
+        the server answered, or a ``ClientError``. ``timeout`` replaces the client's own for
+        calls the server holds (long polls, waits); ``idempotent`` marks a POST that may be
+        sent twice (a cancel), where the method alone would say no."""
         safe = method in _IDEMPOTENT if idempotent is None else idempotent
+        # params=None and json=None are httpx's own defaults (no query, no body), but its
+        # timeout=None means no timeout at all: so a timeout is only passed when one is set.
+        options: dict[str, Any] = {"params": params, "json": json}
+        if timeout is not None:
+            options["timeout"] = timeout
         deadline = time.monotonic() + self.patience
         last: ClientError | None = None
         while True:
@@ -99,21 +115,26 @@ class Client:
             pause = 0.5
             for server in self.servers[start:] + self.servers[:start]:
                 try:
-                    body = self._send(server, method, path, safe=safe, **kwargs)
+                    body = self._send(server, method, path, safe=safe, **options)
                 except _NodeCannotAnswer as exc:
                     last, pause = exc.error, exc.retry_after or pause
                     continue
                 self.server = server
-                return body
+                # Every endpoint answers an object; the body is not checked at run time, so a
+                # reply that is not one still reaches the caller as it came.
+                result: dict[str, Any] = body
+                return result
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 assert last is not None  # there is at least one server, and every one failed
                 raise last
             time.sleep(min(pause, remaining))
 
-    def _send(self, server: str, method: str, path: str, *, safe: bool, **kwargs: Any) -> Any:
+    def _send(self, server: str, method: str, path: str, *, safe: bool, **options: Any) -> Any:
+        """One request to one node: its decoded JSON answer (None when it is not JSON), a
+        ``ClientError``, or ``_NodeCannotAnswer`` when another node may take the request."""
         try:
-            response = self._http.request(method, server + path, **kwargs)
+            response = self._http.request(method, server + path, **options)
         except httpx.TransportError as exc:
             unreachable = ClientError(0, "UNREACHABLE", f"cannot reach {server}: {exc}")
             # Refused or never connected: the request was not sent, so any node may take it.
@@ -147,15 +168,11 @@ class Client:
         name: str | None = None,
         conf: dict[str, str] | None = None,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"kind": kind, "conf": conf or {}}
-        if name is not None:
-            body["name"] = name
-        result: dict[str, Any] = self._call("POST", "/v1/sessions", json=body)
-        return result
+        body = {"kind": kind, "conf": conf or {}, **_given(name=name)}
+        return self._call("POST", "/v1/sessions", json=body)
 
     def session(self, session_id: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/sessions/{session_id}")
-        return result
+        return self._call("GET", f"/v1/sessions/{session_id}")
 
     def sessions(
         self,
@@ -168,15 +185,11 @@ class Client:
     ) -> dict[str, Any]:
         """A page of sessions, oldest first; the next one is ``sessions(after=page["next"])``
         (``next`` is None on the last page)."""
-        params = _paging(offset, limit, after, total)
-        if state:
-            params["state"] = state
-        result: dict[str, Any] = self._call("GET", "/v1/sessions", params=params)
-        return result
+        params = _paging(offset, limit, after, total, state=state or None)
+        return self._call("GET", "/v1/sessions", params=params)
 
     def kill_session(self, session_id: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("DELETE", f"/v1/sessions/{session_id}")
-        return result
+        return self._call("DELETE", f"/v1/sessions/{session_id}")
 
     def wait_session(
         self, session_id: int, states: set[str], timeout: float = 300
@@ -205,32 +218,19 @@ class Client:
         With ``wait``, the answer comes when the query is final (or ``wait`` seconds pass):
         the whole query, and its first result page as ``page`` (``limit`` rows) if it
         succeeded."""
-        body: dict[str, Any] = {"query": query}
-        if session_id is not None:
-            body["session_id"] = session_id
-        if isolation is not None:
-            body["isolation"] = isolation
-        if conf:
-            body["conf"] = conf
-        params: dict[str, Any] = {}
-        options: dict[str, Any] = {}
-        if wait:
-            params["wait"] = wait
-            options["timeout"] = httpx.Timeout(wait + 30)
-        if limit is not None:
-            params["limit"] = limit
-        result: dict[str, Any] = self._call(
-            "POST", "/v1/queries", json=body, params=params, **options
-        )
-        return result
+        body = {
+            "query": query,
+            **_given(session_id=session_id, isolation=isolation, conf=conf or None),
+        }
+        params = _given(wait=wait or None, limit=limit)
+        # The server holds a waiting submit up to ``wait`` seconds: the read must outlast it.
+        timeout = httpx.Timeout(wait + 30) if wait else None
+        return self._call("POST", "/v1/queries", json=body, params=params, timeout=timeout)
 
     def query(self, query_id: int, *, wait: float = 0) -> dict[str, Any]:
-        params = {"wait": wait} if wait else {}
+        params = _given(wait=wait or None)
         timeout = httpx.Timeout(self._http.timeout.read or 30.0) if not wait else wait + 30
-        result: dict[str, Any] = self._call(
-            "GET", f"/v1/queries/{query_id}", params=params, timeout=timeout
-        )
-        return result
+        return self._call("GET", f"/v1/queries/{query_id}", params=params, timeout=timeout)
 
     def wait(self, query_id: int, timeout: float = 600, *, step: float = 30) -> dict[str, Any]:
         """Long-poll until the query is final (or ``timeout`` passes); the query."""
@@ -254,19 +254,13 @@ class Client:
         """A page of queries, newest first; the next one is ``queries(after=page["next"])``
         (``next`` is None on the last page; ``total`` is counted for a first page only, unless
         ``total=True``)."""
-        params = _paging(offset, limit, after, total)
-        if session_id is not None:
-            params["session_id"] = session_id
-        if state:
-            params["state"] = state
-        result: dict[str, Any] = self._call("GET", "/v1/queries", params=params)
-        return result
+        params = _paging(offset, limit, after, total, session_id=session_id, state=state or None)
+        return self._call("GET", "/v1/queries", params=params)
 
     def result(self, query_id: int, *, offset: int = 0, limit: int = 1000) -> dict[str, Any]:
-        result: dict[str, Any] = self._call(
+        return self._call(
             "GET", f"/v1/queries/{query_id}/result", params={"offset": offset, "limit": limit}
         )
-        return result
 
     def rows(self, query_id: int, *, page: int = 10_000) -> Iterator[list[Any]]:
         """Every row of a result, fetched a page at a time."""
@@ -279,10 +273,7 @@ class Client:
                 return
 
     def cancel(self, query_id: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call(
-            "POST", f"/v1/queries/{query_id}/cancel", idempotent=True
-        )
-        return result
+        return self._call("POST", f"/v1/queries/{query_id}/cancel", idempotent=True)
 
     # stream jobs
     def create_stream(
@@ -293,37 +284,32 @@ class Client:
         conf: dict[str, str] | None = None,
         checkpoint_root: str | None = None,
     ) -> dict[str, Any]:
-        body: dict[str, Any] = {"name": name, "sql": sql, "conf": conf or {}}
-        if checkpoint_root is not None:
-            body["checkpoint_root"] = checkpoint_root
-        result: dict[str, Any] = self._call("POST", "/v1/streams", json=body)
-        return result
+        body = {
+            "name": name,
+            "sql": sql,
+            "conf": conf or {},
+            **_given(checkpoint_root=checkpoint_root),
+        }
+        return self._call("POST", "/v1/streams", json=body)
 
     def streams(
         self, *, state: list[str] | None = None, limit: int = 100, after: str | None = None
     ) -> dict[str, Any]:
-        params = _paging(0, limit, after, None)
-        if state:
-            params["state"] = state
-        result: dict[str, Any] = self._call("GET", "/v1/streams", params=params)
-        return result
+        params = _paging(0, limit, after, None, state=state or None)
+        return self._call("GET", "/v1/streams", params=params)
 
     def stream(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/streams/{name}")
-        return result
+        return self._call("GET", f"/v1/streams/{name}")
 
     def stop_stream(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", f"/v1/streams/{name}/stop")
-        return result
+        return self._call("POST", f"/v1/streams/{name}/stop")
 
     def start_stream(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", f"/v1/streams/{name}/start")
-        return result
+        return self._call("POST", f"/v1/streams/{name}/start")
 
     def delete_stream(self, name: str, *, keep_checkpoints: bool = False) -> dict[str, Any]:
         params = {"keep_checkpoints": "true"} if keep_checkpoints else {}
-        result: dict[str, Any] = self._call("DELETE", f"/v1/streams/{name}", params=params)
-        return result
+        return self._call("DELETE", f"/v1/streams/{name}", params=params)
 
     def wait_stream(self, name: str, states: set[str], timeout: float = 300) -> dict[str, Any]:
         """Poll until the stream job is in one of ``states`` (or ``timeout`` passes)."""
@@ -335,17 +321,14 @@ class Client:
             time.sleep(0.2)
 
     def session_streams(self, session_id: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/sessions/{session_id}/streams")
-        return result
+        return self._call("GET", f"/v1/sessions/{session_id}/streams")
 
     # engines
     def engines(self, *, all: bool = False) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "/v1/engines", params={"all": all})
-        return result
+        return self._call("GET", "/v1/engines", params={"all": all})
 
     def stop_engine(self, engine_id: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", f"/v1/engines/{engine_id}/stop")
-        return result
+        return self._call("POST", f"/v1/engines/{engine_id}/stop")
 
     # deploys and jobs
     def deploy(
@@ -368,17 +351,14 @@ class Client:
             "wait": wait,
         }
         timeout = max(self._http.timeout.read or 30.0, wait + 30.0)
-        result: dict[str, Any] = self._call("POST", "/v1/deployments", json=body, timeout=timeout)
-        return result
+        return self._call("POST", "/v1/deployments", json=body, timeout=timeout)
 
     def deployment(self, deployment_id: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/deployments/{deployment_id}")
-        return result
+        return self._call("GET", f"/v1/deployments/{deployment_id}")
 
     def deployments(self, *, limit: int = 20, after: str | None = None) -> dict[str, Any]:
         params = _paging(0, limit, after, None)
-        result: dict[str, Any] = self._call("GET", "/v1/deployments", params=params)
-        return result
+        return self._call("GET", "/v1/deployments", params=params)
 
     def wait_deployment(self, deployment_id: int, timeout: float = 600) -> dict[str, Any]:
         """Poll until the deployment has ended (or ``timeout`` passes)."""
@@ -391,28 +371,22 @@ class Client:
 
     def jobs(self, *, removed: bool = False) -> dict[str, Any]:
         params = {"removed": "true"} if removed else {}
-        result: dict[str, Any] = self._call("GET", "/v1/jobs", params=params)
-        return result
+        return self._call("GET", "/v1/jobs", params=params)
 
     def job(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/jobs/{name}")
-        return result
+        return self._call("GET", f"/v1/jobs/{name}")
 
     def job_history(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/jobs/{name}/history")
-        return result
+        return self._call("GET", f"/v1/jobs/{name}/history")
 
     def run_job(self, name: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", f"/v1/jobs/{name}/runs")
-        return result
+        return self._call("POST", f"/v1/jobs/{name}/runs")
 
     def job_run(self, name: str, run_id: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/v1/jobs/{name}/runs/{run_id}")
-        return result
+        return self._call("GET", f"/v1/jobs/{name}/runs/{run_id}")
 
     def cancel_job_run(self, name: str, run_id: int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("POST", f"/v1/jobs/{name}/runs/{run_id}/cancel")
-        return result
+        return self._call("POST", f"/v1/jobs/{name}/runs/{run_id}/cancel")
 
     def wait_job_run(self, name: str, run_id: int, timeout: float = 600) -> dict[str, Any]:
         """Poll until the run has ended (or ``timeout`` passes)."""
@@ -426,25 +400,20 @@ class Client:
     # users and access
     def whoami(self) -> dict[str, Any]:
         """Who the server takes these credentials for: user, groups, admin, rights, via."""
-        result: dict[str, Any] = self._call("GET", "/v1/whoami")
-        return result
+        return self._call("GET", "/v1/whoami")
 
     def create_token(
         self, name: str | None = None, expires_in: float | None = None
     ) -> dict[str, Any]:
         """A new personal access token; its secret (``token``) is in this answer only."""
         body = {"name": name, "expires_in": expires_in}
-        result: dict[str, Any] = self._call("POST", "/v1/tokens", json=body)
-        return result
+        return self._call("POST", "/v1/tokens", json=body)
 
     def tokens(self, owner: str | None = None) -> dict[str, Any]:
-        params = {"owner": owner} if owner is not None else {}
-        result: dict[str, Any] = self._call("GET", "/v1/tokens", params=params)
-        return result
+        return self._call("GET", "/v1/tokens", params=_given(owner=owner))
 
     def revoke_token(self, token_id: str | int) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("DELETE", f"/v1/tokens/{token_id}")
-        return result
+        return self._call("DELETE", f"/v1/tokens/{token_id}")
 
     def audit(
         self,
@@ -458,21 +427,18 @@ class Client:
     ) -> dict[str, Any]:
         """Audit events, newest first (admins only); ``action`` matches a prefix, ``since`` is
         epoch seconds; the next page is ``audit(..., after=page["next"])``."""
-        params = _paging(offset, limit, after, None)
-        filters = (("user", user), ("action", action), ("outcome", outcome), ("since", since))
-        for key, value in filters:
-            if value is not None:
-                params[key] = value
-        result: dict[str, Any] = self._call("GET", "/v1/audit", params=params)
-        return result
+        filters = {"user": user, "action": action, "outcome": outcome, "since": since}
+        return self._call("GET", "/v1/audit", params=_paging(offset, limit, after, None, **filters))
 
     def health(self) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", "/healthz")
-        return result
+        return self._call("GET", "/healthz")
 
 
-def _paging(offset: int, limit: int, after: str | None, total: bool | None) -> dict[str, Any]:
-    """A list's paging parameters: a cursor (``after``, the way) or an offset, not both."""
+def _paging(
+    offset: int, limit: int, after: str | None, total: bool | None, **filters: Any
+) -> dict[str, Any]:
+    """A list's query: paging by a cursor (``after``, the way) or an offset, not both, then
+    the ``filters`` that were given (see ``_given``)."""
     params: dict[str, Any] = {"limit": limit}
     if offset:
         params["offset"] = offset
@@ -480,7 +446,14 @@ def _paging(offset: int, limit: int, after: str | None, total: bool | None) -> d
         params["after"] = after
     if total is not None:
         params["total"] = "true" if total else "false"
-    return params
+    return params | _given(**filters)
+
+
+def _given(**fields: Any) -> dict[str, Any]:
+    """The fields that are not None, in order. An optional field or filter the caller did not
+    set is left out of the request, not sent as null, so the server applies its own default;
+    callers pass ``x or None`` where an empty value also means "not set"."""
+    return {key: value for key, value in fields.items() if value is not None}
 
 
 def servers_of(server: str | Sequence[str]) -> list[str]:
