@@ -22,7 +22,7 @@ from sparkgate.auth.principal import Identity
 from sparkgate.errors import ConfigurationError
 from sparkgate.settings import Settings
 from sparkgate.testing import free_port
-from sparkgate.testing_jwt import JwtIssuer
+from sparkgate.testing.jwt import JwtIssuer
 
 MakeAuth = Callable[..., JwtAuthenticator]
 

@@ -13,7 +13,7 @@ from sparkgate.auth.principal import Identity
 from sparkgate.errors import ConfigurationError
 from sparkgate.settings import Settings
 from sparkgate.testing import free_port
-from sparkgate.testing_slapd import LDAP_GROUPS, LDAP_USERS, SlapdServer, slapd_unavailable
+from sparkgate.testing.slapd import LDAP_GROUPS, LDAP_USERS, SlapdServer, slapd_unavailable
 
 
 @pytest.fixture(scope="module")

@@ -15,8 +15,8 @@ from sqlalchemy.engine import make_url
 
 from sparkgate.client import ClientError
 from sparkgate.testing import ServerProcess, eventually
-from sparkgate.testing_chaos import fresh_database, through
-from sparkgate.testing_proxy import TcpProxy
+from sparkgate.testing.chaos import fresh_database, through
+from sparkgate.testing.proxy import TcpProxy
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 

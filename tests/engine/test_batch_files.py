@@ -17,10 +17,10 @@ from sparkgate.engine.batch_files import (
     run_python_script,
     run_sql_script,
 )
-from sparkgate.engine.contract import ExecutionContext
-from sparkgate.engine.failures import DescribedError
-from sparkgate.engine.session import OpenSession
 from sparkgate.engine.sql_script import SqlPiece, shift_error, split_sql
+from sparkgate.runtime.contract import ExecutionContext
+from sparkgate.runtime.failures import DescribedError
+from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
 from sparkgate.store import Store

@@ -16,11 +16,11 @@ import pytest
 
 from sparkgate.engine import catalog_calls
 from sparkgate.engine.catalog_calls import jdbc_pattern, jdbc_type, spark_prefilter
-from sparkgate.engine.contract import ExecutionContext
 from sparkgate.engine.executors import EXECUTORS
-from sparkgate.engine.failures import DescribedError
-from sparkgate.engine.session import OpenSession
 from sparkgate.results import read_page
+from sparkgate.runtime.contract import ExecutionContext
+from sparkgate.runtime.failures import DescribedError
+from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
 from sparkgate.store import Store

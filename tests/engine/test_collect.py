@@ -7,9 +7,9 @@ from typing import Any
 
 import pytest
 
-from sparkgate.engine.collect import describe_schema, write_result
-from sparkgate.engine.failures import describe_failure
 from sparkgate.results import read_page
+from sparkgate.runtime.collect import describe_schema, write_result
+from sparkgate.runtime.failures import describe_failure
 
 pytestmark = pytest.mark.spark
 

@@ -1,4 +1,5 @@
-"""The engine's imports have no cycle: the contract is at the bottom, the registry at the top.
+"""The engine's imports have no cycle: the runtime (the contract) is at the bottom, the registry
+at the top.
 
 Each check runs in a fresh interpreter, so what is already imported in this one hides nothing.
 """
@@ -29,7 +30,7 @@ HANDLERS = (
     "sparkgate.engine.batch_files",
     "sparkgate.engine.catalog_calls",
     "sparkgate.engine.sql_handlers",
-    "sparkgate.engine.hooks",
+    "sparkgate.runtime.hooks",
 )
 
 
@@ -43,11 +44,22 @@ def imported_after(module: str) -> set[str]:
     return set(json.loads(done.stdout.splitlines()[-1]))
 
 
-def test_contract_imports_no_capability() -> None:
-    loaded = imported_after("sparkgate.engine.contract")
+RUNTIME = (
+    "sparkgate.runtime.contract",
+    "sparkgate.runtime.hooks",
+    "sparkgate.runtime.session",
+    "sparkgate.runtime.failures",
+    "sparkgate.runtime.collect",
+)
+
+
+@pytest.mark.parametrize("module", RUNTIME)
+def test_runtime_imports_no_capability(module: str) -> None:
+    """The bottom layer needs nothing above it: no capability, and nothing of engine/."""
+    loaded = imported_after(module)
     found = {m for m in loaded if any(m == c or m.startswith(c + ".") for c in CAPABILITIES)}
     assert found == set()
-    assert "sparkgate.engine.executors" not in loaded
+    assert {m for m in loaded if m.startswith("sparkgate.engine")} == set()
 
 
 @pytest.mark.parametrize("module", HANDLERS)

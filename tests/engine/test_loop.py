@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from sparkgate.engine import executors
-from sparkgate.engine.contract import ExecResult, ExecutionContext
 from sparkgate.engine.process import Engine
 from sparkgate.results import read_page
+from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.settings import Settings
 from sparkgate.states import (
     EngineKind,

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from sparkgate.engine.failures import DescribedError
 from sparkgate.engine.python_runner import (
     TABLE_MIMETYPE,
     compose_output,
@@ -24,6 +23,7 @@ from sparkgate.engine.user_code import (
     capturing,
     interruptible,
 )
+from sparkgate.runtime.failures import DescribedError
 
 pytestmark = pytest.mark.spark
 

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from sparkgate.engine import hooks
-from sparkgate.engine.contract import ExecResult, ExecutionContext
-from sparkgate.engine.failures import describe_failure
-from sparkgate.engine.session import OpenSession
 from sparkgate.engine.sql_handlers import run_sql
+from sparkgate.runtime import hooks
+from sparkgate.runtime.contract import ExecResult, ExecutionContext
+from sparkgate.runtime.failures import describe_failure
+from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import (
     EngineKind,

@@ -30,8 +30,6 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
-from sparkgate.engine.contract import ExecResult, ExecutionContext
-from sparkgate.engine.failures import DescribedError, describe_failure
 from sparkgate.engine.sql_handlers import SQL_HANDLERS, run_sql
 from sparkgate.engine.sql_script import shift_error, split_sql
 from sparkgate.engine.user_code import (
@@ -41,6 +39,8 @@ from sparkgate.engine.user_code import (
     clean_text,
     interruptible,
 )
+from sparkgate.runtime.contract import ExecResult, ExecutionContext
+from sparkgate.runtime.failures import DescribedError, describe_failure
 
 LOG_FLUSH_INTERVAL = 1.0
 PREVIEW_ROWS = 20  # rows of a script's intermediate queries printed to the log

@@ -26,9 +26,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sparkgate.engine.contract import ExecResult, ExecutionContext, rows_result
-from sparkgate.engine.failures import DescribedError
 from sparkgate.engine.user_code import StatementInterrupted
+from sparkgate.runtime.contract import ExecResult, ExecutionContext, rows_result
+from sparkgate.runtime.failures import DescribedError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -3,7 +3,7 @@
 The registry is written out here rather than filled by the capabilities registering
 themselves: every statement kind and the module that runs it are read in one place, and no
 statement kind can go missing because its module was not imported. The capabilities import
-only ``engine.contract``, never this module, so importing it (as ``engine.process`` does) is
+only ``runtime.contract``, never this module, so importing it (as ``engine.process`` does) is
 what loads them, and there is no cycle.
 """
 
@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from sparkgate.engine.batch_files import run_file
 from sparkgate.engine.catalog_calls import run_catalog
-from sparkgate.engine.contract import Executor
 from sparkgate.engine.python_runner import run_statement
 from sparkgate.engine.sql_handlers import run_sql
+from sparkgate.runtime.contract import Executor
 from sparkgate.states import StatementKind
 
 EXECUTORS: dict[StatementKind, Executor] = {

@@ -27,13 +27,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkgate import logs
-from sparkgate.engine import hooks
-from sparkgate.engine.contract import ExecResult, ExecutionContext
 from sparkgate.engine.executors import EXECUTORS
-from sparkgate.engine.failures import describe_failure
-from sparkgate.engine.session import OpenSession
 from sparkgate.engine.udfs import register_udfs
 from sparkgate.results import delete as delete_result
+from sparkgate.runtime import hooks
+from sparkgate.runtime.contract import ExecResult, ExecutionContext
+from sparkgate.runtime.failures import describe_failure
+from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import (
     TERMINAL_ENGINE_STATES,
@@ -212,7 +212,7 @@ class Engine:
         statement's) before saying ``running``. A driver's first statement pays for loading
         classes, generating code and connecting the catalog: seconds on two cores, measured
         (bench/floor.py). An engine kept warm exists so that nobody waits for that."""
-        from sparkgate.engine.collect import write_result
+        from sparkgate.runtime.collect import write_result
 
         assert self.spark is not None
         started = time.perf_counter()

@@ -33,9 +33,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sparkgate.engine.contract import ExecResult, ExecutionContext
-from sparkgate.engine.failures import DescribedError, describe_failure
-from sparkgate.engine.session import OpenSession
 from sparkgate.engine.user_code import (
     Capture,
     StatementInterrupted,
@@ -43,6 +40,9 @@ from sparkgate.engine.user_code import (
     clean_text,
     interruptible,
 )
+from sparkgate.runtime.contract import ExecResult, ExecutionContext
+from sparkgate.runtime.failures import DescribedError, describe_failure
+from sparkgate.runtime.session import OpenSession
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -8,7 +8,7 @@ statements through the same list.
 
 from __future__ import annotations
 
-from sparkgate.engine.contract import ExecResult, ExecutionContext, SqlHandler, dataframe_result
+from sparkgate.runtime.contract import ExecResult, ExecutionContext, SqlHandler, dataframe_result
 from sparkgate.streaming.handlers import handle_stream_sql
 from sparkgate.tables.handler import atomic_ctas
 

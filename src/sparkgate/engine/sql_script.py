@@ -15,7 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from sparkgate.engine.failures import DescribedError
+from sparkgate.runtime.failures import DescribedError
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from sparkgate.engine.contract import ExecResult, ExecutionContext, rows_result
 from sparkgate.errors import SparkgateError
+from sparkgate.runtime.contract import ExecResult, ExecutionContext, rows_result
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.parser import parse
 from sparkgate.sql.statements import CreateStream, PassThrough, SaveStream, StopStream
@@ -22,6 +22,7 @@ from sparkgate.states import SessionKind
 from sparkgate.store.records import StreamJobRecord, StreamQueryRecord
 from sparkgate.streaming.definitions import check_source, query_spec, retry_defaults
 from sparkgate.streaming.runner import ConnectorMissing, open_stream, streaming_frame
+from sparkgate.streaming.supervisor import StreamSupervisor
 
 _QUERY_COLUMNS = [
     ("name", "string"),
@@ -38,13 +39,19 @@ def handle_stream_sql(ctx: ExecutionContext) -> ExecResult | None:
         return None
     if isinstance(statement, CreateStream):
         return _create_stream(ctx, statement)
-    if ctx.streams is None:
-        raise SparkgateError("This engine does not run streaming queries.")
+    streams = _supervisor(ctx)
     if isinstance(statement, SaveStream):
-        return _save_stream(ctx, statement)
+        return _save_stream(ctx, streams, statement)
     assert isinstance(statement, StopStream)
-    record = ctx.streams.stop(ctx.session, statement.name)
+    record = streams.stop(ctx.session, statement.name)
     return _query_result(ctx, record)
+
+
+def _supervisor(ctx: ExecutionContext) -> StreamSupervisor:
+    """The engine's stream supervisor (the runtime carries it without knowing its type)."""
+    if not isinstance(ctx.streams, StreamSupervisor):
+        raise SparkgateError("This engine does not run streaming queries.")
+    return ctx.streams
 
 
 def _create_stream(ctx: ExecutionContext, create: CreateStream) -> ExecResult:
@@ -60,12 +67,11 @@ def _create_stream(ctx: ExecutionContext, create: CreateStream) -> ExecResult:
     return rows_result(ctx, [("column", "string"), ("type", "string")], rows)
 
 
-def _save_stream(ctx: ExecutionContext, save: SaveStream) -> ExecResult:
-    assert ctx.streams is not None
+def _save_stream(ctx: ExecutionContext, streams: StreamSupervisor, save: SaveStream) -> ExecResult:
     spec = query_spec(save, retry_defaults(ctx.settings))
     df = streaming_frame(ctx.session.spark, save)
     try:
-        record = ctx.streams.start(ctx.session, ctx.statement.id, spec, df, _job_of(ctx))
+        record = streams.start(ctx.session, ctx.statement.id, spec, df, _job_of(ctx))
     except ConnectorMissing as exc:
         offset = save.offsets.get("provider", 0)
         raise SqlError.at(save.text, offset, exc.message, code=exc.code) from None

@@ -9,8 +9,8 @@ import threading
 import time
 from typing import TYPE_CHECKING, Any
 
-from sparkgate.engine.failures import describe_failure
 from sparkgate.errors import SparkgateError
+from sparkgate.runtime.failures import describe_failure
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.statements import CreateStream, SaveStream
 from sparkgate.streaming.definitions import QuerySpec, connector_hint

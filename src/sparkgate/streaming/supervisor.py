@@ -24,9 +24,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sparkgate.engine.failures import describe_failure
-from sparkgate.engine.session import OpenSession
 from sparkgate.errors import StreamQueryNotRunning
+from sparkgate.runtime.failures import describe_failure
+from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import INACTIVE_STREAM_QUERY_STATES, StreamQueryState
 from sparkgate.store import Store

@@ -19,8 +19,8 @@ import logging
 import time
 from typing import Any
 
-from sparkgate.engine.contract import ExecResult, ExecutionContext, dataframe_result
-from sparkgate.engine.failures import DescribedError, describe_failure
+from sparkgate.runtime.contract import ExecResult, ExecutionContext, dataframe_result
+from sparkgate.runtime.failures import DescribedError, describe_failure
 from sparkgate.tables import catalog, locations
 from sparkgate.tables.plan import (
     Plain,

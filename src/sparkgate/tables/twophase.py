@@ -32,7 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from sparkgate.engine.failures import DescribedError, describe_failure
+from sparkgate.runtime.failures import DescribedError, describe_failure
 from sparkgate.settings import Settings
 from sparkgate.states import StatementState, TableOperation, TableTxnState
 from sparkgate.store import Store
@@ -45,7 +45,7 @@ from sparkgate.tables.statement import CtasStatement
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-    from sparkgate.engine.contract import ExecResult
+    from sparkgate.runtime.contract import ExecResult
 
 log = logging.getLogger("sparkgate.tables")
 

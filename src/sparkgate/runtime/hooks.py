@@ -17,22 +17,10 @@ hooks have finished.
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING, Protocol
 
-if TYPE_CHECKING:
-    from sparkgate.engine.contract import ExecResult, ExecutionContext
+from sparkgate.runtime.contract import ExecResult, ExecutionContext
 
-log = logging.getLogger("sparkgate.engine.hooks")
-
-
-class StatementHook(Protocol):
-    def on_created(self) -> None: ...
-
-    def on_finished(self, result: ExecResult) -> None: ...
-
-    def on_failed(self, error: BaseException) -> None: ...
-
-    def on_cancelled(self) -> None: ...
+log = logging.getLogger("sparkgate.engine.hooks")  # the engine runs hooks: its log's name
 
 
 class StatementCancelled(Exception):

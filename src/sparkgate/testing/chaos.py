@@ -41,7 +41,7 @@ from sparkgate.testing import (
     free_port,
     local_test_settings,
 )
-from sparkgate.testing_proxy import TcpProxy
+from sparkgate.testing.proxy import TcpProxy
 
 T = TypeVar("T")
 
@@ -297,9 +297,22 @@ class Trace:
         return self.state is not None and self.state != self.expected
 
 
+class LoadStopped(Exception):
+    """The load was stopped while one of its threads waited: the query in hand is dropped."""
+
+
 class Load:
     """``sessions`` threads, each with a session of its own, submitting the mix through both
-    nodes in turn until paused; a session that dies (its engine lost) is replaced."""
+    nodes in turn until paused; a session that dies (its engine lost) is replaced.
+
+    :meth:`stop` ends every thread and joins it, so none outlives the caller: a thread left
+    running would go on calling the nodes (and logging through whatever logging holds then)
+    after the test that started it has ended."""
+
+    # Seconds :meth:`stop` lets the threads see it on their own (each waits at most one long
+    # poll) before it closes their clients under them, and then waits for them at most.
+    STOP_GRACE = 15.0
+    STOP_TIMEOUT = 120.0
 
     def __init__(self, rig: Rig, sessions: int = 4) -> None:
         self.rig = rig
@@ -315,6 +328,7 @@ class Load:
         self._running = threading.Event()
         self._stop = threading.Event()
         self._idle = [threading.Event() for _ in range(sessions)]
+        self._failovers: list[Failover | None] = [None] * sessions  # each thread's, for stop()
         self._threads = [
             threading.Thread(target=self._work, args=(i,), name=f"load-{i}", daemon=True)
             for i in range(sessions)
@@ -338,10 +352,30 @@ class Load:
                 self.errors.append("a load thread did not come to rest")
 
     def stop(self) -> None:
+        """End every thread and join it; the queries in hand are abandoned, not waited for.
+        Raises if a thread is still running afterwards (it would outlive the test)."""
         self._stop.set()
         self._running.set()
-        for thread in self._threads:
-            thread.join(timeout=120)
+        started = [t for t in self._threads if t.ident is not None]
+        deadline = time.monotonic() + self.STOP_GRACE
+        for thread in started:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        # Still in a client call (a request, or a failover's patience): closing the thread's
+        # clients makes that call fail at once, and the thread ends on it.
+        for index, thread in enumerate(self._threads):
+            failover = self._failovers[index]
+            if thread.is_alive() and failover is not None:
+                failover.close()
+        deadline = time.monotonic() + self.STOP_TIMEOUT
+        for thread in started:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        alive = [t.name for t in started if t.is_alive()]
+        if alive:
+            raise AssertionError(f"load threads still running after stop: {alive}")
+
+    def _stopped(self) -> None:
+        if self._stop.is_set():
+            raise LoadStopped
 
     def of_phase(self, phase: str) -> list[Trace]:
         with self._lock:
@@ -358,18 +392,21 @@ class Load:
                     self._running.wait()
                     if failover is not None:
                         failover.close()
-                    failover = None  # the nodes may have changed while paused
+                    failover = self._failovers[index] = None  # the nodes may have changed
                     continue
                 self._idle[index].clear()
                 if failover is None:
-                    failover = self.rig.failover()
+                    failover = self._failovers[index] = self.rig.failover()
                 try:
                     if session is None:
                         session = self._open(failover)
                     if not self._run(failover, session, next(kinds)):
                         session = None
                         self.sessions_replaced += 1
-                except Exception as exc:  # recorded: the "load ran clean" invariant fails on it
+                except Exception as exc:
+                    if self._stop.is_set():
+                        break  # stopped mid-query (LoadStopped, or its clients closed by stop)
+                    # recorded: the "load ran clean" invariant fails on it
                     self.errors.append(f"load {index}: {type(exc).__name__}: {exc}")
                     session = None
                     time.sleep(0.5)
@@ -381,6 +418,7 @@ class Load:
     def _open(self, failover: Failover, tries: int = 5) -> int:
         """A new idle session (a session whose engine dies while it starts is replaced)."""
         for _ in range(tries):
+            self._stopped()
             try:
                 created = failover.call(lambda c: c.create_session())
             except ClientError as exc:
@@ -391,6 +429,7 @@ class Load:
             session_id = int(created["id"])
 
             def ready(session_id: int = session_id) -> str | None:
+                self._stopped()
                 state = str(failover.call(lambda c: c.session(session_id))["state"])
                 return state if state in {"idle", "dead", "error", "killed"} else None
 
@@ -415,24 +454,33 @@ class Load:
             self.traces.append(trace)
         query_id = trace.id
         if kind == "cancelled":
-            eventually(
-                lambda: failover.call(lambda c: c.query(query_id))["state"] != "waiting",
-                timeout=300,
-                interval=0.2,
-                what=f"query {query_id} to start",
-            )
+
+            def started() -> bool:
+                self._stopped()
+                return bool(failover.call(lambda c: c.query(query_id))["state"] != "waiting")
+
+            eventually(started, timeout=300, interval=0.2, what=f"query {query_id} to start")
             with contextlib.suppress(ClientError):  # it may have ended meanwhile
                 failover.call(lambda c: c.cancel(query_id))
-        final = wait_final(failover, query_id)
+        final = wait_final(failover, query_id, stop=self._stop)
         trace.state = str(final["state"])
         trace.error_code = (final.get("error") or {}).get("code")
         trace.ended_at = time.time()
         return trace.error_code != "ENGINE_LOST"
 
 
-def wait_final(failover: Failover, query_id: int, timeout: float = 600) -> dict[str, Any]:
+def wait_final(
+    failover: Failover,
+    query_id: int,
+    timeout: float = 600,
+    *,
+    stop: threading.Event | None = None,
+) -> dict[str, Any]:
+    """The query once final; raises :class:`LoadStopped` as soon as ``stop`` is set."""
     deadline = time.monotonic() + timeout
     while True:
+        if stop is not None and stop.is_set():
+            raise LoadStopped
         query = failover.call(lambda c: c.query(query_id, wait=5))
         if query["state"] in FINAL_STATES:
             return query
@@ -542,8 +590,10 @@ class Chaos:
                 self.reports.append(report)
                 self.rig.log(f"  {report}")
         finally:
-            self.load.stop()
-            self._checker.close()
+            try:
+                self.load.stop()  # its threads joined: none goes on after the run
+            finally:
+                self._checker.close()
         return self.reports
 
     # the faults
@@ -814,6 +864,7 @@ __all__ = [
     "Failover",
     "FaultReport",
     "Load",
+    "LoadStopped",
     "Profile",
     "Rig",
     "describe",

@@ -7,9 +7,13 @@ raises on failure. Executors run on their own thread, under the statement's Spar
 cancel interrupts exactly their jobs. A ``SqlHandler`` is the same for a SQL extension, except
 that it returns None for SQL that is not its own.
 
+An executor that must act when its statement ends adds a ``StatementHook``
+(``ctx.add_hook``); ``runtime.hooks`` is how the engine then calls it, and what it promises.
+
 This module is the bottom of the engine: the engine core and every capability (tables,
-streaming, python_runner, batch_files, catalog_calls) import it, and it imports none of them at
-run time. Only the type of ``ExecutionContext.streams`` is named here, for the type checker.
+streaming, python_runner, batch_files, catalog_calls) import it, and it imports none of them,
+not even for the type checker. So ``ExecutionContext.streams`` (the engine's stream supervisor)
+is opaque here: the streaming capability, which owns it, narrows it (``streaming.handlers``).
 
     def run_hello(ctx: ExecutionContext) -> ExecResult:
         return rows_result(ctx, [("greeting", "string")], [["hello"]])
@@ -21,10 +25,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
-from sparkgate.engine.hooks import StatementHook
-from sparkgate.engine.session import OpenSession
+from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.store import Store
 from sparkgate.store.records import StatementRecord
@@ -32,7 +35,18 @@ from sparkgate.store.records import StatementRecord
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
 
-    from sparkgate.streaming.supervisor import StreamSupervisor
+
+class StatementHook(Protocol):
+    """Code that must run when a statement's work is created, finishes, fails or is cancelled
+    (the seed's JobStatusHook). ``runtime.hooks`` says when the engine calls each."""
+
+    def on_created(self) -> None: ...
+
+    def on_finished(self, result: ExecResult) -> None: ...
+
+    def on_failed(self, error: BaseException) -> None: ...
+
+    def on_cancelled(self) -> None: ...
 
 
 @dataclass
@@ -43,7 +57,8 @@ class ExecutionContext:
     store: Store
     engine_id: int
     cancelled: threading.Event  # set when the statement is to stop (cancel, session ended)
-    streams: StreamSupervisor | None = None  # the engine's streaming queries
+    # The engine's streaming queries (a streaming.supervisor.StreamSupervisor), if it runs any.
+    streams: object | None = None
     # Lifecycle hooks the engine calls when the statement finishes, fails or is cancelled.
     hooks: list[StatementHook] = field(default_factory=list)
 
@@ -72,7 +87,7 @@ SqlHandler = Callable[[ExecutionContext], "ExecResult | None"]
 
 def dataframe_result(ctx: ExecutionContext, df: DataFrame) -> ExecResult:
     """Run ``df`` and store its rows as the statement's result."""
-    from sparkgate.engine.collect import describe_schema, write_result
+    from sparkgate.runtime.collect import describe_schema, write_result
 
     stored = write_result(df, ctx.result_dir)
     return ExecResult(
