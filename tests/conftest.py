@@ -23,7 +23,7 @@ from sparkgate.engine.spark import quiet_query_error_logs
 from sparkgate.settings import Settings
 from sparkgate.states import EngineKind, SessionKind, SessionState
 from sparkgate.store import Store
-from sparkgate.store.records import EngineRecord, SessionRecord
+from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
 from sparkgate.testing import (
     TEST_SPARK_CONF,
     ServerProcess,
@@ -217,3 +217,75 @@ def force_state(store: Store, table_name: str, row_id: int, state: str, **values
     table = schema.metadata.tables[table_name]
     with store.db.begin() as conn:
         conn.execute(table.update().where(table.c.id == row_id).values(state=state, **values))
+
+
+# -- the service, on a store, with a launcher that starts nothing ------------------------------
+
+
+class NoProcesses:
+    """A launcher that records nothing and starts nothing: sessions stay where placing left
+    them, and the service's rules are tested without Spark."""
+
+    def launch(self, engine: EngineRecord) -> None:
+        pass
+
+    def alive(self, engine: EngineRecord) -> bool | None:
+        return None
+
+    def kill(self, engine: EngineRecord) -> bool:
+        return False
+
+
+@pytest.fixture
+def service(store: Store, tmp_path: Path) -> Any:
+    from sparkgate.auth.users import Users
+    from sparkgate.jobs.deploy import Deployer
+    from sparkgate.jobs.runs import JobRunner
+    from sparkgate.launcher.placement import Placement
+    from sparkgate.service import Service
+    from sparkgate.service.gateway import Gateway
+    from sparkgate.streaming.jobs import Streams
+
+    settings = Settings(home=tmp_path)
+    users = Users(settings, store, clock=lambda: NOW)
+    placement = Placement(settings, store, NoProcesses(), "node-1", clock=lambda: NOW)
+    gateway = Gateway(settings, store, placement, users, clock=lambda: NOW)
+    streams = Streams(settings, store, gateway, clock=lambda: NOW)
+    deployer = Deployer(settings, store, streams, "node-1")
+    return Service(settings, store, users, gateway, streams, deployer, JobRunner(store, gateway))
+
+
+def succeeded(store: Store, statement: StatementRecord, result: dict[str, Any] | None) -> None:
+    """The statement ended ``success`` with ``result`` (as its engine would record it)."""
+    force_state(store, "statements", statement.id, "success", result=result, finished_at=NOW)
+
+
+def write_result(directory: Path, rows: int) -> dict[str, Any]:
+    """A real result of ``rows`` numbers in ``directory``, and the record's ``result``."""
+    import pyarrow as pa
+
+    from sparkgate import results
+
+    batch = pa.record_batch({"n": pa.array(range(rows), pa.int64())})
+    writer = results.ResultWriter(directory, batch.schema)
+    writer.write(batch)
+    stored = writer.commit()
+    return {
+        "path": stored.path,
+        "schema": [{"name": "n", "type": "bigint"}],
+        "spark_schema": {
+            "type": "struct",
+            "fields": [{"name": "n", "type": "long", "nullable": True, "metadata": {}}],
+        },
+        "row_count": rows,
+    }
+
+
+def run_async(coroutine: Any) -> Any:
+    """Run a coroutine to its end on a loop of its own thread: the browser tests leave a
+    running loop on the main thread, where ``asyncio.run`` refuses to start another."""
+    import asyncio
+    from concurrent.futures import ThreadPoolExecutor
+
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(asyncio.run, coroutine).result()

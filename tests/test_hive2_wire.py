@@ -14,8 +14,8 @@ from TCLIService import ttypes as hive_types
 from thrift.Thrift import TType
 
 from sparkgate.hive2 import rowsets, wire
+from sparkgate.hive2.handles import InvalidHandle, handle_id, make_handle
 from sparkgate.hive2.idl import T
-from sparkgate.hive2.service import InvalidHandle, handle_id, make_handle
 from sparkgate.hive2.types import column_type, column_types, table_schema
 
 # thriftpy2's type codes are Apache Thrift's; binary is a string on the wire.

@@ -83,6 +83,17 @@ class BatchSessionUsed(Conflict):
         )
 
 
+class QueryFinished(Conflict):
+    code = "QUERY_FINISHED"
+
+    def __init__(self, query_id: int, state: str) -> None:
+        super().__init__(
+            f"Query {query_id} is already {state}; there is nothing to cancel.",
+            query_id=query_id,
+            state=state,
+        )
+
+
 class ResultNotReady(Conflict):
     code = "RESULT_NOT_AVAILABLE"
 

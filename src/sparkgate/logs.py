@@ -8,8 +8,8 @@ the whole process and the statement's ids around each statement it runs.
     logs.configure(settings, process="server")
     with logs.bound(query_id=7, session_id=3):
         log.info("submitted")
-    # text: 2026-01-02 10:00:00,123 INFO sparkgate.gateway submitted [query=7 session=3]
-    # json: {"time": "...", "level": "INFO", "logger": "sparkgate.gateway",
+    # text: 2026-01-02 10:00:00,123 INFO sparkgate.service.gateway submitted [query=7 session=3]
+    # json: {"time": "...", "level": "INFO", "logger": "sparkgate.service.gateway",
     #        "message": "submitted", "process": "server", "query_id": 7, "session_id": 3}
 """
 

@@ -1,4 +1,4 @@
-"""A server node: the store, the gateway, and the background duties, wired together.
+"""A server node: the store, the service, and the background duties, wired together.
 
 Nodes are stateless: everything they know is in the store, so any node answers any request
 and a node can stop at any time. The engines and the embedded metastore they start are
@@ -17,12 +17,13 @@ from sparkgate.catalog.metastore import ensure_metastore
 from sparkgate.duties.reaper import reap_idle_sessions, reap_lost_engines
 from sparkgate.duties.results import expire_results
 from sparkgate.duties.runner import Duty, DutyRunner
-from sparkgate.gateway import Gateway
 from sparkgate.jobs.deploy import Deployer
 from sparkgate.jobs.runs import JobRunner
 from sparkgate.launcher import launcher_for
 from sparkgate.launcher.placement import Placement
 from sparkgate.metrics.process import NodeMetrics
+from sparkgate.service import Service
+from sparkgate.service.gateway import Gateway
 from sparkgate.settings import Settings
 from sparkgate.store import Store
 from sparkgate.streaming.jobs import Streams
@@ -54,6 +55,16 @@ class ServerNode:
         self.streams = Streams(self.settings, self.store, self.gateway)
         self.deployer = Deployer(self.settings, self.store, self.streams, self.node_id)
         self.job_runner = JobRunner(self.store, self.gateway)
+        # What the doors call: every use case, with its access checks and audit.
+        self.service = Service(
+            self.settings,
+            self.store,
+            self.users,
+            self.gateway,
+            self.streams,
+            self.deployer,
+            self.job_runner,
+        )
         self.duties = DutyRunner(
             self.store,
             self.node_id,
@@ -83,7 +94,11 @@ class ServerNode:
 
     def _reap(self, now: float) -> None:
         reap_lost_engines(
-            self.store, self.settings, now=now, trusted_since=self.duties.store_reachable_since
+            self.store,
+            self.settings,
+            self.placement.launcher,  # the launcher that started the engines ends them
+            now=now,
+            trusted_since=self.duties.store_reachable_since,
         )
         reap_idle_sessions(self.store, self.settings, now=now)
 

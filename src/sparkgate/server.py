@@ -1,4 +1,9 @@
-"""The FastAPI application of a server node."""
+"""A server node, wired together: the node (store, service, duties), the HTTP app with every
+HTTP door (``/v1``, Livy, the dashboard, HiveServer2 over HTTP at ``/cliservice``), and the
+listeners of the other doors (HiveServer2's binary port), started and stopped together.
+
+Nothing else composes doors: each door only translates its protocol to the service.
+"""
 
 from __future__ import annotations
 
@@ -7,12 +12,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import Depends, FastAPI, Request
 
-from sparkgate import __version__, web
-from sparkgate.api import livy, openapi
-from sparkgate.api.deps import get_user
-from sparkgate.api.errors import UnexpectedErrors, install_error_handlers
-from sparkgate.api.instrument import RequestTimer
-from sparkgate.api.limits import BodyLimit
+from sparkgate import __version__, livy, web
 from sparkgate.api.routes import (
     audit,
     engine_ui,
@@ -25,11 +25,15 @@ from sparkgate.api.routes import (
     streams,
     users,
 )
-from sparkgate.api.watcher import StatementWatcher
 from sparkgate.hive2 import http as hive2_http
 from sparkgate.hive2.binary import BinaryServer
 from sparkgate.hive2.door import Door
 from sparkgate.hive2.service import HiveService
+from sparkgate.http import openapi
+from sparkgate.http.deps import get_user
+from sparkgate.http.errors import UnexpectedErrors, install_error_handlers
+from sparkgate.http.instrument import RequestTimer
+from sparkgate.http.limits import BodyLimit
 from sparkgate.node import ServerNode
 from sparkgate.settings import Settings
 
@@ -41,9 +45,8 @@ def create_app(settings: Settings) -> FastAPI:
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         node = ServerNode(settings)
         app.state.node = node
-        app.state.watcher = StatementWatcher(node.store, node.settings.hint_safety_poll)
         # The HiveServer2 door: the same calls over HTTP (/cliservice) and binary TCP.
-        app.state.hive2 = Door(HiveService(node, app.state.watcher))
+        app.state.hive2 = Door(HiveService(node.service))
         binary = BinaryServer(app.state.hive2, node.users, node.settings)
         node.start()
         try:
@@ -59,7 +62,7 @@ def create_app(settings: Settings) -> FastAPI:
             yield
         finally:
             await binary.close()
-            await app.state.watcher.close()
+            await node.service.close()
             node.stop()
 
     app = FastAPI(title="sparkgate", version=__version__, lifespan=lifespan)

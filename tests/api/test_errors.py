@@ -12,8 +12,8 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from sparkgate.api.errors import UnexpectedErrors, install_error_handlers
 from sparkgate.errors import NotFound
+from sparkgate.http.errors import UnexpectedErrors, install_error_handlers
 from sparkgate.testing import eventually, free_port
 
 

@@ -8,9 +8,9 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sparkgate.api.livy import states, views
-from sparkgate.api.livy.models import CreateBatch, CreateSession
 from sparkgate.errors import InvalidRequest
+from sparkgate.livy import states, views
+from sparkgate.livy.models import CreateBatch, CreateSession
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
 from sparkgate.store.records import SessionRecord, StatementRecord
 

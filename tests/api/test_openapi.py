@@ -8,13 +8,14 @@ from typing import Any
 
 import pytest
 
-from sparkgate.api import livy
-from sparkgate.api.bodies import NativeError, Whoami
-from sparkgate.api.errors import native_body
-from sparkgate.api.livy.bodies import LivyError
-from sparkgate.api.livy.common import livy_error_body
+from sparkgate import livy
+from sparkgate.api.bodies import Whoami
 from sparkgate.auth.access import RIGHTS
 from sparkgate.errors import PayloadTooLarge, QueryNotFound
+from sparkgate.http.error_bodies import NativeError
+from sparkgate.http.errors import native_body
+from sparkgate.livy.bodies import LivyError
+from sparkgate.livy.common import livy_error_body
 from sparkgate.settings import Settings
 
 Operation = tuple[str, str, dict[str, Any]]
@@ -22,7 +23,7 @@ Operation = tuple[str, str, dict[str, Any]]
 
 @pytest.fixture(scope="module")
 def schema() -> dict[str, Any]:
-    from sparkgate.api.app import create_app
+    from sparkgate.server import create_app
 
     return create_app(Settings(home=Path("/nonexistent"))).openapi()
 

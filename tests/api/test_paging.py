@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparkgate.api.paging import counted, id_after, name_after, paging
 from sparkgate.errors import InvalidRequest
+from sparkgate.http.paging import counted, id_after, name_after, paging
 from sparkgate.store.records import Page
 
 

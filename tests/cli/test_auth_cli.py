@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import base64
 import json
+import logging
 import shlex
 import stat
 import sys
@@ -374,19 +375,30 @@ def test_loopback() -> None:
 
 
 @pytest.fixture
-def no_start(monkeypatch: pytest.MonkeyPatch) -> list[dict[str, Any]]:
-    """What uvicorn.run was called with; nothing is started."""
+def no_start(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
+    """What uvicorn.run was called with; nothing is started.
+
+    The command's logging setup is undone afterwards: ``logs.configure`` puts a handler on the
+    root logger bound to the CliRunner's stderr, which is closed once the command returns, and
+    sets the root to INFO. Left there, every later record of the run, from any thread (the
+    chaos load's httpx requests), failed on it: "I/O operation on closed file"."""
+    root = logging.getLogger()
+    level = root.level
     calls: list[dict[str, Any]] = []
-    fake_app = types.ModuleType("sparkgate.api.app")
+    fake_app = types.ModuleType("sparkgate.server")
     fake_app.create_app = lambda settings: ("app", settings)  # type: ignore[attr-defined]
     fake_metastore = types.ModuleType("sparkgate.catalog.metastore")
     fake_metastore.java_executable = lambda: "java"  # type: ignore[attr-defined]
     fake_uvicorn = types.ModuleType("uvicorn")
     fake_uvicorn.run = lambda app, **kwargs: calls.append({"app": app, **kwargs})  # type: ignore[attr-defined]
-    monkeypatch.setitem(sys.modules, "sparkgate.api.app", fake_app)
+    monkeypatch.setitem(sys.modules, "sparkgate.server", fake_app)
     monkeypatch.setitem(sys.modules, "sparkgate.catalog.metastore", fake_metastore)
     monkeypatch.setitem(sys.modules, "uvicorn", fake_uvicorn)
-    return calls
+    yield calls
+    for handler in [h for h in root.handlers if h.get_name() == "sparkgate"]:
+        root.removeHandler(handler)
+        handler.close()
+    root.setLevel(level)
 
 
 def test_server_refuses_an_open_address_without_auth(

@@ -22,8 +22,8 @@ from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import get_flat_params
 from fastapi.routing import APIRoute
 
-from sparkgate.api.app import create_app
 from sparkgate.auth.passwords import PasswordFile
+from sparkgate.server import create_app
 from sparkgate.settings import Settings
 from sparkgate.store.schema import tokens
 from sparkgate.testing import (

@@ -327,23 +327,43 @@ def test_handles_naming_ids_beyond_the_store_are_invalid(env: Env) -> None:
     assert "Traceback" not in env.server.log_path.read_text()
 
 
-def test_another_users_handles_are_unknown(env: Env) -> None:
+# Calls that do not look at handles: sparkgate refuses them outright.
+_UNSUPPORTED = {"GetDelegationToken", "CancelDelegationToken", "RenewDelegationToken", "GetLog"}
+
+
+def test_every_call_with_another_users_handles_is_refused_and_changes_nothing(env: Env) -> None:
+    """The call walk: every TCLIService call the client knows that takes a handle, made by bob
+    with alice's session and operation, answers as for handles that do not exist, and alice's
+    session and query carry on. A new call that forgot the ownership check fails here."""
+    from TCLIService import TCLIService
+
+    calls = [n for n in dir(TCLIService.Iface) if not n.startswith("_") and n != "OpenSession"]
+    assert len(calls) >= 20
     with env.connect("alice") as alice, alice.cursor() as cursor:
-        cursor.execute("SELECT 'secret'")
-        handle = cursor._operationHandle
+        cursor.execute("SELECT 'secret'", async_=True)
+        handles = {
+            "sessionHandle": alice.sessionHandle,
+            "operationHandle": cursor._operationHandle,
+        }
         with env.connect("bob") as bob:
-            fetched = bob.client.FetchResults(
-                ttypes.TFetchResultsReq(operationHandle=handle, orientation=0, maxRows=10)
-            )
-            assert fetched.status.statusCode == ttypes.TStatusCode.INVALID_HANDLE_STATUS
-            status = bob.client.GetOperationStatus(
-                ttypes.TGetOperationStatusReq(operationHandle=handle)
-            )
-            assert status.status.statusCode == ttypes.TStatusCode.INVALID_HANDLE_STATUS
-            executed = bob.client.ExecuteStatement(
-                ttypes.TExecuteStatementReq(sessionHandle=alice.sessionHandle, statement="SELECT 1")
-            )
-            assert executed.status.statusCode == ttypes.TStatusCode.INVALID_HANDLE_STATUS
+            for call in calls:
+                request = getattr(ttypes, f"T{call}Req")()
+                fields = [spec[2] for spec in request.thrift_spec if spec]
+                for field in fields:
+                    setattr(request, field, handles.get(field))
+                if call == "ExecuteStatement":
+                    request.statement = "SELECT 1"
+                if call == "FetchResults":
+                    request.orientation, request.maxRows = 0, 10
+                if call == "GetInfo":
+                    request.infoType = ttypes.TGetInfoType.CLI_SERVER_NAME
+                answer = getattr(bob.client, call)(request)
+                expected = (
+                    ttypes.TStatusCode.ERROR_STATUS
+                    if call in _UNSUPPORTED
+                    else ttypes.TStatusCode.INVALID_HANDLE_STATUS
+                )
+                assert answer.status.statusCode == expected, (call, answer.status)
         assert cursor.fetchall() == [("secret",)]
 
 

@@ -19,11 +19,11 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
-from sparkgate.api.deps import get_node, get_user
-from sparkgate.api.errors import install_error_handlers
 from sparkgate.api.routes import engine_ui
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import EngineNotFound
+from sparkgate.http.deps import get_node, get_user
+from sparkgate.http.errors import install_error_handlers
 from sparkgate.states import EngineState
 
 ENGINE_ID = 42

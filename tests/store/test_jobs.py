@@ -10,13 +10,13 @@ import pytest
 
 from sparkgate.auth.users import Users
 from sparkgate.errors import DeployInProgress, JobNotBatch, JobNotFound, ManifestsInvalid
-from sparkgate.gateway import Gateway
 from sparkgate.jobs.bundle import load_bundle
 from sparkgate.jobs.deploy import LEASE, Deployer
 from sparkgate.jobs.files import SourceFile
 from sparkgate.jobs.plan import ActionKind
 from sparkgate.jobs.runs import JobRunner
 from sparkgate.launcher.placement import Placement
+from sparkgate.service.gateway import Gateway
 from sparkgate.settings import Settings
 from sparkgate.states import (
     DEPLOYMENT_TRANSITIONS,

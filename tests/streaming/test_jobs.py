@@ -11,8 +11,8 @@ import pytest
 
 from sparkgate.auth.users import Users
 from sparkgate.errors import StreamJobActive, StreamJobBusy
-from sparkgate.gateway import Gateway
 from sparkgate.launcher.placement import Placement
+from sparkgate.service.gateway import Gateway
 from sparkgate.settings import Settings
 from sparkgate.sql.errors import SqlError
 from sparkgate.states import (

@@ -10,7 +10,7 @@ import pytest
 from fastapi.routing import APIRoute
 
 from sparkgate import web
-from sparkgate.api.deps import DASHBOARD_COOKIE, get_user
+from sparkgate.http.deps import DASHBOARD_COOKIE, get_user
 from tests.web.conftest import PASSWORDS, Dashboard
 
 pytestmark = pytest.mark.spark

@@ -14,6 +14,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from sparkgate.http.error_bodies import RecordedError
 from sparkgate.jobs.plan import ActionKind
 from sparkgate.sql.statements import OutputMode
 from sparkgate.states import (
@@ -37,40 +38,6 @@ SparkConf = dict[str, str]
 
 class Body(BaseModel):
     model_config = ConfigDict(extra="forbid")
-
-
-# -- errors ---------------------------------------------------------------------------------
-
-
-class RecordedError(BaseModel):
-    """Why something failed, as the store keeps it: a stable ``code``, a ``message``, and
-    whatever else the failure says (Spark's ``sql_state``, ``line``, ``position``,
-    ``traceback``, the error's parameters)."""
-
-    model_config = ConfigDict(extra="allow")
-
-    code: str
-    message: str
-
-
-class FieldProblem(Body):
-    field: str = Field(description="Where: a query parameter, or a dotted path in the body.")
-    message: str
-
-
-class ErrorDetail(RecordedError):
-    """``code`` is stable (``QUERY_NOT_FOUND``, ``ACCESS_DENIED``, ...); the error's parameters
-    (``query_id``, ``state``, ...) are further keys."""
-
-    fields: list[FieldProblem] = Field(
-        default_factory=list, description="INVALID_REQUEST: each field at fault."
-    )
-
-
-class NativeError(Body):
-    """Every error of the native API (``/v1``, ``/healthz``, ``/cliservice``)."""
-
-    error: ErrorDetail
 
 
 # -- liveness ---------------------------------------------------------------------------------

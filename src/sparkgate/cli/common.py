@@ -6,13 +6,13 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Annotated, Any, NoReturn, TypedDict
 
 import typer
-from rich.console import Console
+from rich.console import Console, RenderableType
 
 from sparkgate import credentials
 from sparkgate.client import DEFAULT_SERVER, Client, ClientError
@@ -162,3 +162,23 @@ def more_hint(page: dict[str, Any]) -> None:
     """After a list's table, how to see the next page (on stderr; nothing on the last)."""
     if page.get("next"):
         err_console.print(f"more: --after {page['next']}", highlight=False)
+
+
+def show_page(
+    page: dict[str, Any],
+    key: str,
+    table: Callable[[list[dict[str, Any]]], RenderableType],
+    as_json: bool,
+) -> None:
+    """A list answer: as JSON, or its ``key`` items as a table and the next page's hint."""
+    if as_json:
+        print_json(page)
+        return
+    console.print(table(page[key]))
+    more_hint(page)
+
+
+def print_fields(record: dict[str, Any], keys: Iterable[str]) -> None:
+    """``key: value`` lines of a record, in the given order."""
+    for key in keys:
+        console.print(f"[bold]{key}[/]: {record[key]}", highlight=False)

@@ -11,8 +11,9 @@ from sparkgate.cli.common import (
     ServerOption,
     client,
     console,
-    more_hint,
+    print_fields,
     print_json,
+    show_page,
 )
 from sparkgate.cli.render import describe_error, output_text, queries_table
 from sparkgate.client import DEFAULT_SERVER
@@ -34,11 +35,7 @@ def list_queries(
     """The newest queries first; older ones with ``--after`` and the cursor printed last."""
     with client(server) as sg:
         page = sg.queries(session_id=session, state=state, limit=limit, after=after)
-    if as_json:
-        print_json(page)
-    else:
-        console.print(queries_table(page["queries"]))
-        more_hint(page)
+    show_page(page, "queries", queries_table, as_json)
 
 
 @app.command("show")
@@ -51,17 +48,19 @@ def show_query(
     if as_json:
         print_json(query)
         return
-    for key in (
-        "id",
-        "session_id",
-        "kind",
-        "state",
-        "progress",
-        "created_at",
-        "started_at",
-        "finished_at",
-    ):
-        console.print(f"[bold]{key}[/]: {query[key]}", highlight=False)
+    print_fields(
+        query,
+        (
+            "id",
+            "session_id",
+            "kind",
+            "state",
+            "progress",
+            "created_at",
+            "started_at",
+            "finished_at",
+        ),
+    )
     console.print(f"[bold]query[/]: {query['query']}", highlight=False)
     if query["error"]:
         console.print(f"[bold]error[/]: {describe_error(query['error'])}", highlight=False)

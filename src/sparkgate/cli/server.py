@@ -103,8 +103,8 @@ def server(
 
     import uvicorn
 
-    from sparkgate.api.app import create_app
     from sparkgate.catalog.metastore import java_executable
+    from sparkgate.server import create_app
 
     logs.configure(settings, process="server")
     tls: dict[str, Any] = {}

@@ -11,8 +11,9 @@ from sparkgate.cli.common import (
     ServerOption,
     client,
     console,
-    more_hint,
+    print_fields,
     print_json,
+    show_page,
 )
 from sparkgate.cli.render import describe_error, sessions_table
 from sparkgate.client import DEFAULT_SERVER
@@ -33,11 +34,7 @@ def list_sessions(
     """Sessions, oldest first; newer ones with ``--after`` and the cursor printed last."""
     with client(server) as sg:
         page = sg.sessions(state=state, limit=limit, after=after)
-    if as_json:
-        print_json(page)
-    else:
-        console.print(sessions_table(page["sessions"]))
-        more_hint(page)
+    show_page(page, "sessions", sessions_table, as_json)
 
 
 @app.command("show")
@@ -50,17 +47,19 @@ def show_session(
     if as_json:
         print_json(session)
         return
-    for key in (
-        "id",
-        "kind",
-        "name",
-        "state",
-        "engine_id",
-        "statement_count",
-        "created_at",
-        "finished_at",
-    ):
-        console.print(f"[bold]{key}[/]: {session[key]}", highlight=False)
+    print_fields(
+        session,
+        (
+            "id",
+            "kind",
+            "name",
+            "state",
+            "engine_id",
+            "statement_count",
+            "created_at",
+            "finished_at",
+        ),
+    )
     if session["conf"]:
         console.print(f"[bold]conf[/]: {session['conf']}", highlight=False)
     if session["error"]:

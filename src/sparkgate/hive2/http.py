@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from fastapi import APIRouter, Request, Response
 
-from sparkgate.api.deps import UserDep
 from sparkgate.errors import InvalidRequest
 from sparkgate.hive2.door import Door
 from sparkgate.hive2.wire import MalformedMessage
+from sparkgate.http.deps import UserDep
 
 router = APIRouter(tags=["hiveserver2"])
 

@@ -2,7 +2,7 @@
 
 A HiveServer2 session is a sparkgate interactive session, and an operation is a sparkgate query
 (statement): its handle carries the id, so any node answers for any handle and a client that
-reconnects elsewhere carries on. Statements go through the gateway, exactly as from ``/v1``;
+reconnects elsewhere carries on. Statements go through the service, exactly as from ``/v1``;
 the metadata calls (GetTables, GetColumns, ...) are ``catalog`` statements that the session's
 engine answers from its catalog. Results are read from the stored result files, a page at a
 time; the FETCH_NEXT position is kept in the store (``statements.fetched``).
@@ -17,23 +17,31 @@ import asyncio
 import contextlib
 import json
 import logging
-import os
 import threading
-import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from importlib.metadata import version
 from typing import Any
 
-from sparkgate import __version__, results
-from sparkgate.api.watcher import StatementWatcher
+from sparkgate import __version__
 from sparkgate.auth.principal import Principal
-from sparkgate.errors import NotFound, SparkgateError
-from sparkgate.gateway import QueryFinished
+from sparkgate.errors import QueryFinished, SparkgateError
 from sparkgate.hive2 import rowsets
+from sparkgate.hive2.handles import (
+    OPERATION,
+    SESSION,
+    OperationFailed,
+    error_status,
+    failure_text,
+    handle_id,
+    ok,
+    operation_handle,
+    session_handle,
+)
 from sparkgate.hive2.idl import COLUMNAR_FROM, SERVER_PROTOCOL, T
+from sparkgate.hive2.progress import log_lines, millis, progress
 from sparkgate.hive2.types import column_types, table_schema
-from sparkgate.node import ServerNode
+from sparkgate.service import Service
 from sparkgate.states import (
     TERMINAL_SESSION_STATES,
     TERMINAL_STATEMENT_STATES,
@@ -42,12 +50,8 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store.records import SessionRecord, StatementRecord
-from sparkgate.store.schema import ID_MAX
 
 log = logging.getLogger("sparkgate.hive2")
-
-_SESSION, _OPERATION = b"S", b"Q"
-_MAGIC = b"SG"
 
 _OPERATION_STATES = {
     StatementState.WAITING: T.TOperationState.PENDING_STATE,
@@ -84,85 +88,13 @@ _CATALOG_CALLS: dict[str, tuple[str, dict[str, str], str]] = {
 }
 
 
-class InvalidHandle(SparkgateError):
-    code = "INVALID_HANDLE"
-
-
-class OperationFailed(SparkgateError):
-    """The operation ended failed or cancelled: its error, as the client should show it."""
-
-    code = "OPERATION_FAILED"
-
-    def __init__(self, message: str, sql_state: str | None) -> None:
-        super().__init__(message)
-        self.sql_state = sql_state
-
-
-# -- handles: the id in the guid, so that any node can read them -------------------------
-
-
-def make_handle(kind: bytes, object_id: int) -> Any:
-    guid = _MAGIC + kind + bytes(5) + object_id.to_bytes(8, "big")
-    return T.THandleIdentifier(guid=guid, secret=os.urandom(16))
-
-
-def handle_id(identifier: Any, kind: bytes, what: str) -> int:
-    """The sparkgate id in a handle. Access is checked by ownership, as on every door, so the
-    secret is not: another user's id answers as unknown."""
-    guid = getattr(identifier, "guid", None)
-    if not isinstance(guid, bytes) or len(guid) != 16 or guid[:3] != _MAGIC + kind:
-        raise InvalidHandle(f"Invalid {what} handle: not one this server issued.")
-    object_id = int.from_bytes(guid[8:], "big")
-    if object_id > ID_MAX:  # eight bytes hold more than the store's ids: not ours either
-        raise InvalidHandle(f"Invalid {what} handle: not one this server issued.")
-    return object_id
-
-
-def session_handle(session_id: int) -> Any:
-    return T.TSessionHandle(sessionId=make_handle(_SESSION, session_id))
-
-
-def operation_handle(statement_id: int, operation_type: int, *, has_result: bool = True) -> Any:
-    return T.TOperationHandle(
-        operationId=make_handle(_OPERATION, statement_id),
-        operationType=operation_type,
-        hasResultSet=has_result,
-    )
-
-
-def ok() -> Any:
-    return T.TStatus(statusCode=T.TStatusCode.SUCCESS_STATUS)
-
-
-def error_status(exc: BaseException) -> Any:
-    if isinstance(exc, InvalidHandle | NotFound):
-        code = T.TStatusCode.INVALID_HANDLE_STATUS
-    else:
-        code = T.TStatusCode.ERROR_STATUS
-    if isinstance(exc, OperationFailed):
-        return T.TStatus(statusCode=code, errorMessage=exc.message, sqlState=exc.sql_state)
-    if isinstance(exc, SparkgateError):
-        return T.TStatus(statusCode=code, errorMessage=str(exc), errorCode=0)
-    return T.TStatus(statusCode=code, errorMessage=f"[INTERNAL_ERROR] {type(exc).__name__}: {exc}")
-
-
-def failure_text(error: dict[str, Any] | None, state: StatementState) -> str:
-    """An ended statement's error as one line, with Spark's error class and position."""
-    if not error:
-        return f"The operation ended {state.value}."
-    text = f"[{error.get('code', 'ERROR')}] {error.get('message', '')}".strip()
-    if error.get("line") is not None:
-        text += f" (line {error['line']}, pos {error.get('position')})"
-    return text
-
-
 class HiveService:
-    def __init__(self, node: ServerNode, watcher: StatementWatcher) -> None:
-        self.node = node
-        self.gateway = node.gateway
-        self.store = node.store
-        self.settings = node.settings
-        self.watcher = watcher
+    def __init__(self, service: Service) -> None:
+        self.service = service
+        self.gateway = service.gateway
+        self.queries = service.queries
+        self.store = service.store
+        self.settings = service.settings
         # Log lines each operation's client has fetched (this node only: a client that moves
         # to another node may see a log line twice, never a result row).
         self._log_positions: OrderedDict[int, int] = OrderedDict()
@@ -266,9 +198,9 @@ class HiveService:
         if req.runAsync:
             handle = operation_handle(statement.id, T.TOperationType.EXECUTE_STATEMENT)
             return T.TExecuteStatementResp(status=ok(), operationHandle=handle)
-        statement = await self._finished(statement)
+        statement = await self.queries.finished(statement)
         _raise_if_failed(statement)
-        has_result = bool((statement.result or {}).get("schema"))
+        has_result = bool(statement.result_info and statement.result_info.schema)
         handle = operation_handle(
             statement.id, T.TOperationType.EXECUTE_STATEMENT, has_result=has_result
         )
@@ -276,24 +208,22 @@ class HiveService:
 
     async def _GetOperationStatus(self, req: Any, user: Principal) -> Any:
         statement = await self._statement(req.operationHandle, user)
-        if statement.state not in TERMINAL_STATEMENT_STATES:
-            # Hold the answer a little (as HiveServer2's long polling does): clients poll in
-            # a tight loop, and the answer they wait for is "finished".
-            await self.watcher.wait(statement.id, self.settings.thrift_status_wait)
-            statement = await asyncio.to_thread(self.store.statements.get, statement.id)
+        # Hold the answer a little (as HiveServer2's long polling does): clients poll in a
+        # tight loop, and the answer they wait for is "finished".
+        statement = await self.queries.wait(statement, self.settings.thrift_status_wait)
         response = T.TGetOperationStatusResp(
             status=ok(),
             operationState=_OPERATION_STATES[statement.state],
             hasResultSet=True,
-            operationStarted=_millis(statement.started_at or statement.created_at),
-            operationCompleted=_millis(statement.finished_at),
+            operationStarted=millis(statement.started_at or statement.created_at),
+            operationCompleted=millis(statement.finished_at),
         )
         if statement.state in (StatementState.FAILED, StatementState.CANCELLED):
             response.errorMessage = failure_text(statement.error, statement.state)
             response.sqlState = (statement.error or {}).get("sql_state")
             response.errorCode = 0
         if req.getProgressUpdate:
-            response.progressUpdateResponse = _progress(statement)
+            response.progressUpdateResponse = progress(statement)
         return response
 
     async def _CancelOperation(self, req: Any, user: Principal) -> Any:
@@ -315,9 +245,9 @@ class HiveService:
         return T.TGetQueryIdResp(queryId=str(statement.id))
 
     async def _GetResultSetMetadata(self, req: Any, user: Principal) -> Any:
-        statement = await self._finished(await self._statement(req.operationHandle, user))
+        statement = await self.queries.finished(await self._statement(req.operationHandle, user))
         _raise_if_failed(statement)
-        columns = column_types((statement.result or {}).get("spark_schema"))
+        columns = column_types(_spark_schema(statement))
         return T.TGetResultSetMetadataResp(status=ok(), schema=table_schema(columns))
 
     async def _FetchResults(self, req: Any, user: Principal) -> Any:
@@ -326,7 +256,7 @@ class HiveService:
         first = req.orientation == T.TFetchOrientation.FETCH_FIRST
         limit = max(0, min(int(req.maxRows or 0), self.settings.thrift_fetch_max_rows))
         statement_id = handle_id(
-            getattr(req.operationHandle, "operationId", None), _OPERATION, "operation"
+            getattr(req.operationHandle, "operationId", None), OPERATION, "operation"
         )
         if req.fetchType == 1:
             statement = await asyncio.to_thread(self.gateway.statement, statement_id, user=user)
@@ -346,7 +276,7 @@ class HiveService:
 
         statement, rows, more = await asyncio.to_thread(fetch)
         if rows is None:  # fetched before it finished: wait, as a synchronous client expects
-            await self._finished(statement)
+            await self.queries.finished(statement)
             statement, rows, more = await asyncio.to_thread(fetch)
         return T.TFetchResultsResp(status=ok(), hasMoreRows=more, results=rows)
 
@@ -369,18 +299,10 @@ class HiveService:
     def _fetch_rows(
         self, statement: StatementRecord, first: bool, limit: int, columnar: bool
     ) -> tuple[Any, bool]:
-        result = statement.result
-        if result is None:
-            raise SparkgateError(f"Query {statement.id} has no result.")
-        columns = column_types(result.get("spark_schema"))
+        columns = column_types(_spark_schema(statement))
         position = 0 if first else statement.fetched
         while True:
-            try:
-                batches, total = results.read_batches(result["path"], position, limit)
-            except FileNotFoundError as exc:
-                raise SparkgateError(
-                    f"Query {statement.id}'s result is gone (result retention)."
-                ) from exc
+            batches, total = self.queries.result_batches(statement, position, limit)
             taken = sum(b.num_rows for b in batches)
             expected = statement.fetched
             if self.store.statements.move_cursor(statement.id, expected, position + taken):
@@ -394,7 +316,7 @@ class HiveService:
     def _fetch_log(
         self, statement: StatementRecord, first: bool, limit: int, columnar: bool
     ) -> Any:
-        lines = _log_lines(statement)
+        lines = log_lines(statement)
         start = 0 if first else self._log_positions.get(statement.id, 0)
         page = lines[start : start + limit] if limit else []
         _remember(self._log_positions, statement.id, start + len(page))
@@ -438,19 +360,12 @@ class HiveService:
     # -- helpers -------------------------------------------------------------------------
 
     async def _session(self, handle: Any, user: Principal) -> SessionRecord:
-        session_id = handle_id(getattr(handle, "sessionId", None), _SESSION, "session")
+        session_id = handle_id(getattr(handle, "sessionId", None), SESSION, "session")
         return await asyncio.to_thread(self.gateway.session, session_id, user=user)
 
     async def _statement(self, handle: Any, user: Principal) -> StatementRecord:
-        statement_id = handle_id(getattr(handle, "operationId", None), _OPERATION, "operation")
+        statement_id = handle_id(getattr(handle, "operationId", None), OPERATION, "operation")
         return await asyncio.to_thread(self.gateway.statement, statement_id, user=user)
-
-    async def _finished(self, statement: StatementRecord) -> StatementRecord:
-        """The statement once it has ended (a sync execute, metadata read before polling)."""
-        while statement.state not in TERMINAL_STATEMENT_STATES:
-            await self.watcher.wait(statement.id, self.settings.long_poll_max)
-            statement = await asyncio.to_thread(self.store.statements.get, statement.id)
-        return statement
 
 
 _NO_DELEGATION = (
@@ -467,6 +382,11 @@ def _failed_response(api: str, exc: BaseException) -> Any:
     if api == "GetInfo":
         response.infoValue = T.TGetInfoValue(stringValue="")
     return response
+
+
+def _spark_schema(statement: StatementRecord) -> dict[str, Any] | None:
+    info = statement.result_info
+    return info.spark_schema if info else None
 
 
 def _raise_if_failed(statement: StatementRecord) -> None:
@@ -505,66 +425,9 @@ def _session_settings(
     return conf, setup, proxy_user
 
 
-def _log_lines(statement: StatementRecord) -> list[str]:
-    """The operation log a client prints while it waits: what happened to the query."""
-
-    def at(seconds: float) -> str:
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(seconds))
-
-    lines = [
-        f"{at(statement.created_at)} INFO sparkgate: query {statement.id} queued in session "
-        f"{statement.session_id}"
-    ]
-    if statement.started_at is not None:
-        lines.append(f"{at(statement.started_at)} INFO sparkgate: query {statement.id} running")
-    if statement.finished_at is not None:
-        seconds = statement.finished_at - (statement.started_at or statement.created_at)
-        if statement.state is StatementState.SUCCESS:
-            rows = (statement.result or {}).get("row_count", 0)
-            what = f"succeeded: {rows} rows in {seconds:.3f} s"
-        else:
-            what = f"{statement.state.value}: {failure_text(statement.error, statement.state)}"
-        lines.append(f"{at(statement.finished_at)} INFO sparkgate: query {statement.id} {what}")
-    return lines
-
-
-# beeline renders progress with a fixed nine-column format (Hive's InPlaceUpdate): fewer
-# headers or cells fail in the client ("MissingFormatArgumentException").
-_PROGRESS_HEADERS = [
-    "QUERY",
-    "MODE",
-    "STATUS",
-    "TOTAL",
-    "COMPLETED",
-    "RUNNING",
-    "PENDING",
-    "FAILED",
-    "KILLED",
-]
-
-
-def _progress(statement: StatementRecord) -> Any:
-    """The statement's progress as HiveServer2 reports it: one row for the query (sparkgate
-    knows its progress fraction, not Spark's task counts)."""
-    done = statement.state in TERMINAL_STATEMENT_STATES
-    row = [f"query {statement.id}", "spark", statement.state.value.upper()]
-    return T.TProgressUpdateResp(
-        headerNames=_PROGRESS_HEADERS,
-        rows=[row + [""] * (len(_PROGRESS_HEADERS) - len(row))],
-        progressedPercentage=1.0 if done else float(statement.progress),
-        status=T.TJobExecutionStatus.COMPLETE if done else T.TJobExecutionStatus.IN_PROGRESS,
-        footerSummary=f"QUERY {statement.id}",
-        startTime=_millis(statement.started_at or statement.created_at) or 0,
-    )
-
-
 def _remember(memory: OrderedDict[int, int], key: int, value: int) -> None:
     """Keep ``value`` in a per-node memory of the last 10000 sessions or operations."""
     memory[key] = value
     memory.move_to_end(key)
     while len(memory) > 10_000:
         memory.popitem(last=False)
-
-
-def _millis(seconds: float | None) -> int | None:
-    return None if seconds is None else int(seconds * 1000)

@@ -1,4 +1,5 @@
-"""Request-scoped access to the node (its store, gateway and users) for route functions."""
+"""Request-scoped access to the node and its service, and the authenticated caller, for the
+route functions of every HTTP door."""
 
 from __future__ import annotations
 
@@ -7,9 +8,9 @@ from typing import Annotated
 from fastapi import Depends, Request
 
 from sparkgate import logs
-from sparkgate.api.watcher import StatementWatcher
 from sparkgate.auth.principal import Principal
 from sparkgate.node import ServerNode
+from sparkgate.service import Service
 
 
 def get_node(request: Request) -> ServerNode:
@@ -17,9 +18,8 @@ def get_node(request: Request) -> ServerNode:
     return node
 
 
-def get_watcher(request: Request) -> StatementWatcher:
-    watcher: StatementWatcher = request.app.state.watcher
-    return watcher
+def get_service(request: Request) -> Service:
+    return get_node(request).service
 
 
 async def get_user(request: Request) -> Principal:
@@ -70,5 +70,5 @@ def dashboard_credentials(request: Request) -> str | None:
 
 
 NodeDep = Annotated[ServerNode, Depends(get_node)]
-WatcherDep = Annotated[StatementWatcher, Depends(get_watcher)]
+ServiceDep = Annotated[Service, Depends(get_service)]
 UserDep = Annotated[Principal, Depends(get_user)]

@@ -29,9 +29,9 @@ from pydantic import BaseModel
 from pydantic.json_schema import models_json_schema
 from starlette.routing import BaseRoute
 
-from sparkgate.api.bodies import NativeError
-from sparkgate.api.deps import get_node, get_user
-from sparkgate.api.errors import error_styles
+from sparkgate.http.deps import get_node, get_user
+from sparkgate.http.error_bodies import NativeError
+from sparkgate.http.errors import error_styles
 
 # What each error status means anywhere; a route's own reason (``refusals``) replaces it.
 REASONS: dict[int, str] = {

@@ -14,7 +14,7 @@ from typing import Annotated, Any
 from fastapi import Query
 
 from sparkgate.errors import InvalidRequest
-from sparkgate.store.records import Page
+from sparkgate.store.records import Page, Window
 
 After = Annotated[
     str | None,
@@ -51,6 +51,15 @@ def name_after(after: str | None, offset: int) -> str | None:
 def counted(total: bool | None, after: str | None) -> bool:
     """Whether to count every matching row: when asked, else only for a first page."""
     return total if total is not None else after is None
+
+
+def window(
+    offset: int, limit: int, after: str | None, total: bool | None = None, *, by_name: bool = False
+) -> Window:
+    """The page a request asks for: ``?offset=&limit=``, or ``?after=`` (an id, or a name
+    for lists in name order); ``?total=``, else counted on a first page only."""
+    key = name_after(after, offset) if by_name else id_after(after, offset)
+    return Window(offset, limit, key, counted(total, after))
 
 
 def paging(page: Page[Any], after: str | None) -> dict[str, Any]:

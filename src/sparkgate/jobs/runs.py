@@ -16,10 +16,9 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
 
 from sparkgate.errors import JobNotBatch, JobRemoved
-from sparkgate.gateway import Gateway
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
     JobRunState,
@@ -29,7 +28,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store import Store
-from sparkgate.store.records import JobRunRecord
+from sparkgate.store.records import JobRunRecord, SessionRecord, StatementRecord
 
 log = logging.getLogger("sparkgate.jobs")
 
@@ -38,9 +37,27 @@ _OPEN_GRACE = 60.0
 _WAITING = frozenset({StatementState.WAITING, StatementState.RUNNING, StatementState.CANCELLING})
 
 
+class SessionControl(Protocol):
+    """What job runs ask of the service's gateway (``service.gateway.Gateway``); a protocol,
+    so that jobs stay below the service that offers them to users."""
+
+    def create_session(
+        self,
+        kind: SessionKind,
+        *,
+        name: str | None = None,
+        conf: dict[str, str] | None = None,
+        owner: str | None = None,
+        attributes: dict[str, Any] | None = None,
+        first_statement: tuple[StatementKind, str] | None = None,
+    ) -> tuple[SessionRecord, StatementRecord | None]: ...
+
+    def kill_session(self, session_id: int) -> SessionRecord: ...
+
+
 class JobRunner:
     def __init__(
-        self, store: Store, gateway: Gateway, *, clock: Callable[[], float] = time.time
+        self, store: Store, gateway: SessionControl, *, clock: Callable[[], float] = time.time
     ) -> None:
         self.store = store
         self.gateway = gateway

@@ -12,10 +12,10 @@ from typing import Any
 
 from fastapi import FastAPI
 
-from sparkgate.api.errors import register_error_body
-from sparkgate.api.livy import batches, sessions, version
-from sparkgate.api.livy.bodies import LivyError
-from sparkgate.api.livy.common import livy_error_body
+from sparkgate.http.errors import register_error_body
+from sparkgate.livy import batches, sessions, version
+from sparkgate.livy.bodies import LivyError
+from sparkgate.livy.common import livy_error_body
 
 PREFIXES = ("/sessions", "/batches", "/version")
 # Livy answers 400 to requests it refuses; the native API distinguishes 409 and 422.

@@ -9,27 +9,26 @@ runs a ``.py`` (PySpark) or ``.sql`` file on an engine of its own.
 from __future__ import annotations
 
 import shlex
-import time
 from pathlib import PurePosixPath
 from typing import Annotated, Any
 from urllib.parse import urlparse
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.livy import common, views
-from sparkgate.api.livy.bodies import (
+from sparkgate.errors import InvalidRequest
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.http.params import Id, LivyFrom, LivySize
+from sparkgate.livy import common, views
+from sparkgate.livy.bodies import (
     LivyBatch,
     LivyBatchList,
     LivyBatchStateAnswer,
     LivyDeleted,
     LivyLog,
 )
-from sparkgate.api.livy.models import CreateBatch
-from sparkgate.api.livy.states import batch_state
-from sparkgate.api.openapi import refusals
-from sparkgate.api.params import Id, LivyFrom, LivySize
-from sparkgate.errors import InvalidRequest
+from sparkgate.livy.models import CreateBatch
+from sparkgate.livy.states import batch_state
 from sparkgate.states import SessionKind, StatementKind
 
 router = APIRouter(
@@ -57,19 +56,16 @@ def _check_file(body: CreateBatch) -> None:
 
 @router.get("", response_model=LivyBatchList)
 def list_batches(
-    node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
+    service: ServiceDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
     """Batches by id (the active ones and those ended recently): ``{"from", "total",
     "sessions"}``."""
-    first = start or 0
-    page = node.store.sessions.list_page(
-        kinds=[SessionKind.BATCH],
-        owner=user.owner_filter(),
-        ended_since=time.time() - node.settings.livy_session_retention,
-        offset=first,
-        limit=100 if size is None or size < 0 else size,
-    )
-    return {"from": first, "total": page.total, "sessions": common.batches_json(node, page.items)}
+    page = common.recent_sessions(service, user, SessionKind.BATCH, start, size)
+    return {
+        "from": page.offset,
+        "total": page.total,
+        "sessions": common.batches_json(service, page.items),
+    }
 
 
 @router.post(
@@ -87,14 +83,14 @@ def list_batches(
 )
 def create_batch(
     body: CreateBatch,
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
     response: Response,
     do_as: Annotated[str | None, Query(alias="doAs")] = None,
 ) -> dict[str, Any]:
     """Run a file: ``{"file": "hdfs:///jobs/etl.py", "args": [...], "conf": {...}}``."""
     _check_file(body)
-    session, _ = node.gateway.create_session(
+    session, _ = service.gateway.create_session(
         SessionKind.BATCH,
         name=body.name,
         conf=body.spark_conf(),
@@ -105,18 +101,20 @@ def create_batch(
         first_statement=(StatementKind.FILE, shlex.join([body.file, *body.args])),
     )
     response.headers["Location"] = f"/batches/{session.id}"
-    return common.batch_json(node, session)
+    return common.batch_json(service, session)
 
 
 @router.get("/{batch_id}", response_model=LivyBatch)
-def get_batch(batch_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
-    return common.batch_json(node, common.get_session(node, batch_id, SessionKind.BATCH, user))
+def get_batch(batch_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+    return common.batch_json(
+        service, common.get_session(service, batch_id, SessionKind.BATCH, user)
+    )
 
 
 @router.get("/{batch_id}/state", response_model=LivyBatchStateAnswer)
-def get_batch_state(batch_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
-    session = common.get_session(node, batch_id, SessionKind.BATCH, user)
-    statement = node.store.statements.find_by_seq(batch_id, 0)
+def get_batch_state(batch_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+    session = common.get_session(service, batch_id, SessionKind.BATCH, user)
+    statement = service.queries.by_seq(batch_id, 0, user=user)
     return {
         "id": batch_id,
         "state": batch_state(session.state, statement.state if statement else None),
@@ -125,19 +123,19 @@ def get_batch_state(batch_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any
 
 @router.get("/{batch_id}/log", response_model=LivyLog)
 def get_batch_log(
-    batch_id: Id, node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
+    batch_id: Id, service: ServiceDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
     """``{"id", "from", "total", "log"}``: what the file printed so far (stdout, then stderr),
     and why the batch failed; by default the last 100 lines."""
-    session = common.get_session(node, batch_id, SessionKind.BATCH, user)
-    lines = views.batch_log(session, node.store.statements.find_by_seq(batch_id, 0))
+    session = common.get_session(service, batch_id, SessionKind.BATCH, user)
+    lines = views.batch_log(session, service.queries.by_seq(batch_id, 0, user=user))
     first, page = views.log_page(lines, start, size)
     return {"id": batch_id, "from": first, "total": len(lines), "log": page}
 
 
 @router.delete("/{batch_id}", response_model=LivyDeleted)
-def delete_batch(batch_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def delete_batch(batch_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """Kill the batch (``killed``): its Spark jobs are cancelled and its engine stops."""
-    common.get_session(node, batch_id, SessionKind.BATCH, user)
-    node.gateway.kill_session(batch_id, user=user)
+    common.get_session(service, batch_id, SessionKind.BATCH, user)
+    service.gateway.kill_session(batch_id, user=user)
     return {"msg": "deleted"}

@@ -9,15 +9,18 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import Field
+from pydantic import BaseModel, ConfigDict, Field
 
-from sparkgate.api.bodies import Body
-from sparkgate.api.livy.states import (
+from sparkgate.livy.states import (
     LivyBatchState,
     LivySessionKind,
     LivySessionState,
     LivyStatementState,
 )
+
+
+class Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
 
 
 class LivyError(Body):

@@ -3,21 +3,19 @@ records at once (one read per table, not per row), the CSRF check, and the error
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import time
 from typing import Any
 
 from fastapi import Request
 
-from sparkgate import results
-from sparkgate.api.deps import NodeDep
-from sparkgate.api.livy import views
-from sparkgate.api.openapi import REASONS, refusals
 from sparkgate.auth.principal import Principal
-from sparkgate.errors import InvalidRequest, NotFound
-from sparkgate.gateway import visible
-from sparkgate.node import ServerNode
+from sparkgate.errors import InvalidRequest, NotFound, ResultGone, SessionNotFound
+from sparkgate.http.deps import ServiceDep
+from sparkgate.http.openapi import REASONS, refusals
+from sparkgate.livy import views
+from sparkgate.service import Service
 from sparkgate.states import SessionKind, StatementKind, StatementState
-from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
+from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
@@ -48,11 +46,11 @@ CSRF_REFUSAL = refusals(
 )
 
 
-def check_csrf(request: Request, node: NodeDep) -> None:
+def check_csrf(request: Request, service: ServiceDep) -> None:
     """With ``livy_csrf_protection`` on, changes need an ``X-Requested-By`` header (as Livy's
     ``livy.server.csrf-protection.enabled``), which a cross-site form cannot send."""
     if (
-        node.settings.livy_csrf_protection
+        service.settings.livy_csrf_protection
         and request.method not in _SAFE_METHODS
         and not request.headers.get("X-Requested-By")
     ):
@@ -60,11 +58,12 @@ def check_csrf(request: Request, node: NodeDep) -> None:
 
 
 def get_session(
-    node: ServerNode, session_id: int, kind: SessionKind, user: Principal
+    service: Service, session_id: int, kind: SessionKind, user: Principal
 ) -> SessionRecord:
     """The session, if it is of ``kind`` and ``user`` may see it (else 404, as if absent)."""
-    session = node.store.sessions.find(session_id)
-    if session is not None and not visible(user, session):
+    try:
+        session: SessionRecord | None = service.gateway.session(session_id, user=user)
+    except SessionNotFound:
         session = None
     if session is None or session.kind is not kind:
         what = "Session" if kind is SessionKind.INTERACTIVE else "Batch"
@@ -76,21 +75,25 @@ def get_session(
     return session
 
 
-def engines_of(node: ServerNode, sessions: Iterable[SessionRecord]) -> dict[int, EngineRecord]:
-    engines: dict[int, EngineRecord] = {}
-    for engine_id in {s.engine_id for s in sessions if s.engine_id is not None}:
-        engine = node.store.engines.find(engine_id)
-        if engine is not None:
-            engines[engine_id] = engine
-    return engines
+def recent_sessions(
+    service: Service, user: Principal, kind: SessionKind, start: int | None, size: int | None
+) -> Page[SessionRecord]:
+    """A page (``?from=&size=``) of the user's sessions of ``kind``: the active ones and
+    those ended in the last ``livy_session_retention`` seconds."""
+    return service.gateway.sessions(
+        user=user,
+        kinds=[kind],
+        ended_since=time.time() - service.settings.livy_session_retention,
+        window=Window(start or 0, 100 if size is None or size < 0 else size),
+    )
 
 
-def session_json(node: ServerNode, session: SessionRecord) -> dict[str, Any]:
-    return sessions_json(node, [session])[0]
+def session_json(service: Service, session: SessionRecord) -> dict[str, Any]:
+    return sessions_json(service, [session])[0]
 
 
-def sessions_json(node: ServerNode, sessions: list[SessionRecord]) -> list[dict[str, Any]]:
-    engines = engines_of(node, sessions)
+def sessions_json(service: Service, sessions: list[SessionRecord]) -> list[dict[str, Any]]:
+    engines = service.gateway.engines_of(sessions)
     out = []
     for session in sessions:
         engine = engines.get(session.engine_id) if session.engine_id is not None else None
@@ -98,13 +101,13 @@ def sessions_json(node: ServerNode, sessions: list[SessionRecord]) -> list[dict[
     return out
 
 
-def batch_json(node: ServerNode, session: SessionRecord) -> dict[str, Any]:
-    return batches_json(node, [session])[0]
+def batch_json(service: Service, session: SessionRecord) -> dict[str, Any]:
+    return batches_json(service, [session])[0]
 
 
-def batches_json(node: ServerNode, sessions: list[SessionRecord]) -> list[dict[str, Any]]:
-    engines = engines_of(node, sessions)
-    statements = node.store.statements.first_of_sessions(s.id for s in sessions)
+def batches_json(service: Service, sessions: list[SessionRecord]) -> list[dict[str, Any]]:
+    engines = service.gateway.engines_of(sessions)
+    statements = service.queries.first_of_sessions(sessions)
     out = []
     for session in sessions:
         engine = engines.get(session.engine_id) if session.engine_id is not None else None
@@ -114,24 +117,22 @@ def batches_json(node: ServerNode, sessions: list[SessionRecord]) -> list[dict[s
     return out
 
 
-def statement_json(node: ServerNode, statement: StatementRecord) -> dict[str, Any]:
+def statement_json(service: Service, statement: StatementRecord) -> dict[str, Any]:
     data = None
     if statement.state is StatementState.SUCCESS:
-        data = statement_data(node, statement)
+        data = statement_data(service, statement)
     return views.statement_view(statement, data)
 
 
-def statement_data(node: ServerNode, statement: StatementRecord) -> dict[str, Any]:
+def statement_data(service: Service, statement: StatementRecord) -> dict[str, Any]:
     """A succeeded statement's mimetypes; SQL rows are read from its stored result, up to
     ``livy_sql_row_limit`` (all of them stay pageable through /v1/queries/{id}/result)."""
-    result = statement.result
-    if statement.kind is not StatementKind.SQL or not result or not result.get("path"):
+    info = statement.result_info
+    if statement.kind is not StatementKind.SQL or info is None or info.path is None:
         return views.text_data(statement)
+    limit = service.settings.livy_sql_row_limit
     try:
-        rows, _ = results.read_page(result["path"], 0, node.settings.livy_sql_row_limit)
-    except FileNotFoundError:
-        return {
-            "text/plain": f"The result of statement {statement.seq} is gone (result files "
-            f"removed, or not shared with this server node): {result['path']}"
-        }
-    return views.sql_data(result.get("spark_schema"), rows)
+        page = service.queries.result_page(statement, 0, limit)
+    except ResultGone as exc:  # the statement succeeded: say why its rows are not shown
+        return {"text/plain": exc.message}
+    return views.sql_data(info.spark_schema, page.rows)

@@ -11,7 +11,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sparkgate.api.params import INT32_MAX  # Livy types these numbers as a Java Int
+from sparkgate.http.params import INT32_MAX  # Livy types these numbers as a Java Int
 
 # Livy request field -> the Spark property spark-submit sets from it (Livy does the same).
 _PROPERTIES = {

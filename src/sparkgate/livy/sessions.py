@@ -12,14 +12,17 @@ queries (``/v1/queries``), and each Livy statement names its query id under ``sp
 from __future__ import annotations
 
 import contextlib
-import time
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Response
 
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.livy import common, views
-from sparkgate.api.livy.bodies import (
+from sparkgate.auth.principal import Principal
+from sparkgate.errors import QueryFinished
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.http.params import Id, LivyFrom, LivySize
+from sparkgate.livy import common, views
+from sparkgate.livy.bodies import (
     LivyCancelled,
     LivyDeleted,
     LivyLog,
@@ -29,14 +32,11 @@ from sparkgate.api.livy.bodies import (
     LivyStatement,
     LivyStatementList,
 )
-from sparkgate.api.livy.models import CreateSession, CreateStatement
-from sparkgate.api.livy.states import interactive_state, session_kind, statement_kind
-from sparkgate.api.openapi import refusals
-from sparkgate.api.params import Id, LivyFrom, LivySize
-from sparkgate.auth.principal import Principal
-from sparkgate.gateway import QueryFinished
-from sparkgate.node import ServerNode
+from sparkgate.livy.models import CreateSession, CreateStatement
+from sparkgate.livy.states import interactive_state, session_kind, statement_kind
+from sparkgate.service import Service
 from sparkgate.states import SessionKind
+from sparkgate.store.records import Window
 
 router = APIRouter(
     prefix="/sessions",
@@ -48,22 +48,15 @@ router = APIRouter(
 
 @router.get("", response_model=LivySessionList)
 def list_sessions(
-    node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
+    service: ServiceDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
 ) -> dict[str, Any]:
     """Interactive sessions by id, ``?from=0&size=100``: the active ones and those ended in
     the last ``livy_session_retention`` seconds (any session stays readable by its id)."""
-    first = start or 0
-    page = node.store.sessions.list_page(
-        kinds=[SessionKind.INTERACTIVE],
-        owner=user.owner_filter(),
-        ended_since=time.time() - node.settings.livy_session_retention,
-        offset=first,
-        limit=100 if size is None or size < 0 else size,
-    )
+    page = common.recent_sessions(service, user, SessionKind.INTERACTIVE, start, size)
     return {
-        "from": first,
+        "from": page.offset,
         "total": page.total,
-        "sessions": common.sessions_json(node, page.items),
+        "sessions": common.sessions_json(service, page.items),
     }
 
 
@@ -81,14 +74,14 @@ def list_sessions(
 )
 def create_session(
     body: CreateSession,
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
     response: Response,
     do_as: Annotated[str | None, Query(alias="doAs")] = None,
 ) -> dict[str, Any]:
     """Start a session: ``{"kind": "pyspark" | "sql" | "shared", "conf": {...}, ...}``."""
     kind = session_kind(body.kind)
-    session, _ = node.gateway.create_session(
+    session, _ = service.gateway.create_session(
         SessionKind.INTERACTIVE,
         name=body.name,
         conf=body.spark_conf(),
@@ -97,39 +90,43 @@ def create_session(
         attributes={"livy": {**body.livy_attributes(), "kind": kind}},
     )
     response.headers["Location"] = f"/sessions/{session.id}"
-    return common.session_json(node, session)
+    return common.session_json(service, session)
 
 
 @router.get("/{session_id}", response_model=LivySession)
-def get_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def get_session(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     return common.session_json(
-        node, common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
+        service, common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
     )
 
 
 @router.get("/{session_id}/state", response_model=LivySessionStateAnswer)
-def get_session_state(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
-    session = common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
+def get_session_state(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+    session = common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
     return {"id": session.id, "state": interactive_state(session.state)}
 
 
 @router.get("/{session_id}/log", response_model=LivyLog)
 def get_session_log(
-    session_id: Id, node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
+    session_id: Id,
+    service: ServiceDep,
+    user: UserDep,
+    start: LivyFrom = None,
+    size: LivySize = None,
 ) -> dict[str, Any]:
     """``{"id", "from", "total", "log"}``: what happened to the session, from the store."""
-    session = common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
-    engine = node.store.engines.find(session.engine_id) if session.engine_id else None
+    session = common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
+    engine = service.gateway.engines_of([session]).get(session.engine_id or 0)
     lines = views.session_log(session, engine)
     first, page = views.log_page(lines, start, size)
     return {"id": session.id, "from": first, "total": len(lines), "log": page}
 
 
 @router.delete("/{session_id}", response_model=LivyDeleted)
-def delete_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def delete_session(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """End the session (``killed``); its running statement is cancelled. Repeating is fine."""
-    common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
-    node.gateway.kill_session(session_id, user=user)
+    common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
+    service.gateway.kill_session(session_id, user=user)
     return {"msg": "deleted"}
 
 
@@ -138,19 +135,23 @@ def delete_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, An
 
 @router.get("/{session_id}/statements", response_model=LivyStatementList)
 def list_statements(
-    session_id: Id, node: NodeDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
+    session_id: Id,
+    service: ServiceDep,
+    user: UserDep,
+    start: LivyFrom = None,
+    size: LivySize = None,
 ) -> dict[str, Any]:
     """The session's statements in order: ``{"total_statements", "statements"}``."""
-    common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
+    common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
     first = start or 0
-    page = node.store.statements.list_page(
-        session_id=session_id,
-        offset=first,
-        limit=1_000_000 if size is None or size < 0 else size,
+    page = service.queries.in_session(
+        session_id,
+        user=user,
+        window=Window(first, 1_000_000 if size is None or size < 0 else size),
     )
     return {
         "total_statements": page.total,
-        "statements": [common.statement_json(node, s) for s in page.items],
+        "statements": [common.statement_json(service, s) for s in page.items],
     }
 
 
@@ -168,20 +169,20 @@ def list_statements(
     ),
 )
 def create_statement(
-    session_id: Id, body: CreateStatement, node: NodeDep, user: UserDep, response: Response
+    session_id: Id, body: CreateStatement, service: ServiceDep, user: UserDep, response: Response
 ) -> dict[str, Any]:
     """Queue code: ``{"code": "...", "kind"?: "pyspark" | "python" | "sql"}``; without a kind
     it runs as the session's kind."""
-    session = common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
+    session = common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
     kind = statement_kind(body.kind, views.session_kind_of(session), session_id)
-    statement = node.gateway.submit(body.code, user=user, session_id=session_id, kind=kind)
+    statement = service.gateway.submit(body.code, user=user, session_id=session_id, kind=kind)
     response.headers["Location"] = f"/sessions/{session_id}/statements/{statement.seq}"
-    return common.statement_json(node, statement)
+    return common.statement_json(service, statement)
 
 
-def _statement(node: ServerNode, user: Principal, session_id: int, statement_id: int) -> Any:
-    common.get_session(node, session_id, SessionKind.INTERACTIVE, user)
-    statement = node.store.statements.find_by_seq(session_id, statement_id)
+def _statement(service: Service, user: Principal, session_id: int, statement_id: int) -> Any:
+    common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
+    statement = service.queries.by_seq(session_id, statement_id, user=user)
     if statement is None:
         raise common.LivyNotFound(
             f"Statement {statement_id} of session {session_id} not found.",
@@ -192,16 +193,18 @@ def _statement(node: ServerNode, user: Principal, session_id: int, statement_id:
 
 
 @router.get("/{session_id}/statements/{statement_id}", response_model=LivyStatement)
-def get_statement(session_id: Id, statement_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
-    return common.statement_json(node, _statement(node, user, session_id, statement_id))
+def get_statement(
+    session_id: Id, statement_id: Id, service: ServiceDep, user: UserDep
+) -> dict[str, Any]:
+    return common.statement_json(service, _statement(service, user, session_id, statement_id))
 
 
 @router.post("/{session_id}/statements/{statement_id}/cancel", response_model=LivyCancelled)
 def cancel_statement(
-    session_id: Id, statement_id: Id, node: NodeDep, user: UserDep
+    session_id: Id, statement_id: Id, service: ServiceDep, user: UserDep
 ) -> dict[str, Any]:
     """Cancel a waiting or running statement; a finished one stays as it is (as in Livy)."""
-    statement = _statement(node, user, session_id, statement_id)
+    statement = _statement(service, user, session_id, statement_id)
     with contextlib.suppress(QueryFinished):
-        node.gateway.cancel(statement.id, user=user)
+        service.gateway.cancel(statement.id, user=user)
     return {"msg": "canceled"}

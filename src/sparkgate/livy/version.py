@@ -7,8 +7,8 @@ from typing import Any
 from fastapi import APIRouter
 
 from sparkgate import __version__
-from sparkgate.api.livy.bodies import LivyVersion
-from sparkgate.api.livy.views import LIVY_VERSION
+from sparkgate.livy.bodies import LivyVersion
+from sparkgate.livy.views import LIVY_VERSION
 
 router = APIRouter(tags=["livy"])
 

@@ -9,14 +9,14 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
-from sparkgate.api.livy.states import (
+from sparkgate.livy.states import (
     DEFAULT_SESSION_KIND,
     FINAL_STATEMENT_STATES,
     batch_state,
     interactive_state,
     statement_state,
 )
-from sparkgate.api.views import iso
+from sparkgate.service.views import iso
 from sparkgate.states import StatementKind, StatementState
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
 

@@ -1,7 +1,6 @@
-"""What sparkgate does for a request, whichever API it came through (native /v1, Livy).
-
-Routes validate and translate; this module creates sessions, queues statements, cancels and
-kills, always through the store and its transitions. It never talks to Spark.
+"""Sessions and statements for every door: create, read, list and kill sessions; submit and
+cancel statements; stop engines. Always through the store and its transitions; it never talks
+to Spark.
 
 Every call made for a user takes that user (``user=``): the access checks (rights, denied
 settings, limits) and the audit happen here, once, for every front door; objects the user does
@@ -15,7 +14,8 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 from typing import Any
 
 from sparkgate import logs
@@ -23,11 +23,13 @@ from sparkgate.auth.access import CODE, SQL
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.principal import share_key as owner_share_key
 from sparkgate.auth.users import Users
-from sparkgate.errors import Conflict, MissingRight, QueryNotFound, SessionNotFound
+from sparkgate.errors import MissingRight, QueryFinished, QueryNotFound, SessionNotFound
 from sparkgate.launcher.placement import Placement, needs_own_engine
+from sparkgate.service.visibility import list_owner, sees_session
 from sparkgate.settings import Settings
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
+    LIVE_ENGINE_STATES,
     TERMINAL_STATEMENT_STATES,
     EngineKind,
     SessionKind,
@@ -36,52 +38,53 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store import Store
-from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
+from sparkgate.store.records import EngineRecord, Page, SessionRecord, StatementRecord, Window
 
-log = logging.getLogger("sparkgate.gateway")
-
-
-class QueryFinished(Conflict):
-    code = "QUERY_FINISHED"
-
-    def __init__(self, query_id: int, state: str) -> None:
-        super().__init__(
-            f"Query {query_id} is already {state}; there is nothing to cancel.",
-            query_id=query_id,
-            state=state,
-        )
+log = logging.getLogger("sparkgate.service.gateway")
 
 
+@dataclass
 class Gateway:
-    def __init__(
-        self,
-        settings: Settings,
-        store: Store,
-        placement: Placement,
-        users: Users,
-        *,
-        clock: Callable[[], float] = time.time,
-    ) -> None:
-        self.settings = settings
-        self.store = store
-        self.placement = placement
-        self.users = users
-        self.clock = clock
+    settings: Settings
+    store: Store
+    placement: Placement
+    users: Users
+    clock: Callable[[], float] = field(default=time.time, kw_only=True)
 
     # -- what a user may see -------------------------------------------------------------
 
     def session(self, session_id: int, *, user: Principal) -> SessionRecord:
         """The session, if the user may see it; else SessionNotFound, as for a missing id."""
         session = self.store.sessions.find(session_id)
-        if session is None or not visible(user, session):
+        if session is None or not sees_session(user, session):
             raise SessionNotFound(session_id)
         return session
 
     def statement(self, statement_id: int, *, user: Principal) -> StatementRecord:
         found = self.store.statements.find_with_session(statement_id)
-        if found is None or not visible(user, found[1]):
+        if found is None or not sees_session(user, found[1]):
             raise QueryNotFound(statement_id)
         return found[0]
+
+    def sessions(
+        self,
+        *,
+        user: Principal,
+        owner: str | None = None,
+        states: Iterable[SessionState] | None = None,
+        kinds: Iterable[SessionKind] | None = None,
+        ended_since: float | None = None,
+        window: Window = Window(),
+    ) -> Page[SessionRecord]:
+        """The user's sessions (admins: ``owner``'s, or everyone's), oldest first;
+        ``ended_since``: only active ones and those ended since then."""
+        return self.store.sessions.list_page(
+            states=states,
+            kinds=kinds,
+            ended_since=ended_since,
+            owner=list_owner(user, owner),
+            **window.kwargs(),
+        )
 
     # -- sessions ------------------------------------------------------------------------
 
@@ -237,6 +240,22 @@ class Gateway:
             conn=conn,
         )
 
+    def engines(self, *, live_only: bool = True) -> list[EngineRecord]:
+        """The engines (live ones, or all): every user may see what runs Spark."""
+        return self.store.engines.list_all(states=LIVE_ENGINE_STATES if live_only else None)
+
+    def engine(self, engine_id: int) -> EngineRecord:
+        return self.store.engines.get(engine_id)
+
+    def engines_of(self, sessions: Iterable[SessionRecord]) -> dict[int, EngineRecord]:
+        """The engines of sessions already read (one read per engine, not per session)."""
+        engines: dict[int, EngineRecord] = {}
+        for engine_id in {s.engine_id for s in sessions if s.engine_id is not None}:
+            engine = self.store.engines.find(engine_id)
+            if engine is not None:
+                engines[engine_id] = engine
+        return engines
+
     def stop_engine(self, engine_id: int, *, user: Principal) -> EngineRecord:
         """Ask an engine to stop gracefully (it notices within a heartbeat). Admins only."""
         self.users.require_admin(user, "stop an engine", target=f"engine:{engine_id}")
@@ -352,9 +371,3 @@ class Gateway:
         session = self.store.sessions.get(session_id)
         if session.kind is SessionKind.BATCH:
             self.kill_session(session_id)
-
-
-def visible(user: Principal, session: SessionRecord) -> bool:
-    """Whether ``user`` may see ``session``: its owner, whoever created it for its owner
-    (an impersonator), and admins."""
-    return user.owns(session.owner) or session.attributes.get("created_by") == user.name

@@ -1,4 +1,5 @@
-"""How records look in the native API's JSON."""
+"""How records look in the JSON of the doors (``/v1``, the CLI through it) and on the
+dashboard: one view of each record."""
 
 from __future__ import annotations
 
@@ -6,6 +7,9 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from sparkgate.service.jobs import DeploymentDetail, JobDetail, JobHistory, JobSummary
+from sparkgate.service.queries import ResultPage
+from sparkgate.service.streams import QueryDetail, StreamDetail, StreamSummary
 from sparkgate.store.records import (
     DeploymentRecord,
     EngineRecord,
@@ -59,12 +63,8 @@ def session_view(session: SessionRecord) -> dict[str, Any]:
 
 
 def query_view(statement: StatementRecord) -> dict[str, Any]:
-    result = None
-    if statement.result is not None:
-        result = {
-            "schema": statement.result.get("schema", []),
-            "row_count": statement.result.get("row_count", 0),
-        }
+    info = statement.result_info
+    result = None if info is None else {"schema": info.schema, "row_count": info.row_count}
     return {
         "id": statement.id,
         "session_id": statement.session_id,
@@ -81,6 +81,16 @@ def query_view(statement: StatementRecord) -> dict[str, Any]:
         # What the statement printed (a pyspark statement's {"data": ...}, a batch file's
         # log) and how sparkgate ran it (e.g. "ctas": {"path": ...}); None when neither.
         "output": statement.output,
+    }
+
+
+def result_page_view(page: ResultPage) -> dict[str, Any]:
+    return {
+        "schema": page.schema,
+        "rows": page.rows,
+        "offset": page.offset,
+        "limit": page.limit,
+        "total": page.total,
     }
 
 
@@ -199,6 +209,26 @@ def stream_job_view(job: StreamJobRecord) -> dict[str, Any]:
     }
 
 
+def stream_detail_view(detail: StreamDetail) -> dict[str, Any]:
+    """A stream job, each query with its recent progress and restarts, and the job's own."""
+    view = stream_job_view(detail.job)
+    view["queries"] = [query_detail_view(q) for q in detail.queries]
+    view["recent_restarts"] = [stream_restart_view(r) for r in detail.restarts]
+    return view
+
+
+def query_detail_view(detail: QueryDetail) -> dict[str, Any]:
+    return stream_query_view(detail.query, progress=detail.progress, restarts=detail.restarts)
+
+
+def stream_summary_view(summary: StreamSummary) -> dict[str, Any]:
+    view = stream_job_view(summary.job)
+    view["queries"] = [
+        {"name": q.name, "state": q.state.value, "restarts": q.restarts} for q in summary.queries
+    ]
+    return view
+
+
 # -- jobs and deploys ---------------------------------------------------------------------
 
 
@@ -261,6 +291,46 @@ def job_view(
         "created_at": iso(job.created_at),
         "updated_at": iso(job.updated_at),
     }
+
+
+def job_summary_view(summary: JobSummary) -> dict[str, Any]:
+    return job_view(summary.job, summary.stream, summary.last_run)
+
+
+def job_detail_view(detail: JobDetail) -> dict[str, Any]:
+    """A job with its manifest, steps, stream job (and its queries), runs and decisions."""
+    view = job_summary_view(detail)
+    view["manifest"] = detail.job.manifest
+    view["steps"] = detail.job.steps
+    stream = None
+    if detail.stream is not None:
+        stream = stream_job_view(detail.stream)
+        stream["queries"] = [
+            {
+                "name": q.name,
+                "state": q.state.value,
+                "restarts": q.restarts,
+                "checkpoint": q.checkpoint,
+                "last_error": q.error,
+            }
+            for q in detail.stream_queries
+        ]
+    view["stream"] = stream
+    view["runs"] = [job_run_view(r) for r in detail.runs]
+    view["decisions"] = [decision_view(d) for d in detail.decisions]
+    return view
+
+
+def job_history_view(name: str, history: JobHistory) -> dict[str, Any]:
+    return {
+        "name": name,
+        "versions": [job_version_view(v) for v in history.versions],
+        "decisions": [decision_view(d) for d in history.decisions],
+    }
+
+
+def deployment_detail_view(detail: DeploymentDetail) -> dict[str, Any]:
+    return deployment_view(detail.deployment, detail.decisions)
 
 
 def job_version_view(version: JobVersionRecord) -> dict[str, Any]:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Generic, TypeVar
 
 from sparkgate.states import (
@@ -85,6 +85,30 @@ class SessionRecord:
 
 
 @dataclass(frozen=True)
+class ResultInfo:
+    """What the store keeps of a query's result, typed: where its files are (None: it made no
+    rows to keep), its columns as the native API shows them and as Spark typed them, and how
+    many rows it has. Read from the record's ``result`` (the engine writes it)."""
+
+    path: str | None
+    schema: list[dict[str, Any]]
+    spark_schema: dict[str, Any] | None
+    row_count: int
+
+    @classmethod
+    def of(cls, result: Mapping[str, Any] | None) -> ResultInfo | None:
+        if result is None:
+            return None
+        path = result.get("path")
+        return cls(
+            path=str(path) if path else None,
+            schema=list(result.get("schema") or []),
+            spark_schema=result.get("spark_schema"),
+            row_count=int(result.get("row_count") or 0),
+        )
+
+
+@dataclass(frozen=True)
 class StatementRecord:
     id: int
     session_id: int
@@ -103,6 +127,10 @@ class StatementRecord:
     updated_at: float
     fetched: int = 0  # rows a HiveServer2 client has fetched so far
     owner: str | None = None  # its session's owner, when it was read with its session
+
+    @property
+    def result_info(self) -> ResultInfo | None:
+        return ResultInfo.of(self.result)
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> StatementRecord:
@@ -168,6 +196,25 @@ class Page(Generic[T]):
     offset: int
     limit: int
     next_after: int | str | None = None
+
+    def with_items(self, items: list[Any]) -> Page[Any]:
+        """The same page holding other items (the records made into something else)."""
+        return Page(items, self.total, self.offset, self.limit, self.next_after)
+
+
+@dataclass(frozen=True)
+class Window:
+    """Which page of a list to read: ``limit`` rows from ``offset``, or after the keyset
+    cursor ``after`` (an id or a name, as the list is ordered); ``count``: count every
+    matching row too. What each list method's paging arguments are, in one value."""
+
+    offset: int = 0
+    limit: int = 100
+    after: int | str | None = None
+    count: bool = True
+
+    def kwargs(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 @dataclass(frozen=True)

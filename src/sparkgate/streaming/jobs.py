@@ -20,11 +20,10 @@ import shutil
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from sparkgate.auth.principal import share_key
 from sparkgate.errors import InvalidRequest, StreamJobBusy
-from sparkgate.gateway import Gateway
 from sparkgate.settings import Settings
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
@@ -35,7 +34,7 @@ from sparkgate.states import (
     StreamQueryState,
 )
 from sparkgate.store import Store
-from sparkgate.store.records import StreamJobRecord
+from sparkgate.store.records import SessionRecord, StreamJobRecord
 from sparkgate.streaming.definitions import retry_defaults
 from sparkgate.streaming.jobplan import (
     Action,
@@ -71,12 +70,21 @@ class LostRace(Exception):
     """A compare-and-set lost to another writer: roll back, plan again next round."""
 
 
+class SessionControl(Protocol):
+    """What supervision asks of the service's gateway (``service.gateway.Gateway``); a
+    protocol, so that streaming stays below the service that offers stream jobs to users."""
+
+    def place(self, session: SessionRecord, *, fresh: bool = False) -> SessionRecord | None: ...
+
+    def kill_session(self, session_id: int) -> SessionRecord: ...
+
+
 class Streams:
     def __init__(
         self,
         settings: Settings,
         store: Store,
-        gateway: Gateway,
+        gateway: SessionControl,
         *,
         clock: Callable[[], float] = time.time,
         rand: Callable[[], float] = random.random,

@@ -11,7 +11,7 @@ from __future__ import annotations
 from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
-from sparkgate.api.errors import register_error_page
+from sparkgate.http.errors import register_error_page
 from sparkgate.web import jobs, login, queries, sessions, streams
 from sparkgate.web.assets import router as assets_router
 

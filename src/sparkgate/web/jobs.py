@@ -2,8 +2,8 @@
 version, what it runs, where its state is, and every deploy decision with the manifest change
 that led to it).
 
-Pages call the native API's route functions (``api.routes.jobs``) with the signed-in user, so
-they show what ``/v1/jobs`` shows: jobs are the team's, deployments their owner's.
+Pages call the service with the signed-in user, as ``/v1/jobs`` does, so they show what it
+shows: jobs are the team's, deployments their owner's.
 """
 
 from __future__ import annotations
@@ -15,11 +15,18 @@ import yaml
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.routes import jobs as api
-from sparkgate.api.routes import streams as streams_api
-from sparkgate.errors import StreamJobNotFound
+from sparkgate.auth.principal import Principal
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.paging import paging
 from sparkgate.jobs.plan import ActionKind
+from sparkgate.service import Service
+from sparkgate.service.views import (
+    deployment_detail_view,
+    job_detail_view,
+    job_history_view,
+    job_summary_view,
+)
+from sparkgate.store.records import Window
 from sparkgate.web.templating import render, render_list
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -46,41 +53,45 @@ _OPEN = frozenset({"planned", "in_progress"})  # outcomes of a deploy still unde
 
 @router.get("/jobs")
 def jobs_page(
-    request: Request, node: NodeDep, user: UserDep, removed: bool = False
+    request: Request, service: ServiceDep, user: UserDep, removed: bool = False
 ) -> HTMLResponse:
     """The jobs and recent deployments; the table alone for the page's poll."""
-    return render_list(request, "jobs.html", "_jobs_table.html", **_list(node, user, removed))
+    return render_list(request, "jobs.html", "_jobs_table.html", **_list(service, user, removed))
 
 
-def _list(node: NodeDep, user: UserDep, removed: bool) -> dict[str, Any]:
-    deployments = api.list_deployments(node, user, limit=DEPLOYMENTS)
+def _list(service: Service, user: Principal, removed: bool) -> dict[str, Any]:
+    page = service.jobs.deployments(user=user, window=Window(limit=DEPLOYMENTS))
+    deployments = {
+        "deployments": [deployment_detail_view(d) for d in page.items],
+        **paging(page, None),
+    }
     for deployment in deployments["deployments"]:
         deployment["decisions"] = [_labelled(d) for d in deployment["decisions"]]
     return {
-        "jobs": api.list_jobs(node, user, removed=removed)["jobs"],
+        "jobs": [job_summary_view(j) for j in service.jobs.jobs(user=user, removed=removed)],
         "deployments": deployments,
         "removed": removed,
     }
 
 
 @router.get("/jobs/{name}")
-def job_page(request: Request, name: str, node: NodeDep, user: UserDep) -> HTMLResponse:
-    return render(request, "job.html", **_detail(node, user, name))
+def job_page(request: Request, name: str, service: ServiceDep, user: UserDep) -> HTMLResponse:
+    return render(request, "job.html", **_detail(service, user, name))
 
 
 @router.get("/jobs/{name}/state")
 def job_state(
-    request: Request, name: str, node: NodeDep, user: UserDep, seen: str = ""
+    request: Request, name: str, service: ServiceDep, user: UserDep, seen: str = ""
 ) -> HTMLResponse:
     """The job's state and paths, polled; with its deploy history too (out of band) when that
     changed since the ``seen`` marker the page has."""
-    detail = _detail(node, user, name)
+    detail = _detail(service, user, name)
     return render(request, "_job_state.html", history_changed=seen != detail["marker"], **detail)
 
 
-def _detail(node: NodeDep, user: UserDep, name: str) -> dict[str, Any]:
-    job = api.get_job(name, node, user)
-    history = api.job_history(name, node, user, limit=HISTORY)
+def _detail(service: Service, user: Principal, name: str) -> dict[str, Any]:
+    job = job_detail_view(service.jobs.job(name, user=user))
+    history = job_history_view(name, service.jobs.history(name, user=user, limit=HISTORY))
     manifests = {v["version"]: v["manifest"] for v in history["versions"]}
     decisions = [_labelled(d, manifests) for d in history["decisions"]]
     current = manifests.get(job["version"])
@@ -98,18 +109,9 @@ def _detail(node: NodeDep, user: UserDep, name: str) -> dict[str, Any]:
         "kept_diff": _diff(current, job["manifest"], f"version {job['version']} as made", "now")
         if current is not None and current != job["manifest"]
         else None,
-        "stream_visible": job["stream"] is not None and _sees_stream(node, user, name),
+        # A job is the team's, its stream job its deployer's: link it only for those who see it.
+        "stream_visible": job["stream"] is not None and service.streams.visible(name, user=user),
     }
-
-
-def _sees_stream(node: NodeDep, user: UserDep, name: str) -> bool:
-    """Whether the job's stream page would open for this user (the stream API's own check):
-    a job is the team's, its stream job its deployer's."""
-    try:
-        streams_api.visible_job(node, user, name)
-    except StreamJobNotFound:
-        return False
-    return True
 
 
 def _labelled(

@@ -19,16 +19,15 @@ from urllib.parse import parse_qs, quote
 from fastapi import APIRouter, Request
 from fastapi.responses import RedirectResponse, Response
 
-from sparkgate.api.deps import DASHBOARD_COOKIE, NodeDep, UserDep
 from sparkgate.auth import tokens
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import Unauthenticated
+from sparkgate.http.deps import DASHBOARD_COOKIE, NodeDep, UserDep
 from sparkgate.web.templating import from_htmx, render
 
 router = APIRouter(include_in_schema=False)
 
 HOME = "/ui/queries"
-TOKEN_NAME = "dashboard sign-in"  # the tokens made at sign-in, revoked at sign-out
 _FORM_MAX = 8192
 
 
@@ -87,16 +86,8 @@ async def login(request: Request, node: NodeDep) -> Response:
             error="Wrong user name, password or token.",
         )
     ttl = node.settings.dashboard_session_ttl
-    if tokens.looks_like_token(secret):
-        # Signed in with a token: the cookie holds that token. Minting a new one from it would
-        # let a stolen token outlive its revocation (the API refuses that too).
-        cookie = secret
-    else:
-        now = node.users.clock()
-        _, cookie = await asyncio.to_thread(
-            tokens.create, node.store, user.name, now=now, name=TOKEN_NAME, expires_in=ttl
-        )
-    node.users.audit(user, "dashboard.login", "ok")
+    accounts = node.service.accounts
+    cookie = await asyncio.to_thread(accounts.sign_in, user=user, secret=secret, ttl=ttl)
     response = RedirectResponse(target, status_code=303)
     response.set_cookie(
         DASHBOARD_COOKIE,
@@ -114,11 +105,7 @@ async def login(request: Request, node: NodeDep) -> Response:
 def logout(request: Request, node: NodeDep) -> Response:
     """Sign out: a token made at sign-in is revoked (not only forgotten by this browser); a
     token the user signed in with stays theirs."""
-    secret = request.cookies.get(DASHBOARD_COOKIE, "")
-    if tokens.looks_like_token(secret):
-        record = node.store.tokens.find_by_hash(tokens.secret_hash(secret))
-        if record is not None and record.revoked_at is None and record.name == TOKEN_NAME:
-            node.store.tokens.revoke(record.id, now=node.users.clock())
+    node.service.accounts.sign_out(request.cookies.get(DASHBOARD_COOKIE, ""))
     response = RedirectResponse("/ui/login", status_code=303)
     response.delete_cookie(DASHBOARD_COOKIE, path="/")
     return response

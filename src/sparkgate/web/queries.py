@@ -1,7 +1,7 @@
 """Dashboard pages for queries: the live list, one query, its result, cancelling it.
 
-Each page calls the native API's route function for the same data (``api.routes.queries``),
-with the signed-in user: the same store reads, the same access checks, the same views.
+Each page calls the service with the signed-in user, as the native API does: the same reads,
+the same access checks, the same views (``service.views``).
 """
 
 from __future__ import annotations
@@ -11,12 +11,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.params import Id, Offset
-from sparkgate.api.routes import queries as api
-from sparkgate.api.views import query_view
-from sparkgate.errors import InvalidRequest
-from sparkgate.gateway import QueryFinished
+from sparkgate.auth.principal import Principal
+from sparkgate.errors import InvalidRequest, QueryFinished
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.paging import paging, window
+from sparkgate.http.params import Id, Offset
+from sparkgate.service import Service
+from sparkgate.service.views import query_view, result_page_view
 from sparkgate.states import StatementState
 from sparkgate.web.paging import page_links
 from sparkgate.web.templating import render, render_list
@@ -47,23 +48,23 @@ def _filters(
     return filters
 
 
-def _page(node: NodeDep, user: UserDep, filters: dict[str, Any]) -> dict[str, Any]:
-    page = api.list_queries(
-        node,
-        user,
+def _page(service: Service, user: Principal, filters: dict[str, Any]) -> dict[str, Any]:
+    after = filters["after"] or None
+    page = service.queries.list_page(
+        user=user,
         owner=filters["owner"] or None,
         session_id=int(filters["session_id"]) if filters["session_id"] else None,
-        state=[StatementState(filters["state"])] if filters["state"] else None,
-        limit=PAGE,
-        after=filters["after"] or None,
+        states=[StatementState(filters["state"])] if filters["state"] else None,
+        window=window(0, PAGE, after),
     )
-    return page_links(page, filters)
+    listed = {"queries": [query_view(s) for s in page.items], **paging(page, after)}
+    return page_links(listed, filters)
 
 
 @router.get("/queries")
 def queries_page(
     request: Request,
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
     state: str | None = None,
     owner: str | None = None,
@@ -77,41 +78,44 @@ def queries_page(
         request,
         "queries.html",
         "_queries_table.html",
-        page=_page(node, user, filters),
+        page=_page(service, user, filters),
         filters=filters,
         states=[s.value for s in StatementState],
     )
 
 
 @router.get("/queries/{query_id}")
-def query_page(request: Request, query_id: Id, node: NodeDep, user: UserDep) -> HTMLResponse:
-    query = query_view(node.gateway.statement(query_id, user=user))
+def query_page(request: Request, query_id: Id, service: ServiceDep, user: UserDep) -> HTMLResponse:
+    query = query_view(service.queries.get(query_id, user=user))
     return render(request, "query.html", query=query)
 
 
 @router.get("/queries/{query_id}/state")
 def query_state(
-    request: Request, query_id: Id, node: NodeDep, user: UserDep, was: str = ""
+    request: Request, query_id: Id, service: ServiceDep, user: UserDep, was: str = ""
 ) -> HTMLResponse:
     """The query's state, timeline, progress and error; polled while it runs. When it turns
     final, the fragment also replaces the SQL (to mark an error's position) and loads the
     result, out of band."""
-    query = query_view(node.gateway.statement(query_id, user=user))
+    query = query_view(service.queries.get(query_id, user=user))
     return render(request, "_query_state.html", query=query, changed=was != query["state"])
 
 
 @router.post("/queries/{query_id}/cancel")
-def cancel_query(request: Request, query_id: Id, node: NodeDep, user: UserDep) -> HTMLResponse:
+def cancel_query(
+    request: Request, query_id: Id, service: ServiceDep, user: UserDep
+) -> HTMLResponse:
     try:
-        query, notice = api.cancel_query(query_id, node, user), None
+        query, notice = query_view(service.gateway.cancel(query_id, user=user)), None
     except QueryFinished as exc:  # it ended meanwhile: show how
-        query, notice = query_view(node.gateway.statement(query_id, user=user)), exc.message
+        query, notice = query_view(service.queries.get(query_id, user=user)), exc.message
     return render(request, "_query_state.html", query=query, changed=True, notice=notice)
 
 
 @router.get("/queries/{query_id}/result")
 def query_result(
-    request: Request, query_id: Id, node: NodeDep, user: UserDep, offset: Offset = 0
+    request: Request, query_id: Id, service: ServiceDep, user: UserDep, offset: Offset = 0
 ) -> HTMLResponse:
-    result = api.get_result(query_id, node, user, offset=max(0, offset), limit=RESULT_PAGE)
+    statement = service.queries.get(query_id, user=user)
+    result = result_page_view(service.queries.result_page(statement, max(0, offset), RESULT_PAGE))
     return render(request, "_result.html", query_id=query_id, result=result)

@@ -1,6 +1,7 @@
 """Dashboard pages for sessions and engines, with the kill and recycle buttons.
 
-Like every page, these call the native API's route functions with the signed-in user.
+Like every page, these call the service with the signed-in user, and show its records as
+the native API does (``service.views``).
 """
 
 from __future__ import annotations
@@ -10,11 +11,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.params import Id
-from sparkgate.api.routes import engines as engines_api
-from sparkgate.api.routes import sessions as sessions_api
+from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.paging import paging, window
+from sparkgate.http.params import Id
+from sparkgate.service import Service
+from sparkgate.service.views import engine_view, session_view
 from sparkgate.states import SessionKind, SessionState
 from sparkgate.web.paging import page_links
 from sparkgate.web.templating import render, render_list
@@ -32,22 +35,22 @@ def _session_filters(state: str | None, kind: str | None, after: str | None) -> 
     return {"state": state or "", "kind": kind or "", "after": after or ""}
 
 
-def _sessions(node: NodeDep, user: UserDep, filters: dict[str, Any]) -> dict[str, Any]:
-    page = sessions_api.list_sessions(
-        node,
-        user,
-        state=[SessionState(filters["state"])] if filters["state"] else None,
-        kind=[SessionKind(filters["kind"])] if filters["kind"] else None,
-        limit=PAGE,
-        after=filters["after"] or None,
+def _sessions(service: Service, user: Principal, filters: dict[str, Any]) -> dict[str, Any]:
+    after = filters["after"] or None
+    page = service.gateway.sessions(
+        user=user,
+        states=[SessionState(filters["state"])] if filters["state"] else None,
+        kinds=[SessionKind(filters["kind"])] if filters["kind"] else None,
+        window=window(0, PAGE, after),
     )
-    return page_links(page, filters)
+    listed = {"sessions": [session_view(s) for s in page.items], **paging(page, after)}
+    return page_links(listed, filters)
 
 
 @router.get("/sessions")
 def sessions_page(
     request: Request,
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
     state: str | None = None,
     kind: str | None = None,
@@ -58,7 +61,7 @@ def sessions_page(
         request,
         "sessions.html",
         "_sessions_table.html",
-        page=_sessions(node, user, filters),
+        page=_sessions(service, user, filters),
         filters=filters,
         states=[s.value for s in SessionState],
         kinds=[k.value for k in SessionKind],
@@ -66,25 +69,32 @@ def sessions_page(
 
 
 @router.post("/sessions/{session_id}/kill")
-def kill_session(request: Request, session_id: Id, node: NodeDep, user: UserDep) -> HTMLResponse:
-    session = sessions_api.kill_session(session_id, node, user)
+def kill_session(
+    request: Request, session_id: Id, service: ServiceDep, user: UserDep
+) -> HTMLResponse:
+    session = service.gateway.kill_session(session_id, user=user)
     return render(
-        request, "_notice.html", message=f"Session {session['id']} is {session['state']}."
+        request, "_notice.html", message=f"Session {session.id} is {session.state.value}."
     )
 
 
-def _engines(node: NodeDep, all_engines: bool) -> dict[str, Any]:
-    engines = engines_api.list_engines(node, all=all_engines)["engines"]
-    return {"engines": engines, "all": all_engines}
+def _engines(service: Service, all_engines: bool) -> dict[str, Any]:
+    engines = service.gateway.engines(live_only=not all_engines)
+    return {"engines": [engine_view(e) for e in engines], "all": all_engines}
 
 
 @router.get("/engines")
-def engines_page(request: Request, node: NodeDep, user: UserDep, all: bool = False) -> HTMLResponse:
-    return render_list(request, "engines.html", "_engines_table.html", **_engines(node, all))
+def engines_page(
+    request: Request, service: ServiceDep, user: UserDep, all: bool = False
+) -> HTMLResponse:
+    return render_list(request, "engines.html", "_engines_table.html", **_engines(service, all))
 
 
 @router.post("/engines/{engine_id}/recycle")
-def recycle_engine(request: Request, engine_id: Id, node: NodeDep, user: UserDep) -> HTMLResponse:
+def recycle_engine(
+    request: Request, engine_id: Id, service: ServiceDep, user: UserDep
+) -> HTMLResponse:
     """Stop the engine; its sessions end and the warm pool starts a fresh one."""
-    engine = engines_api.stop_engine(engine_id, node, user)
-    return render(request, "_notice.html", message=f"Engine {engine['id']} is {engine['state']}.")
+    engine = service.gateway.stop_engine(engine_id, user=user)
+    message = f"Engine {engine.id} is {engine.state.value}."
+    return render(request, "_notice.html", message=message)

@@ -1,10 +1,10 @@
 """Dashboard pages for stream jobs: the live list, one job (state, restarts and their backoff,
 queries, charts of their progress), and the stop and start buttons.
 
-Pages call the native API's route functions (``api.routes.streams``) with the signed-in user.
-The charts' data is the one read the API has no route for (every stored progress sample, not
-only the detail's recent ones): it goes through the API's own access check (``visible_job``) and is
-shaped by its own view (``stream_progress_view``).
+Pages call the service with the signed-in user, as the native API does, and show its records
+in the API's views. The charts' data is the one read the API has no route for (every stored
+progress sample, not only the detail's recent ones): the service reads it with the same access
+check.
 """
 
 from __future__ import annotations
@@ -15,11 +15,13 @@ from typing import Any
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.params import Offset
-from sparkgate.api.routes import streams as api
-from sparkgate.api.views import stream_progress_view
+from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest, StreamJobBusy
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.paging import paging, window
+from sparkgate.http.params import Offset
+from sparkgate.service import Service
+from sparkgate.service.views import stream_detail_view, stream_progress_view, stream_summary_view
 from sparkgate.states import StreamJobState
 from sparkgate.streaming.backoff import RetryPolicy, backoff_delay
 from sparkgate.web.paging import page_links
@@ -41,22 +43,22 @@ def _filters(state: str | None, owner: str | None, after: str | None) -> dict[st
     return {"state": state or "", "owner": owner or "", "after": after or ""}
 
 
-def _page(node: NodeDep, user: UserDep, filters: dict[str, Any]) -> dict[str, Any]:
-    page = api.list_streams(
-        node,
-        user,
+def _page(service: Service, user: Principal, filters: dict[str, Any]) -> dict[str, Any]:
+    after = filters["after"] or None
+    page = service.streams.list_page(
+        user=user,
         owner=filters["owner"] or None,
-        state=[StreamJobState(filters["state"])] if filters["state"] else None,
-        limit=PAGE,
-        after=filters["after"] or None,
+        states=[StreamJobState(filters["state"])] if filters["state"] else None,
+        window=window(0, PAGE, after, by_name=True),
     )
-    return page_links(page, filters)
+    listed = {"streams": [stream_summary_view(s) for s in page.items], **paging(page, after)}
+    return page_links(listed, filters)
 
 
 @router.get("/streams")
 def streams_page(
     request: Request,
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
     state: str | None = None,
     owner: str | None = None,
@@ -69,7 +71,7 @@ def streams_page(
         request,
         "streams.html",
         "_streams_table.html",
-        page=_page(node, user, filters),
+        page=_page(service, user, filters),
         filters=filters,
         states=[s.value for s in StreamJobState],
     )
@@ -115,43 +117,45 @@ def _state(request: Request, stream: dict[str, Any], notice: str | None = None) 
 
 
 @router.get("/streams/{name}")
-def stream_page(request: Request, name: str, node: NodeDep, user: UserDep) -> HTMLResponse:
-    return render(request, "stream.html", **_context(api.get_stream(name, node, user)))
+def stream_page(request: Request, name: str, service: ServiceDep, user: UserDep) -> HTMLResponse:
+    return render(
+        request, "stream.html", **_context(stream_detail_view(service.streams.get(name, user=user)))
+    )
 
 
 @router.get("/streams/{name}/state")
-def stream_state(request: Request, name: str, node: NodeDep, user: UserDep) -> HTMLResponse:
+def stream_state(request: Request, name: str, service: ServiceDep, user: UserDep) -> HTMLResponse:
     """State, queries, restarts and last error; the page polls it."""
-    return _state(request, api.get_stream(name, node, user))
+    return _state(request, stream_detail_view(service.streams.get(name, user=user)))
 
 
 @router.get("/streams/{name}/progress")
-def stream_progress(name: str, node: NodeDep, user: UserDep, after: Offset = 0) -> dict[str, Any]:
+def stream_progress(
+    name: str, service: ServiceDep, user: UserDep, after: Offset = 0
+) -> dict[str, Any]:
     """The charts' data: each query's stored progress samples, oldest first, and a cursor.
     ``?after=<cursor>`` answers only the samples stored since, which the charts append."""
-    job = api.visible_job(node, user, name)  # the API's check: another user's job is not found
-    store = node.store.stream_queries
-    cursor = after
-    queries = []
-    for query in store.of_job(job.id):
-        history = node.settings.stream_progress_history
-        samples = list(reversed(store.progress(query.id, limit=history, after=after)))
-        cursor = max([cursor, *(p.id for p in samples)])
-        queries.append({"name": query.name, "points": [stream_progress_view(p) for p in samples]})
-    return {"cursor": cursor, "queries": queries}
+    queries = service.streams.progress(name, user=user, after=after)
+    cursor = max([after, *(p.id for q in queries for p in q.samples)])
+    points = [
+        {"name": q.name, "points": [stream_progress_view(p) for p in q.samples]} for q in queries
+    ]
+    return {"cursor": cursor, "queries": points}
 
 
 @router.post("/streams/{name}/stop")
-def stop_stream(request: Request, name: str, node: NodeDep, user: UserDep) -> HTMLResponse:
-    stream = api.stop_stream(name, node, user)
+def stop_stream(request: Request, name: str, service: ServiceDep, user: UserDep) -> HTMLResponse:
+    stream = stream_detail_view(service.streams.stop(name, user=user))
     return _state(request, stream, notice=f"Stopping {name} at the end of its micro-batch.")
 
 
 @router.post("/streams/{name}/start")
-def start_stream(request: Request, name: str, node: NodeDep, user: UserDep) -> HTMLResponse:
+def start_stream(request: Request, name: str, service: ServiceDep, user: UserDep) -> HTMLResponse:
     try:
-        stream = api.start_stream(name, node, user)
+        stream = stream_detail_view(service.streams.start(name, user=user))
     except StreamJobBusy as exc:
         # Still stopping (another tab, another user's click): say so where the button was.
-        return _state(request, api.get_stream(name, node, user), notice=exc.message)
+        return _state(
+            request, stream_detail_view(service.streams.get(name, user=user)), notice=exc.message
+        )
     return _state(request, stream, notice=f"Starting {name} from its checkpoints.")

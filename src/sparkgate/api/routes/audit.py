@@ -7,18 +7,18 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 
 from sparkgate.api.bodies import AuditList
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.openapi import refusals
-from sparkgate.api.paging import After, Total, counted, id_after, paging
-from sparkgate.api.params import Offset, Since
-from sparkgate.api.views import iso
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.http.paging import After, Total, paging, window
+from sparkgate.http.params import Offset, Since
+from sparkgate.service.views import iso
 
 router = APIRouter(tags=["audit"])
 
 
 @router.get("/v1/audit", response_model=AuditList, responses=refusals({403: "Admins only."}))
 def list_audit(
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
     by: Annotated[str | None, Query(alias="user")] = None,
     action: str | None = None,
@@ -32,16 +32,13 @@ def list_audit(
     """Events, newest first: ``?user=bob&action=session&outcome=denied&since=<epoch>``
     (``action`` matches a prefix: ``session`` finds ``session.create`` and
     ``session.kill``); the next page is ``?after=<next>``."""
-    node.users.require_admin(user, "read the audit log")
-    page = node.store.audit.list_page(
-        user=by,
+    page = service.accounts.audit_events(
+        user=user,
+        by=by,
         action=action,
         outcome=outcome,
         since=since,
-        offset=offset,
-        limit=limit,
-        after=id_after(after, offset),
-        count=counted(total, after),
+        window=window(offset, limit, after, total),
     )
     return {
         "events": [

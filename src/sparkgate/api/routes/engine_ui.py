@@ -17,11 +17,11 @@ import httpx
 from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.openapi import refusals
-from sparkgate.api.params import Id
 from sparkgate.engine.spark import ui_proxy_base
 from sparkgate.errors import Conflict, Forbidden
+from sparkgate.http.deps import NodeDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.http.params import Id
 from sparkgate.states import LIVE_ENGINE_STATES
 from sparkgate.store.records import EngineRecord
 

@@ -7,25 +7,24 @@ from typing import Any
 from fastapi import APIRouter
 
 from sparkgate.api.bodies import Engine, EngineList
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.openapi import refusals
-from sparkgate.api.params import Id
-from sparkgate.api.views import engine_view
-from sparkgate.states import LIVE_ENGINE_STATES
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.http.params import Id
+from sparkgate.service.views import engine_view
 
 router = APIRouter(prefix="/v1/engines", tags=["engines"])
 
 
 @router.get("", response_model=EngineList)
-def list_engines(node: NodeDep, all: bool = False) -> dict[str, Any]:
+def list_engines(service: ServiceDep, all: bool = False) -> dict[str, Any]:
     """The engines (live ones unless ``?all=true``): kind, state, process, heartbeat."""
-    engines = node.store.engines.list_all(states=None if all else LIVE_ENGINE_STATES)
+    engines = service.gateway.engines(live_only=not all)
     return {"engines": [engine_view(e) for e in engines]}
 
 
 @router.get("/{engine_id}", response_model=Engine)
-def get_engine(engine_id: Id, node: NodeDep) -> dict[str, Any]:
-    return engine_view(node.store.engines.get(engine_id))
+def get_engine(engine_id: Id, service: ServiceDep) -> dict[str, Any]:
+    return engine_view(service.gateway.engine(engine_id))
 
 
 @router.post(
@@ -34,8 +33,8 @@ def get_engine(engine_id: Id, node: NodeDep) -> dict[str, Any]:
     response_model=Engine,
     responses=refusals({403: "Admins only."}),
 )
-def stop_engine(engine_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def stop_engine(engine_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """Stop an engine gracefully: it takes no more work, lets its running statements finish,
     ends its sessions (``dead``, ``ENGINE_STOPPED``) and exits. Placement starts replacements
     for the shared and warm engines the settings ask for. Stopping a stopped engine is harmless."""
-    return engine_view(node.gateway.stop_engine(engine_id, user=user))
+    return engine_view(service.gateway.stop_engine(engine_id, user=user))

@@ -9,7 +9,7 @@ from fastapi import APIRouter
 
 from sparkgate import __version__
 from sparkgate.api.bodies import Health
-from sparkgate.api.deps import NodeDep
+from sparkgate.http.deps import NodeDep
 
 router = APIRouter()
 

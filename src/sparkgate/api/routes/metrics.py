@@ -11,8 +11,8 @@ from fastapi import APIRouter, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from prometheus_client.registry import CollectorRegistry
 
-from sparkgate.api.deps import NodeDep
-from sparkgate.api.openapi import REASONS, refusals
+from sparkgate.http.deps import NodeDep
+from sparkgate.http.openapi import REASONS, refusals
 from sparkgate.metrics.cluster import ClusterCollector
 
 router = APIRouter()

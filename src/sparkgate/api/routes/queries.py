@@ -3,25 +3,19 @@
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparkgate import results
 from sparkgate.api import bodies
-from sparkgate.api.deps import NodeDep, UserDep, WatcherDep
-from sparkgate.api.openapi import refusals
-from sparkgate.api.paging import After, Total, counted, id_after, paging
-from sparkgate.api.params import Id, IdField, IdQuery, Offset, PageLimit, Wait
-from sparkgate.api.views import query_view
-from sparkgate.api.watcher import StatementWatcher
-from sparkgate.auth.principal import Principal
-from sparkgate.errors import InvalidRequest, ResultGone, ResultNotReady
-from sparkgate.node import ServerNode
-from sparkgate.states import TERMINAL_STATEMENT_STATES, StatementState
-from sparkgate.store.records import StatementRecord
+from sparkgate.errors import InvalidRequest
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.http.paging import After, Total, paging, window
+from sparkgate.http.params import Id, IdField, IdQuery, Offset, PageLimit, Wait
+from sparkgate.service.views import query_view, result_page_view
+from sparkgate.states import StatementState
 
 router = APIRouter(prefix="/v1/queries", tags=["queries"])
 
@@ -57,9 +51,8 @@ class QuerySubmit(BaseModel):
 )
 async def submit_query(
     body: QuerySubmit,
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
-    watcher: WatcherDep,
     wait: Wait = 0,
     limit: PageLimit = None,
 ) -> dict[str, Any]:
@@ -67,21 +60,6 @@ async def submit_query(
     as a one-off query. ``?wait=30`` answers when it is final (or 30 s pass) with the whole
     query and, if it succeeded, its first result page (``page``, ``?limit=`` rows): a short
     query costs one request instead of three."""
-    statement = await asyncio.to_thread(_submit, body, node, user)
-    if wait <= 0:
-        return {
-            "id": statement.id,
-            "session_id": statement.session_id,
-            "state": statement.state.value,
-        }
-    final = await _waited(node, watcher, statement, wait)
-    view = query_view(final)
-    if final.state is StatementState.SUCCESS and final.result is not None:
-        view["page"] = await asyncio.to_thread(_result_page, node, final, 0, limit)
-    return view
-
-
-def _submit(body: QuerySubmit, node: ServerNode, user: Principal) -> StatementRecord:
     if not body.query.strip():
         raise InvalidRequest("query: the query is empty.", field="query")
     if body.session_id is not None and (body.conf or body.isolation != "session"):
@@ -89,18 +67,31 @@ def _submit(body: QuerySubmit, node: ServerNode, user: Principal) -> StatementRe
             "isolation and conf are for one-off queries; a session has its own.",
             field="conf" if body.conf else "isolation",
         )
-    return node.gateway.submit(
+    statement = await asyncio.to_thread(
+        service.gateway.submit,
         body.query,
         user=user,
         session_id=body.session_id,
         isolation=body.isolation,
         conf=body.conf,
     )
+    if wait <= 0:
+        return {
+            "id": statement.id,
+            "session_id": statement.session_id,
+            "state": statement.state.value,
+        }
+    final = await service.queries.wait(statement, wait)
+    view = query_view(final)
+    if final.state is StatementState.SUCCESS and final.result is not None:
+        page = await asyncio.to_thread(service.queries.result_page, final, 0, limit)
+        view["page"] = result_page_view(page)
+    return view
 
 
 @router.get("", response_model=bodies.QueryList)
 def list_queries(
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
     owner: str | None = None,
     session_id: IdQuery = None,
@@ -112,15 +103,12 @@ def list_queries(
 ) -> dict[str, Any]:
     """Your queries, newest first: ``?session_id=3&state=running`` (admins: everyone's, or
     ``?owner=``); the next page is ``?after=<next>``."""
-    page = node.store.statements.list_page(
+    page = service.queries.list_page(
+        user=user,
+        owner=owner,
         session_id=session_id,
         states=state,
-        owner=user.owner_filter(owner),
-        offset=offset,
-        limit=limit,
-        newest_first=True,
-        after=id_after(after, offset),
-        count=counted(total, after),
+        window=window(offset, limit, after, total),
     )
     return {"queries": [query_view(s) for s in page.items], **paging(page, after)}
 
@@ -128,28 +116,15 @@ def list_queries(
 @router.get("/{query_id}", response_model=bodies.Query)
 async def get_query(
     query_id: Id,
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
-    watcher: WatcherDep,
     wait: Wait = 0,
 ) -> dict[str, Any]:
     """The query's state; ``?wait=30`` holds the answer until it is final or 30 s pass."""
-    statement = await asyncio.to_thread(node.gateway.statement, query_id, user=user)
-    if wait > 0 and statement.state not in TERMINAL_STATEMENT_STATES:
-        statement = await _waited(node, watcher, statement, wait)
+    statement = await asyncio.to_thread(service.queries.get, query_id, user=user)
+    if wait > 0:
+        statement = await service.queries.wait(statement, wait)
     return query_view(statement)
-
-
-async def _waited(
-    node: ServerNode, watcher: StatementWatcher, statement: StatementRecord, wait: float
-) -> StatementRecord:
-    """The statement once final, or as it is after ``wait`` seconds (at most long_poll_max).
-    The watcher's record when it read it final (with its owner); else one read."""
-    final = await watcher.wait(statement.id, min(wait, node.settings.long_poll_max))
-    if final is not None:
-        return final
-    now = await asyncio.to_thread(node.store.statements.get, statement.id)
-    return dataclasses.replace(now, owner=statement.owner)
 
 
 @router.get(
@@ -164,34 +139,14 @@ async def _waited(
 )
 def get_result(
     query_id: Id,
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
     offset: Offset = 0,
     limit: PageLimit = None,
 ) -> dict[str, Any]:
     """A page of the result: ``?offset=0&limit=1000`` -> ``{"schema", "rows", "total"}``."""
-    statement = node.gateway.statement(query_id, user=user)
-    return _result_page(node, statement, offset, limit)
-
-
-def _result_page(
-    node: ServerNode, statement: StatementRecord, offset: int, limit: int | None
-) -> dict[str, Any]:
-    if statement.state is not StatementState.SUCCESS or statement.result is None:
-        raise ResultNotReady(statement.id, statement.state.value)
-    page_limit = min(limit if limit is not None else 1000, node.settings.result_page_max)
-    path = statement.result["path"]
-    try:
-        rows, total = results.read_page(path, offset, page_limit)
-    except FileNotFoundError as exc:
-        raise ResultGone(statement.id, path) from exc
-    return {
-        "schema": statement.result.get("schema", []),
-        "rows": rows,
-        "offset": offset,
-        "limit": page_limit,
-        "total": total,
-    }
+    statement = service.queries.get(query_id, user=user)
+    return result_page_view(service.queries.result_page(statement, offset, limit))
 
 
 @router.post(
@@ -200,6 +155,6 @@ def _result_page(
     response_model=bodies.Query,
     responses=refusals({409: "The query is already final (`QUERY_FINISHED`)."}),
 )
-def cancel_query(query_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def cancel_query(query_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """Cancel: a waiting query at once, a running one as soon as its engine interrupts it."""
-    return query_view(node.gateway.cancel(query_id, user=user))
+    return query_view(service.gateway.cancel(query_id, user=user))

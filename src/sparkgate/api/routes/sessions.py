@@ -8,11 +8,11 @@ from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sparkgate.api.bodies import Session, SessionList
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.openapi import refusals
-from sparkgate.api.paging import After, Total, counted, id_after, paging
-from sparkgate.api.params import Id, Offset
-from sparkgate.api.views import session_view
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.http.paging import After, Total, paging, window
+from sparkgate.http.params import Id, Offset
+from sparkgate.service.views import session_view
 from sparkgate.states import SessionKind, SessionState
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -50,9 +50,9 @@ class SessionCreate(BaseModel):
         }
     ),
 )
-def create_session(body: SessionCreate, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def create_session(body: SessionCreate, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """Start a session: ``{"kind": "interactive", "conf": {"spark.sql.ansi.enabled": "false"}}``."""
-    session, _ = node.gateway.create_session(
+    session, _ = service.gateway.create_session(
         SessionKind(body.kind), user=user, name=body.name, conf=body.conf
     )
     return session_view(session)
@@ -60,7 +60,7 @@ def create_session(body: SessionCreate, node: NodeDep, user: UserDep) -> dict[st
 
 @router.get("", response_model=SessionList)
 def list_sessions(
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
     owner: str | None = None,
     state: Annotated[list[SessionState] | None, Query()] = None,
@@ -72,24 +72,22 @@ def list_sessions(
 ) -> dict[str, Any]:
     """Your sessions, oldest first: ``?state=idle&state=busy&limit=100`` (admins: everyone's,
     or ``?owner=``); the next page is ``?after=<next>``."""
-    page = node.store.sessions.list_page(
+    page = service.gateway.sessions(
+        user=user,
+        owner=owner,
         states=state,
         kinds=kind,
-        owner=user.owner_filter(owner),
-        offset=offset,
-        limit=limit,
-        after=id_after(after, offset),
-        count=counted(total, after),
+        window=window(offset, limit, after, total),
     )
     return {"sessions": [session_view(s) for s in page.items], **paging(page, after)}
 
 
 @router.get("/{session_id}", response_model=Session)
-def get_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
-    return session_view(node.gateway.session(session_id, user=user))
+def get_session(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+    return session_view(service.gateway.session(session_id, user=user))
 
 
 @router.delete("/{session_id}", response_model=Session)
-def kill_session(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def kill_session(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """End the session (``killed``); its running statement is cancelled."""
-    return session_view(node.gateway.kill_session(session_id, user=user))
+    return session_view(service.gateway.kill_session(session_id, user=user))

@@ -13,21 +13,19 @@ from sparkgate.api.bodies import (
     StreamJobDetail,
     StreamJobList,
 )
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.openapi import refusals
-from sparkgate.api.paging import After, Total, counted, name_after, paging
-from sparkgate.api.params import Id, Offset
-from sparkgate.api.views import stream_job_view, stream_query_view, stream_restart_view
-from sparkgate.auth.access import STREAMS
-from sparkgate.auth.principal import Principal
-from sparkgate.errors import StreamJobNotFound
-from sparkgate.node import ServerNode
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.http.paging import After, Total, paging, window
+from sparkgate.http.params import Id, Offset
+from sparkgate.service.views import (
+    query_detail_view,
+    stream_detail_view,
+    stream_job_view,
+    stream_summary_view,
+)
 from sparkgate.states import StreamJobState
-from sparkgate.store.records import StreamJobRecord
 
 router = APIRouter(tags=["streams"])
-
-_RECENT = 20  # progress samples and restarts shown per query
 
 _STREAMS_RIGHT = "The `streams` right is missing."
 
@@ -52,26 +50,18 @@ class StreamCreate(BaseModel):
         }
     ),
 )
-def create_stream(body: StreamCreate, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def create_stream(body: StreamCreate, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """Create a stream job and keep it running: ``{"name": "clicks", "sql": "CREATE STREAM r
     USING rate; SAVE STREAM r TO parquet OPTIONS ('path'='/data/clicks')"}``."""
-    node.users.require(user, STREAMS, "start stream jobs", target=f"stream:{body.name}")
-    node.users.check_conf(user, body.conf, target=f"stream:{body.name}")
-    node.users.check_sql(user, body.sql, target=f"stream:{body.name}")
-    job = node.streams.create(
-        body.name,
-        body.sql,
-        conf=body.conf,
-        checkpoint_root=body.checkpoint_root,
-        owner=user.name,
+    detail = service.streams.create(
+        body.name, body.sql, user=user, conf=body.conf, checkpoint_root=body.checkpoint_root
     )
-    node.users.audit(user, "stream.create", "ok", target=f"stream:{job.name}")
-    return _detail(node, job)
+    return stream_detail_view(detail)
 
 
 @router.get("/v1/streams", response_model=StreamJobList)
 def list_streams(
-    node: NodeDep,
+    service: ServiceDep,
     user: UserDep,
     owner: str | None = None,
     state: Annotated[list[StreamJobState] | None, Query()] = None,
@@ -82,30 +72,20 @@ def list_streams(
 ) -> dict[str, Any]:
     """Stream jobs by name, each with its queries' states: ``?state=running``; the next page
     is ``?after=<next>``."""
-    page = node.store.stream_jobs.list_page(
+    page = service.streams.list_page(
+        user=user,
+        owner=owner,
         states=state,
-        owner=user.owner_filter(owner),
-        offset=offset,
-        limit=limit,
-        after=name_after(after, offset),
-        count=counted(total, after),
+        window=window(offset, limit, after, total, by_name=True),
     )
-    streams = []
-    for job in page.items:
-        view = stream_job_view(job)
-        view["queries"] = [
-            {"name": q.name, "state": q.state.value, "restarts": q.restarts}
-            for q in node.store.stream_queries.of_job(job.id)
-        ]
-        streams.append(view)
-    return {"streams": streams, **paging(page, after)}
+    return {"streams": [stream_summary_view(s) for s in page.items], **paging(page, after)}
 
 
 @router.get("/v1/streams/{name}", response_model=StreamJobDetail)
-def get_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def get_stream(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """A stream job: state, restarts, next restart, last error, and each query with its recent
     progress and restarts. Read from the store only: Spark is never asked."""
-    return _detail(node, visible_job(node, user, name))
+    return stream_detail_view(service.streams.get(name, user=user))
 
 
 @router.post(
@@ -114,11 +94,10 @@ def get_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     response_model=StreamJobDetail,
     responses=refusals({403: _STREAMS_RIGHT}),
 )
-def stop_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def stop_stream(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """Stop at a micro-batch boundary (``stopping``, then ``stopped``); checkpoints stay
     consistent, and ``start`` resumes from them."""
-    _changing(node, user, name, "stop")
-    return _detail(node, node.streams.stop(name))
+    return stream_detail_view(service.streams.stop(name, user=user))
 
 
 @router.post(
@@ -129,10 +108,9 @@ def stop_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
         {403: _STREAMS_RIGHT, 409: "The job is stopping or failing (`STREAM_JOB_BUSY`)."}
     ),
 )
-def start_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def start_stream(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """Start a stopped or failed job again; its queries resume from their checkpoints."""
-    _changing(node, user, name, "start")
-    return _detail(node, node.streams.start(name))
+    return stream_detail_view(service.streams.start(name, user=user))
 
 
 @router.delete(
@@ -143,59 +121,16 @@ def start_stream(name: str, node: NodeDep, user: UserDep) -> dict[str, Any]:
     ),
 )
 def delete_stream(
-    name: str, node: NodeDep, user: UserDep, keep_checkpoints: bool = False
+    name: str, service: ServiceDep, user: UserDep, keep_checkpoints: bool = False
 ) -> dict[str, Any]:
     """Delete a stopped or failed job (409 while it runs), and its checkpoints unless
     ``?keep_checkpoints=true``."""
-    _changing(node, user, name, "delete")
-    job = node.streams.delete(name, keep_checkpoints=keep_checkpoints)
+    job = service.streams.delete(name, user=user, keep_checkpoints=keep_checkpoints)
     return {**stream_job_view(job), "deleted": True}
 
 
 @router.get("/v1/sessions/{session_id}/streams", response_model=SessionStreams)
-def session_streams(session_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def session_streams(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """The streaming queries started by SAVE STREAM in a session."""
-    node.gateway.session(session_id, user=user)
-    queries = node.store.stream_queries.of_session(session_id)
-    return {
-        "queries": [
-            stream_query_view(
-                q,
-                progress=node.store.stream_queries.progress(q.id, limit=_RECENT),
-                restarts=node.store.stream_queries.restarts(query_id=q.id, limit=_RECENT),
-            )
-            for q in queries
-            if q.job_id is None
-        ]
-    }
-
-
-def visible_job(node: ServerNode, user: Principal, name: str) -> StreamJobRecord:
-    """The job, if the user may see it; else not found, as for a name that does not exist."""
-    job = node.store.stream_jobs.find(name)
-    if job is None or not user.owns(job.owner):
-        raise StreamJobNotFound(name)
-    return job
-
-
-def _changing(node: ServerNode, user: Principal, name: str, verb: str) -> None:
-    visible_job(node, user, name)
-    node.users.require(user, STREAMS, f"{verb} stream jobs", target=f"stream:{name}")
-    node.users.audit(user, f"stream.{verb}", "ok", target=f"stream:{name}")
-
-
-def _detail(node: ServerNode, job: StreamJobRecord) -> dict[str, Any]:
-    queries = node.store.stream_queries
-    view = stream_job_view(job)
-    view["queries"] = [
-        stream_query_view(
-            q,
-            progress=queries.progress(q.id, limit=_RECENT),
-            restarts=queries.restarts(query_id=q.id, limit=_RECENT),
-        )
-        for q in queries.of_job(job.id)
-    ]
-    view["recent_restarts"] = [
-        stream_restart_view(r) for r in queries.restarts(job_id=job.id, limit=_RECENT)
-    ]
-    return view
+    queries = service.streams.of_session(session_id, user=user)
+    return {"queries": [query_detail_view(q) for q in queries]}

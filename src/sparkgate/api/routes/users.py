@@ -8,14 +8,11 @@ from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate.api.bodies import NewToken, Token, TokenList, Whoami
-from sparkgate.api.deps import NodeDep, UserDep
-from sparkgate.api.openapi import refusals
-from sparkgate.api.params import Id
-from sparkgate.api.views import iso
-from sparkgate.auth import tokens
-from sparkgate.auth.principal import Principal
-from sparkgate.errors import Forbidden
-from sparkgate.store.tokens import TokenNotFound, TokenRecord
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.http.params import Id
+from sparkgate.service.views import iso
+from sparkgate.store.tokens import TokenRecord
 
 router = APIRouter(tags=["users"])
 
@@ -74,42 +71,21 @@ def whoami(user: UserDep) -> dict[str, Any]:
         }
     ),
 )
-def create_token(body: TokenCreate, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def create_token(body: TokenCreate, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """A personal access token: ``{"name": "laptop", "expires_in": 2592000}``. The secret is in
     this answer only (the store keeps its hash); use it as ``Authorization: Bearer <token>`` or
     as the password in Basic auth."""
-    if not node.users.enabled:
-        raise Forbidden(
-            "Tokens need authentication: the server runs with SPARKGATE_AUTH=none, where "
-            "every request is already the anonymous user's."
-        )
-    if user.via == "token":
-        # A token cannot mint tokens: a stolen one must not outlive its revocation.
-        raise Forbidden("Create tokens with your password or a JWT, not with another token.")
-    record, secret = tokens.create(
-        node.store, user.name, now=node.users.clock(), name=body.name, expires_in=body.expires_in
-    )
-    node.users.audit(user, "token.create", "ok", target=f"token:{record.id}")
-    return {**token_view(record), "token": secret}
+    made = service.accounts.create_token(user=user, name=body.name, expires_in=body.expires_in)
+    return {**token_view(made.record), "token": made.secret}
 
 
 @router.get("/v1/tokens", response_model=TokenList)
-def list_tokens(node: NodeDep, user: UserDep, owner: str | None = None) -> dict[str, Any]:
+def list_tokens(service: ServiceDep, user: UserDep, owner: str | None = None) -> dict[str, Any]:
     """Your tokens (admins: everyone's, or ``?owner=``), without their secrets."""
-    records = node.store.tokens.list(owner=user.owner_filter(owner))
-    return {"tokens": [token_view(r) for r in records]}
+    return {"tokens": [token_view(r) for r in service.accounts.tokens(user=user, owner=owner)]}
 
 
 @router.delete("/v1/tokens/{token_id}", response_model=Token)
-def revoke_token(token_id: Id, node: NodeDep, user: UserDep) -> dict[str, Any]:
+def revoke_token(token_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """Revoke a token: it stops working at once. Revoking it again changes nothing."""
-    record = _token(node, user, token_id)
-    node.users.audit(user, "token.revoke", "ok", target=f"token:{record.id}")
-    return token_view(node.store.tokens.revoke(record.id, now=node.users.clock()))
-
-
-def _token(node: NodeDep, user: Principal, token_id: int) -> TokenRecord:
-    record = node.store.tokens.get(token_id)
-    if not user.owns(record.owner):
-        raise TokenNotFound(token_id)
-    return record
+    return token_view(service.accounts.revoke_token(token_id, user=user))

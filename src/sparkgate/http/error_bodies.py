@@ -1,0 +1,40 @@
+"""The error answers' JSON as pydantic models, for the OpenAPI schema of every HTTP door."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel, ConfigDict, Field
+
+
+class _Closed(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class RecordedError(BaseModel):
+    """Why something failed, as the store keeps it: a stable ``code``, a ``message``, and
+    whatever else the failure says (Spark's ``sql_state``, ``line``, ``position``,
+    ``traceback``, the error's parameters)."""
+
+    model_config = ConfigDict(extra="allow")
+
+    code: str
+    message: str
+
+
+class FieldProblem(_Closed):
+    field: str = Field(description="Where: a query parameter, or a dotted path in the body.")
+    message: str
+
+
+class ErrorDetail(RecordedError):
+    """``code`` is stable (``QUERY_NOT_FOUND``, ``ACCESS_DENIED``, ...); the error's parameters
+    (``query_id``, ``state``, ...) are further keys."""
+
+    fields: list[FieldProblem] = Field(
+        default_factory=list, description="INVALID_REQUEST: each field at fault."
+    )
+
+
+class NativeError(_Closed):
+    """Every error of the native API (``/v1``, ``/healthz``, ``/cliservice``)."""
+
+    error: ErrorDetail

@@ -1,0 +1,59 @@
+"""The application layer: every use case of every front door, once.
+
+The doors (``/v1`` in ``api``, ``livy``, ``hive2``, the dashboard in ``web``, and through the
+client the CLI) translate their protocol into calls of this package and its answers back. Each
+call takes the authenticated user (a ``Principal``) and does the visibility rule
+(``visibility.py``), the rights check and the audit itself; it answers records of the store or
+the small dataclasses here, and refuses with the typed errors of ``sparkgate.errors``, whose
+stable codes each door maps to its protocol.
+
+- ``gateway``: sessions (create, read, list, kill), submitting and cancelling statements,
+  stopping engines;
+- ``queries``: reading, listing and waiting for queries, their result pages;
+- ``streams``: stream jobs; ``jobs``: deploys, jobs and their runs;
+- ``accounts``: personal access tokens, dashboard sign-ins, the audit log;
+- ``views``: records as the JSON doors and the dashboard show them.
+"""
+
+from __future__ import annotations
+
+from sparkgate.auth.users import Users
+from sparkgate.jobs.deploy import Deployer
+from sparkgate.jobs.runs import JobRunner
+from sparkgate.service.accounts import Accounts
+from sparkgate.service.gateway import Gateway
+from sparkgate.service.jobs import JobService
+from sparkgate.service.queries import Queries
+from sparkgate.service.streams import StreamService
+from sparkgate.service.watcher import StatementWatcher
+from sparkgate.settings import Settings
+from sparkgate.store import Store
+from sparkgate.streaming.jobs import Streams
+
+
+class Service:
+    """What a server node offers its doors."""
+
+    def __init__(
+        self,
+        settings: Settings,
+        store: Store,
+        users: Users,
+        gateway: Gateway,
+        streams: Streams,
+        deployer: Deployer,
+        job_runner: JobRunner,
+    ) -> None:
+        self.settings = settings
+        self.store = store
+        self.users = users
+        self.gateway = gateway
+        # Requests that wait for queries sleep here until the store hints they ended.
+        self.watcher = StatementWatcher(store, settings.hint_safety_poll)
+        self.queries = Queries(settings, store, gateway, self.watcher)
+        self.streams = StreamService(settings, store, users, gateway, streams)
+        self.jobs = JobService(store, users, deployer, job_runner)
+        self.accounts = Accounts(store, users)
+
+    async def close(self) -> None:
+        await self.watcher.close()

