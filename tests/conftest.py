@@ -169,6 +169,16 @@ def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Store]:
         url = f"sqlite:///{tmp_path / 'store.db'}"
     else:
         url = request.getfixturevalue("pg_url")
+    yield from _opened(url)
+
+
+@pytest.fixture
+def sqlite_store(tmp_path: Path) -> Iterator[Store]:
+    """A store on SQLite only, for tests whose subject is not the store."""
+    yield from _opened(f"sqlite:///{tmp_path / 'store.db'}")
+
+
+def _opened(url: str) -> Iterator[Store]:
     store = Store.open(url)
     store.migrate()
     try:
@@ -223,11 +233,14 @@ def force_state(store: Store, table_name: str, row_id: int, state: str, **values
 
 
 class NoProcesses:
-    """A launcher that records nothing and starts nothing: sessions stay where placing left
-    them, and the service's rules are tested without Spark."""
+    """A launcher that starts nothing and records what it was asked to start: sessions stay
+    where placing left them, and the service's rules are tested without Spark."""
+
+    def __init__(self) -> None:
+        self.launched: list[EngineRecord] = []
 
     def launch(self, engine: EngineRecord) -> None:
-        pass
+        self.launched.append(engine)
 
     def alive(self, engine: EngineRecord) -> bool | None:
         return None

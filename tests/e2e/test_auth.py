@@ -197,11 +197,12 @@ def _routes() -> list[tuple[str, str]]:
     from sparkgate.server import create_app
 
     app = create_app(Settings(home=Path("/nonexistent")))
-    found = []
+    found: list[tuple[str, str]] = []
     for context in iter_route_contexts(list(app.routes)):
         if isinstance(context.original_route, Mount):  # static files: public by design
             continue
         path = context.path_format
+        assert path is not None, context
         found.extend((m, path) for m in sorted(context.methods or ()) if m != "HEAD")
     return found
 

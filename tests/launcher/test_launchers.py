@@ -37,13 +37,8 @@ def record(pid: int | None, host: str | None = HERE) -> EngineRecord:
 
 
 @pytest.fixture
-def store(tmp_path: Path) -> Iterator[Store]:
-    store = Store.open(f"sqlite:///{tmp_path / 'store.db'}")
-    store.migrate()
-    try:
-        yield store
-    finally:
-        store.close()
+def store(sqlite_store: Store) -> Store:
+    return sqlite_store  # the launchers' subject is processes, not the store
 
 
 @pytest.fixture

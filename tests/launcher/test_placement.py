@@ -11,25 +11,17 @@ from sparkgate.settings import Settings
 from sparkgate.states import EngineKind, EngineState, SessionKind, SessionState
 from sparkgate.store import Store
 from sparkgate.store.records import EngineRecord
-from tests.conftest import NOW
+from tests.conftest import NOW, NoProcesses
 
 
-class RecordingLauncher:
-    def __init__(self) -> None:
-        self.launched: list[EngineRecord] = []
-
-    def launch(self, engine: EngineRecord) -> None:
-        self.launched.append(engine)
-
-
-class BrokenLauncher:
+class BrokenLauncher(NoProcesses):
     def launch(self, engine: EngineRecord) -> None:
         raise OSError("no java here")
 
 
 @pytest.fixture
-def placement(store: Store) -> tuple[Placement, RecordingLauncher]:
-    launcher = RecordingLauncher()
+def placement(store: Store) -> tuple[Placement, NoProcesses]:
+    launcher = NoProcesses()
     settings = Settings(warm_engines=1, shared_engine_max_sessions=2)
     return Placement(settings, store, launcher, "node-a", clock=lambda: NOW), launcher
 
@@ -49,7 +41,7 @@ def test_which_conf_needs_its_own_engine(conf: dict[str, str], own: bool) -> Non
 
 
 def test_interactive_sessions_share_an_engine_until_full(
-    store: Store, placement: tuple[Placement, RecordingLauncher], make_session: Any
+    store: Store, placement: tuple[Placement, NoProcesses], make_session: Any
 ) -> None:
     place, launcher = placement
     sessions = [make_session(state=SessionState.NOT_STARTED) for _ in range(3)]
@@ -62,7 +54,7 @@ def test_interactive_sessions_share_an_engine_until_full(
 
 
 def test_batch_takes_a_warm_engine_and_the_pool_refills(
-    store: Store, placement: tuple[Placement, RecordingLauncher], make_session: Any
+    store: Store, placement: tuple[Placement, NoProcesses], make_session: Any
 ) -> None:
     place, launcher = placement
     place.keep_warm()
@@ -76,7 +68,7 @@ def test_batch_takes_a_warm_engine_and_the_pool_refills(
 
 
 def test_static_conf_gets_a_fresh_dedicated_engine(
-    store: Store, placement: tuple[Placement, RecordingLauncher]
+    store: Store, placement: tuple[Placement, NoProcesses]
 ) -> None:
     place, launcher = placement
     place.keep_warm()
@@ -91,7 +83,7 @@ def test_static_conf_gets_a_fresh_dedicated_engine(
 
 
 def test_placing_twice_is_harmless(
-    store: Store, placement: tuple[Placement, RecordingLauncher], make_session: Any
+    store: Store, placement: tuple[Placement, NoProcesses], make_session: Any
 ) -> None:
     place, launcher = placement
     session = make_session(state=SessionState.NOT_STARTED, kind=SessionKind.BATCH)
@@ -105,7 +97,7 @@ def test_session_killed_while_its_engine_launches_stops_the_engine(
 ) -> None:
     session = make_session(state=SessionState.NOT_STARTED, kind=SessionKind.BATCH)
 
-    class KillingLauncher(RecordingLauncher):
+    class KillingLauncher(NoProcesses):
         def launch(self, engine: EngineRecord) -> None:
             super().launch(engine)
             store.transitions.session(session.id, SessionState.KILLED, now=NOW)

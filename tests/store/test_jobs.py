@@ -34,7 +34,7 @@ from sparkgate.store import Store
 from sparkgate.store.jobs import Fingerprints, PlannedDecision
 from sparkgate.streaming.definitions import retry_defaults
 from sparkgate.streaming.jobs import Streams
-from tests.conftest import NOW, force_state
+from tests.conftest import NOW, NoProcesses, force_state
 
 FP = Fingerprints("q1", "c1", "s1")
 
@@ -148,11 +148,6 @@ def test_a_run_steps_forward_once(store: Store) -> None:
 
 
 # -- the services, on a real store, with no engines --------------------------------------
-
-
-class NoProcesses:
-    def launch(self, engine: Any) -> None:
-        pass
 
 
 @pytest.fixture

@@ -20,8 +20,7 @@ from sparkgate.streaming.backoff import RetryPolicy
 from sparkgate.streaming.jobplan import Launch, MarkRunning, Situation, Stop, plan
 from sparkgate.streaming.jobs import LostRace, Streams
 from sparkgate.streaming.script import Step, launch_steps, script_of
-from tests.conftest import NOW, force_state
-from tests.streaming.test_jobs import NoProcesses
+from tests.conftest import NOW, NoProcesses, force_state
 
 SQL, PY = StatementKind.SQL, StatementKind.PYSPARK
 STEPS = [

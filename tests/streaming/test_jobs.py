@@ -23,10 +23,9 @@ from sparkgate.states import (
     StreamQueryState,
 )
 from sparkgate.store import Store
-from sparkgate.store.records import EngineRecord
 from sparkgate.streaming.jobplan import Launch, Situation
 from sparkgate.streaming.jobs import LostRace, Streams
-from tests.conftest import NOW, force_state
+from tests.conftest import NOW, NoProcesses, force_state
 
 J, Q = StreamJobState, StreamQueryState
 SCRIPT = (
@@ -34,14 +33,6 @@ SCRIPT = (
     "CREATE TEMPORARY VIEW v AS SELECT value FROM r;\n"
     "SAVE STREAM v TO console"
 )
-
-
-class NoProcesses:
-    def __init__(self) -> None:
-        self.launched: list[EngineRecord] = []
-
-    def launch(self, engine: EngineRecord) -> None:
-        self.launched.append(engine)
 
 
 @pytest.fixture
