@@ -6,7 +6,6 @@ import time
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from sparkgate.cli.common import (
     JsonOption,
@@ -17,7 +16,7 @@ from sparkgate.cli.common import (
     fail,
     print_json,
 )
-from sparkgate.cli.render import cell
+from sparkgate.cli.render import cell, table
 from sparkgate.client import DEFAULT_SERVER
 from sparkgate.sql.durations import parse_duration
 
@@ -67,22 +66,16 @@ def audit(
         print_json(page)
         return
     events = page["events"]  # newest first, as the server answers
-    table = Table(header_style="bold")
-    for column in ("id", "at", "user", "address", "action", "target", "outcome", "detail"):
-        table.add_column(column, overflow="fold")
-    for e in events:
-        detail = e.get("detail")
-        table.add_row(
+    fields = ("at", "user", "address", "action", "target", "outcome")
+    rows = (
+        (
             str(e["id"]),
-            e.get("at") or "",
-            e.get("user") or "",
-            e.get("address") or "",
-            e.get("action") or "",
-            e.get("target") or "",
-            e.get("outcome") or "",
-            "" if detail in (None, "", {}) else cell(detail),
+            *(e.get(field) or "" for field in fields),
+            "" if e.get("detail") in (None, "", {}) else cell(e["detail"]),
         )
-    console.print(table)
+        for e in events
+    )
+    console.print(table(("id", *fields, "detail"), rows))
     first, total = page.get("offset"), page.get("total")
     of = "" if total is None else f" of {total}"
     if events:

@@ -7,7 +7,6 @@ import sys
 from typing import Annotated, Any
 
 import typer
-from rich.table import Table
 
 from sparkgate import credentials
 from sparkgate.cli.common import (
@@ -24,6 +23,7 @@ from sparkgate.cli.common import (
     print_json,
     stdin_is_tty,
 )
+from sparkgate.cli.render import table
 from sparkgate.client import DEFAULT_SERVER, Client, ClientError
 from sparkgate.credentials import CredentialsError
 from sparkgate.sql.durations import COMPACT_HELP, parse_duration
@@ -216,11 +216,8 @@ def list_tokens(
     if as_json:
         print_json(tokens)
         return
-    table = Table(header_style="bold")
-    for column in ("id", "name", "prefix", "owner", "created", "expires", "last used", "revoked"):
-        table.add_column(column, overflow="fold")
-    for t in tokens:
-        table.add_row(
+    rows = (
+        (
             str(t["id"]),
             t.get("name") or "",
             t.get("prefix") or "",
@@ -230,7 +227,10 @@ def list_tokens(
             t.get("last_used_at") or "",
             t.get("revoked_at") or "",
         )
-    console.print(table)
+        for t in tokens
+    )
+    columns = ("id", "name", "prefix", "owner", "created", "expires", "last used", "revoked")
+    console.print(table(columns, rows))
 
 
 @app.command("revoke")

@@ -21,7 +21,7 @@ from sparkgate.cli.common import (
     make_client,
     print_json,
 )
-from sparkgate.cli.render import describe_error, versions_text
+from sparkgate.cli.render import describe_error, table, versions_text
 from sparkgate.client import DEFAULT_SERVER, Client, ClientError
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
@@ -130,27 +130,22 @@ def manifest_files(paths: Iterable[Path], skip: set[Path] | None = None) -> list
 
 
 def plan_table(deployment: dict[str, Any], *, title: str) -> Table:
-    table = Table(header_style="bold", title=title, title_justify="left")
-    for name in ("job", "version", "action", "reason"):
-        table.add_column(name, overflow="fold")
-    for d in deployment["decisions"]:
-        table.add_row(d["job"], versions_text(d), _action(d["action"]), d["reason"])
-    return table
+    rows = (
+        (d["job"], versions_text(d), _action(d["action"]), d["reason"])
+        for d in deployment["decisions"]
+    )
+    return table(("job", "version", "action", "reason"), rows, title=title)
 
 
 def outcome_table(deployment: dict[str, Any]) -> Table:
     title = f"deployment {deployment['id']}: {deployment['state']}"
-    table = Table(header_style="bold", title=title, title_justify="left")
-    for name in ("job", "version", "action", "outcome", "note"):
-        table.add_column(name, overflow="fold")
+    rows = []
     for d in deployment["decisions"]:
         style = _OUTCOME_STYLES.get(d["outcome"], "")
         outcome = f"[{style}]{d['outcome']}[/]" if style else d["outcome"]
-        note = d["note"] or ""
-        if d["error"]:
-            note = describe_error(d["error"])
-        table.add_row(d["job"], versions_text(d), _action(d["action"]), outcome, note)
-    return table
+        note = describe_error(d["error"]) if d["error"] else d["note"] or ""
+        rows.append((d["job"], versions_text(d), _action(d["action"]), outcome, note))
+    return table(("job", "version", "action", "outcome", "note"), rows, title=title)
 
 
 def _follow(sg: Client, deployment: dict[str, Any], timeout: float) -> dict[str, Any]:

@@ -5,9 +5,9 @@ from __future__ import annotations
 from typing import Annotated
 
 import typer
-from rich.table import Table
 
 from sparkgate.cli.common import JsonOption, ServerOption, client, console, fail, print_json
+from sparkgate.cli.render import table
 from sparkgate.client import DEFAULT_SERVER
 from sparkgate.errors import SparkgateError
 
@@ -26,11 +26,8 @@ def list_engines(
     if as_json:
         print_json(engines)
         return
-    table = Table(header_style="bold")
-    for name in ("id", "kind", "state", "session", "host", "pid", "heartbeat", "log"):
-        table.add_column(name)
-    for e in engines:
-        table.add_row(
+    rows = (
+        (
             str(e["id"]),
             e["kind"],
             e["state"],
@@ -40,7 +37,10 @@ def list_engines(
             e["heartbeat_at"] or "",
             e["log_path"] or "",
         )
-    console.print(table)
+        for e in engines
+    )
+    columns = ("id", "kind", "state", "session", "host", "pid", "heartbeat", "log")
+    console.print(table(columns, rows, fold=False))
 
 
 @app.command("stop")

@@ -16,8 +16,9 @@ from sparkgate.cli.common import (
     err_console,
     fail,
     print_json,
+    show_page,
 )
-from sparkgate.cli.render import describe_error, versions_text
+from sparkgate.cli.render import describe_error, short_error, table, versions_text
 from sparkgate.client import DEFAULT_SERVER
 
 app = typer.Typer(help="Deployed jobs: list, show, history, run.", no_args_is_help=True)
@@ -31,23 +32,22 @@ def list_jobs(
 ) -> None:
     """Jobs by name, with their version and state."""
     with client(server) as sg:
-        jobs = sg.jobs(removed=removed)
-    if as_json:
-        print_json(jobs)
-        return
-    table = Table(header_style="bold")
-    for name in ("name", "mode", "version", "state", "target", "last error"):
-        table.add_column(name, overflow="fold")
-    for job in jobs["jobs"]:
-        table.add_row(
+        show_page(sg.jobs(removed=removed), "jobs", jobs_table, as_json)
+
+
+def jobs_table(jobs: list[dict[str, Any]]) -> Table:
+    rows = (
+        (
             job["name"],
             job["mode"],
             str(job["version"]),
             _state(job),
             job["target_table"] or "",
-            _short(job["last_error"] or (job["last_run"] or {}).get("error")),
+            short_error(job["last_error"] or (job["last_run"] or {}).get("error")),
         )
-    console.print(table)
+        for job in jobs
+    )
+    return table(("name", "mode", "version", "state", "target", "last error"), rows)
 
 
 @app.command("show")
@@ -88,17 +88,16 @@ def job_history(
     if as_json:
         print_json(history)
         return
-    table = Table(header_style="bold", title="versions", title_justify="left")
-    for column in ("version", "query id", "created", "description"):
-        table.add_column(column, overflow="fold")
-    for version in history["versions"]:
-        table.add_row(
+    rows = (
+        (
             str(version["version"]),
             version["query_id"],
             version["created_at"],
             str(version["manifest"].get("description", "")),
         )
-    console.print(table)
+        for version in history["versions"]
+    )
+    console.print(table(("version", "query id", "created", "description"), rows, title="versions"))
     console.print(decisions_table(history["decisions"], title="decisions"))
 
 
@@ -140,37 +139,36 @@ def run_job(
 
 
 def decisions_table(decisions: list[dict[str, Any]], *, title: str) -> Table:
-    table = Table(header_style="bold", title=title, title_justify="left")
-    for column in ("deployment", "version", "action", "reason", "outcome", "when"):
-        table.add_column(column, overflow="fold")
-    for d in decisions:
-        outcome = d["outcome"] + (f": {_short(d['error'])}" if d["error"] else "")
-        table.add_row(
+    rows = (
+        (
             str(d["deployment_id"]),
             versions_text(d),
             d["action"],
             d["reason"],
-            outcome,
+            d["outcome"] + (f": {short_error(d['error'])}" if d["error"] else ""),
             d["finished_at"] or d["started_at"] or "",
         )
-    return table
+        for d in decisions
+    )
+    columns = ("deployment", "version", "action", "reason", "outcome", "when")
+    return table(columns, rows, title=title)
 
 
 def runs_table(runs: list[dict[str, Any]]) -> Table:
-    table = Table(header_style="bold", title="runs", title_justify="left")
-    for column in ("run", "version", "state", "session", "created", "finished", "error"):
-        table.add_column(column, overflow="fold")
-    for run in runs:
-        table.add_row(
+    rows = (
+        (
             str(run["id"]),
             str(run["version"]),
             run["state"],
             str(run["session_id"]),
             run["created_at"] or "",
             run["finished_at"] or "",
-            _short(run["error"]),
+            short_error(run["error"]),
         )
-    return table
+        for run in runs
+    )
+    columns = ("run", "version", "state", "session", "created", "finished", "error")
+    return table(columns, rows, title="runs")
 
 
 def _state(job: dict[str, Any]) -> str:
@@ -178,10 +176,3 @@ def _state(job: dict[str, Any]) -> str:
         last = job["last_run"]
         return f"batch, last run {last['state']}" if last else "batch, never run"
     return str(job["state"])
-
-
-def _short(error: dict[str, Any] | None) -> str:
-    if not error:
-        return ""
-    text = describe_error(error).splitlines()[0]
-    return text if len(text) <= 80 else text[:77] + "..."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from typing import Any
 
 from rich.table import Table
@@ -16,6 +17,26 @@ def cell(value: Any) -> str:
     return str(value)
 
 
+def table(
+    columns: Iterable[str],
+    rows: Iterable[Iterable[str]],
+    *,
+    title: str | None = None,
+    fold: bool = True,
+) -> Table:
+    """A table with a bold header; long cells wrap (``fold``) rather than being cut."""
+    made = Table(header_style="bold", title=title, title_justify="left")
+    for column in columns:
+        made.add_column(column, overflow="fold" if fold else "ellipsis")
+    for row in rows:
+        made.add_row(*row)
+    return made
+
+
+def shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
 def result_table(schema: list[dict[str, str]], rows: list[list[Any]]) -> Table:
     table = Table(show_lines=False, header_style="bold")
     for column in schema:
@@ -26,37 +47,39 @@ def result_table(schema: list[dict[str, str]], rows: list[list[Any]]) -> Table:
 
 
 def queries_table(queries: list[dict[str, Any]]) -> Table:
-    table = Table(header_style="bold")
-    for name in ("id", "session", "state", "created", "finished", "query"):
-        table.add_column(name, overflow="fold")
-    for q in queries:
-        text = " ".join(q["query"].split())
-        table.add_row(
-            str(q["id"]),
-            str(q["session_id"]),
-            q["state"],
-            q["created_at"] or "",
-            q["finished_at"] or "",
-            text if len(text) <= 60 else text[:57] + "...",
-        )
-    return table
+    return table(
+        ("id", "session", "state", "created", "finished", "query"),
+        (
+            (
+                str(q["id"]),
+                str(q["session_id"]),
+                q["state"],
+                q["created_at"] or "",
+                q["finished_at"] or "",
+                shorten(" ".join(q["query"].split()), 60),
+            )
+            for q in queries
+        ),
+    )
 
 
 def sessions_table(sessions: list[dict[str, Any]]) -> Table:
-    table = Table(header_style="bold")
-    for name in ("id", "kind", "name", "state", "engine", "statements", "created"):
-        table.add_column(name)
-    for s in sessions:
-        table.add_row(
-            str(s["id"]),
-            s["kind"],
-            s["name"] or "",
-            s["state"],
-            cell(s["engine_id"]),
-            str(s["statement_count"]),
-            s["created_at"] or "",
-        )
-    return table
+    return table(
+        ("id", "kind", "name", "state", "engine", "statements", "created"),
+        (
+            (
+                str(s["id"]),
+                s["kind"],
+                s["name"] or "",
+                s["state"],
+                cell(s["engine_id"]),
+                str(s["statement_count"]),
+                s["created_at"] or "",
+            )
+            for s in sessions
+        ),
+        fold=False,
+    )
 
 
 def describe_error(error: dict[str, Any] | None) -> str:
@@ -67,6 +90,11 @@ def describe_error(error: dict[str, Any] | None) -> str:
         where = f" (line {error['line']}, position {error.get('position')})"
     message = str(error.get("message", "")).strip()
     return f"[{error.get('code', 'ERROR')}] {message}{where}"
+
+
+def short_error(error: dict[str, Any] | None) -> str:
+    """An error's first line, cut to fit a table cell; "" for none."""
+    return shorten(describe_error(error).splitlines()[0], 80) if error else ""
 
 
 def output_text(output: dict[str, Any] | None) -> str:

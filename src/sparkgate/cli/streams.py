@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
 
@@ -18,8 +19,9 @@ from sparkgate.cli.common import (
     err_console,
     fail,
     print_json,
+    show_page,
 )
-from sparkgate.cli.render import cell, describe_error
+from sparkgate.cli.render import cell, describe_error, short_error, table
 from sparkgate.client import DEFAULT_SERVER, Client
 
 app = typer.Typer(
@@ -40,24 +42,23 @@ def list_streams(
 ) -> None:
     """Stream jobs by name, with their queries' states."""
     with client(server) as sg:
-        page = sg.streams(state=state)
-    if as_json:
-        print_json(page)
-        return
-    table = Table(header_style="bold")
-    for name in ("name", "state", "queries", "restarts", "running since", "last error"):
-        table.add_column(name, overflow="fold")
-    for job in page["streams"]:
-        queries = ", ".join(f"{q['name']} {q['state']}" for q in job["queries"]) or "-"
-        table.add_row(
+        show_page(sg.streams(state=state), "streams", streams_table, as_json)
+
+
+def streams_table(jobs: list[dict[str, Any]]) -> Table:
+    rows = (
+        (
             job["name"],
             job["state"],
-            queries,
+            ", ".join(f"{q['name']} {q['state']}" for q in job["queries"]) or "-",
             str(job["restarts"]),
             job["running_since"] or "",
-            _short_error(job["last_error"]),
+            short_error(job["last_error"]),
         )
-    console.print(table)
+        for job in jobs
+    )
+    columns = ("name", "state", "queries", "restarts", "running since", "last error")
+    return table(columns, rows)
 
 
 @app.command("show")
@@ -75,24 +76,23 @@ def show_stream(
             console.print(f"[bold]{key}[/]: {job[key]}", highlight=False)
     if job["last_error"]:
         console.print(f"[bold]last error[/]: {describe_error(job['last_error'])}", highlight=False)
-    table = Table(header_style="bold", title="queries")
     columns = ("name", "state", "sink", "restarts", "next restart", "batch", "rows/s", "last error")
-    for column in columns:
-        table.add_column(column, overflow="fold")
-    for query in job["queries"]:
-        progress = query["last_progress"] or {}
-        rate = progress.get("processed_rows_per_second")
-        table.add_row(
-            query["name"],
-            query["state"],
-            cell(query["sink"]),
-            str(query["restarts"]),
-            query["next_restart_at"] or "",
-            cell(progress.get("batch_id")),
-            f"{rate:.1f}" if isinstance(rate, (int, float)) else "",
-            _short_error(query["last_error"]),
-        )
-    console.print(table)
+    console.print(table(columns, map(_query_row, job["queries"]), title="queries"))
+
+
+def _query_row(query: dict[str, Any]) -> tuple[str, ...]:
+    progress = query["last_progress"] or {}
+    rate = progress.get("processed_rows_per_second")
+    return (
+        query["name"],
+        query["state"],
+        cell(query["sink"]),
+        str(query["restarts"]),
+        query["next_restart_at"] or "",
+        cell(progress.get("batch_id")),
+        f"{rate:.1f}" if isinstance(rate, (int, float)) else "",
+        short_error(query["last_error"]),
+    )
 
 
 @app.command("create")
@@ -135,11 +135,7 @@ def stop_stream(
     timeout: TimeoutOption = 300,
 ) -> None:
     """Stop a job at a micro-batch boundary (its checkpoints stay consistent)."""
-    with client(server) as sg:
-        job = sg.stop_stream(name)
-        if wait:
-            job = _wait(sg, name, {"stopped", "failed"}, timeout)
-    console.print(f"stream job {name}: {job['state']}")
+    _change(server, name, Client.stop_stream, {"stopped", "failed"} if wait else None, timeout)
 
 
 @app.command("start")
@@ -150,11 +146,8 @@ def start_stream(
     timeout: TimeoutOption = 300,
 ) -> None:
     """Start a stopped or failed job again; its queries resume from their checkpoints."""
-    with client(server) as sg:
-        job = sg.start_stream(name)
-        if wait:
-            job = _wait(sg, name, {"running", "failed", "stopped"}, timeout)
-    console.print(f"stream job {name}: {job['state']}")
+    until = {"running", "failed", "stopped"} if wait else None
+    job = _change(server, name, Client.start_stream, until, timeout)
     if job["state"] == "failed":
         fail(describe_error(job["last_error"]))
 
@@ -178,6 +171,23 @@ def delete_stream(
     console.print(f"stream job {name}: deleted")
 
 
+def _change(
+    server: str,
+    name: str,
+    change: Callable[[Client, str], dict[str, Any]],
+    until: set[str] | None,
+    timeout: float,
+) -> dict[str, Any]:
+    """Ask for a change of the job, wait (if ``until``) for one of those states, say where
+    it got."""
+    with client(server) as sg:
+        job = change(sg, name)
+        if until:
+            job = _wait(sg, name, until, timeout)
+    console.print(f"stream job {name}: {job['state']}")
+    return job
+
+
 def _wait(sg: Client, name: str, states: set[str], timeout: float) -> dict[str, Any]:
     deadline = time.monotonic() + timeout
     job = sg.stream(name)
@@ -196,10 +206,3 @@ def _read(path: str) -> str:
         return Path(path).read_text()
     except OSError as exc:
         fail(f"cannot read {path}: {exc.strerror}")
-
-
-def _short_error(error: dict[str, Any] | None) -> str:
-    if not error:
-        return ""
-    text = describe_error(error).splitlines()[0]
-    return text if len(text) <= 80 else text[:77] + "..."
