@@ -10,15 +10,15 @@ from __future__ import annotations
 
 import shlex
 from pathlib import PurePosixPath
-from typing import Annotated, Any
+from typing import Any
 from urllib.parse import urlparse
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Response
 
 from sparkgate.errors import InvalidRequest
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
-from sparkgate.http.params import Id, LivyFrom, LivySize
+from sparkgate.http.params import Id
 from sparkgate.livy import common, views
 from sparkgate.livy.bodies import (
     LivyBatch,
@@ -55,12 +55,10 @@ def _check_file(body: CreateBatch) -> None:
 
 
 @router.get("", response_model=LivyBatchList)
-def list_batches(
-    service: ServiceDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
-) -> dict[str, Any]:
+def list_batches(service: ServiceDep, user: UserDep, paging: common.Range) -> dict[str, Any]:
     """Batches by id (the active ones and those ended recently): ``{"from", "total",
     "sessions"}``."""
-    page = common.recent_sessions(service, user, SessionKind.BATCH, start, size)
+    page = common.recent_sessions(service, user, SessionKind.BATCH, paging)
     return {
         "from": page.offset,
         "total": page.total,
@@ -86,21 +84,21 @@ def create_batch(
     service: ServiceDep,
     user: UserDep,
     response: Response,
-    do_as: Annotated[str | None, Query(alias="doAs")] = None,
+    do_as: common.DoAs = None,
 ) -> dict[str, Any]:
     """Run a file: ``{"file": "hdfs:///jobs/etl.py", "args": [...], "conf": {...}}``."""
     _check_file(body)
-    session, _ = service.gateway.create_session(
+    session = common.create(
+        service,
         SessionKind.BATCH,
-        name=body.name,
-        conf=body.spark_conf(),
-        user=user,
-        proxy_user=do_as or body.proxyUser,
-        attributes={"livy": body.livy_attributes()},
+        body,
+        user,
+        do_as,
+        response,
+        livy=body.livy_attributes(),
         # A file statement's code is its command line, as engine.batch_files reads it.
         first_statement=(StatementKind.FILE, shlex.join([body.file, *body.args])),
     )
-    response.headers["Location"] = f"/batches/{session.id}"
     return common.batch_json(service, session)
 
 
@@ -123,14 +121,13 @@ def get_batch_state(batch_id: Id, service: ServiceDep, user: UserDep) -> dict[st
 
 @router.get("/{batch_id}/log", response_model=LivyLog)
 def get_batch_log(
-    batch_id: Id, service: ServiceDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
+    batch_id: Id, service: ServiceDep, user: UserDep, paging: common.Range
 ) -> dict[str, Any]:
     """``{"id", "from", "total", "log"}``: what the file printed so far (stdout, then stderr),
     and why the batch failed; by default the last 100 lines."""
     session = common.get_session(service, batch_id, SessionKind.BATCH, user)
     lines = views.batch_log(session, service.queries.by_seq(batch_id, 0, user=user))
-    first, page = views.log_page(lines, start, size)
-    return {"id": batch_id, "from": first, "total": len(lines), "log": page}
+    return common.log_json(batch_id, lines, paging)
 
 
 @router.delete("/{batch_id}", response_model=LivyDeleted)

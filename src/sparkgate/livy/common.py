@@ -4,15 +4,18 @@ records at once (one read per table, not per row), the CSRF check, and the error
 from __future__ import annotations
 
 import time
-from typing import Any
+from dataclasses import dataclass
+from typing import Annotated, Any
 
-from fastapi import Request
+from fastapi import Depends, Query, Request, Response
 
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest, NotFound, ResultGone, SessionNotFound
 from sparkgate.http.deps import ServiceDep
 from sparkgate.http.openapi import REASONS, refusals
+from sparkgate.http.params import LivyFrom, LivySize
 from sparkgate.livy import views
+from sparkgate.livy.models import CreateBody
 from sparkgate.service import Service
 from sparkgate.states import SessionKind, StatementKind, StatementState
 from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
@@ -75,17 +78,73 @@ def get_session(
     return session
 
 
+@dataclass(frozen=True)
+class LivyRange:
+    """Livy's ``?from=&size=``: a list's page (``size`` negative: all) or a log's lines (by
+    default its last ones, see ``views.log_page``)."""
+
+    start: int | None = None
+    size: int | None = None
+
+    def window(self, default_size: int) -> Window:
+        size = self.size
+        return Window(self.start or 0, default_size if size is None or size < 0 else size)
+
+
+def _livy_range(start: LivyFrom = None, size: LivySize = None) -> LivyRange:
+    return LivyRange(start, size)
+
+
+Range = Annotated[LivyRange, Depends(_livy_range)]
+
+
+DoAs = Annotated[str | None, Query(alias="doAs")]
+
+
+def create(
+    service: Service,
+    kind: SessionKind,
+    body: CreateBody,
+    user: Principal,
+    do_as: str | None,
+    response: Response,
+    *,
+    livy: dict[str, Any],
+    first_statement: tuple[StatementKind, str] | None = None,
+) -> SessionRecord:
+    """A session or batch for a Livy body (``doAs`` beats its ``proxyUser``); its address
+    goes in the answer's Location."""
+    session, _ = service.gateway.create_session(
+        kind,
+        name=body.name,
+        conf=body.spark_conf(),
+        user=user,
+        proxy_user=do_as or body.proxyUser,
+        attributes={"livy": livy},
+        first_statement=first_statement,
+    )
+    where = "batches" if kind is SessionKind.BATCH else "sessions"
+    response.headers["Location"] = f"/{where}/{session.id}"
+    return session
+
+
 def recent_sessions(
-    service: Service, user: Principal, kind: SessionKind, start: int | None, size: int | None
+    service: Service, user: Principal, kind: SessionKind, paging: LivyRange
 ) -> Page[SessionRecord]:
-    """A page (``?from=&size=``) of the user's sessions of ``kind``: the active ones and
-    those ended in the last ``livy_session_retention`` seconds."""
+    """A page (``?from=&size=``, 100 by default) of the user's sessions of ``kind``: the
+    active ones and those ended in the last ``livy_session_retention`` seconds."""
     return service.gateway.sessions(
         user=user,
         kinds=[kind],
         ended_since=time.time() - service.settings.livy_session_retention,
-        window=Window(start or 0, 100 if size is None or size < 0 else size),
+        window=paging.window(100),
     )
+
+
+def log_json(object_id: int, lines: list[str], paging: LivyRange) -> dict[str, Any]:
+    """``{"id", "from", "total", "log"}``: the lines of a session's or a batch's log asked for."""
+    first, page = views.log_page(lines, paging.start, paging.size)
+    return {"id": object_id, "from": first, "total": len(lines), "log": page}
 
 
 def session_json(service: Service, session: SessionRecord) -> dict[str, Any]:

@@ -39,7 +39,7 @@ def _text(value: Any) -> Any:
     return value
 
 
-class _CreateCommon(BaseModel):
+class CreateBody(BaseModel):
     # Livy refuses unknown fields (400 "Unrecognized field"): a typo such as "driverMemroy"
     # must not be ignored silently.
     model_config = ConfigDict(extra="forbid")
@@ -88,7 +88,7 @@ class _CreateCommon(BaseModel):
         return self.model_dump(exclude_none=True, exclude={"name", "proxyUser", "conf"})
 
 
-class CreateSession(_CreateCommon):
+class CreateSession(CreateBody):
     """``POST /sessions``: ``{"kind": "pyspark", "conf": {...}, "driverMemory": "2g", ...}``."""
 
     kind: str | None = None
@@ -97,7 +97,7 @@ class CreateSession(_CreateCommon):
     idleTimeout: str | None = None
 
 
-class CreateBatch(_CreateCommon):
+class CreateBatch(CreateBody):
     """``POST /batches``: ``{"file": "/jobs/etl.py", "args": ["--day", "2024-01-01"]}``."""
 
     file: str = Field(min_length=1)

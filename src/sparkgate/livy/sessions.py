@@ -12,15 +12,15 @@ queries (``/v1/queries``), and each Livy statement names its query id under ``sp
 from __future__ import annotations
 
 import contextlib
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Depends, Response
 
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import QueryFinished
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
-from sparkgate.http.params import Id, LivyFrom, LivySize
+from sparkgate.http.params import Id
 from sparkgate.livy import common, views
 from sparkgate.livy.bodies import (
     LivyCancelled,
@@ -36,7 +36,6 @@ from sparkgate.livy.models import CreateSession, CreateStatement
 from sparkgate.livy.states import interactive_state, session_kind, statement_kind
 from sparkgate.service import Service
 from sparkgate.states import SessionKind
-from sparkgate.store.records import Window
 
 router = APIRouter(
     prefix="/sessions",
@@ -47,12 +46,10 @@ router = APIRouter(
 
 
 @router.get("", response_model=LivySessionList)
-def list_sessions(
-    service: ServiceDep, user: UserDep, start: LivyFrom = None, size: LivySize = None
-) -> dict[str, Any]:
+def list_sessions(service: ServiceDep, user: UserDep, paging: common.Range) -> dict[str, Any]:
     """Interactive sessions by id, ``?from=0&size=100``: the active ones and those ended in
     the last ``livy_session_retention`` seconds (any session stays readable by its id)."""
-    page = common.recent_sessions(service, user, SessionKind.INTERACTIVE, start, size)
+    page = common.recent_sessions(service, user, SessionKind.INTERACTIVE, paging)
     return {
         "from": page.offset,
         "total": page.total,
@@ -77,19 +74,13 @@ def create_session(
     service: ServiceDep,
     user: UserDep,
     response: Response,
-    do_as: Annotated[str | None, Query(alias="doAs")] = None,
+    do_as: common.DoAs = None,
 ) -> dict[str, Any]:
     """Start a session: ``{"kind": "pyspark" | "sql" | "shared", "conf": {...}, ...}``."""
-    kind = session_kind(body.kind)
-    session, _ = service.gateway.create_session(
-        SessionKind.INTERACTIVE,
-        name=body.name,
-        conf=body.spark_conf(),
-        user=user,
-        proxy_user=do_as or body.proxyUser,
-        attributes={"livy": {**body.livy_attributes(), "kind": kind}},
+    livy = {**body.livy_attributes(), "kind": session_kind(body.kind)}
+    session = common.create(
+        service, SessionKind.INTERACTIVE, body, user, do_as, response, livy=livy
     )
-    response.headers["Location"] = f"/sessions/{session.id}"
     return common.session_json(service, session)
 
 
@@ -108,18 +99,12 @@ def get_session_state(session_id: Id, service: ServiceDep, user: UserDep) -> dic
 
 @router.get("/{session_id}/log", response_model=LivyLog)
 def get_session_log(
-    session_id: Id,
-    service: ServiceDep,
-    user: UserDep,
-    start: LivyFrom = None,
-    size: LivySize = None,
+    session_id: Id, service: ServiceDep, user: UserDep, paging: common.Range
 ) -> dict[str, Any]:
     """``{"id", "from", "total", "log"}``: what happened to the session, from the store."""
     session = common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
     engine = service.gateway.engines_of([session]).get(session.engine_id or 0)
-    lines = views.session_log(session, engine)
-    first, page = views.log_page(lines, start, size)
-    return {"id": session.id, "from": first, "total": len(lines), "log": page}
+    return common.log_json(session.id, views.session_log(session, engine), paging)
 
 
 @router.delete("/{session_id}", response_model=LivyDeleted)
@@ -135,20 +120,11 @@ def delete_session(session_id: Id, service: ServiceDep, user: UserDep) -> dict[s
 
 @router.get("/{session_id}/statements", response_model=LivyStatementList)
 def list_statements(
-    session_id: Id,
-    service: ServiceDep,
-    user: UserDep,
-    start: LivyFrom = None,
-    size: LivySize = None,
+    session_id: Id, service: ServiceDep, user: UserDep, paging: common.Range
 ) -> dict[str, Any]:
     """The session's statements in order: ``{"total_statements", "statements"}``."""
     common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
-    first = start or 0
-    page = service.queries.in_session(
-        session_id,
-        user=user,
-        window=Window(first, 1_000_000 if size is None or size < 0 else size),
-    )
+    page = service.queries.in_session(session_id, user=user, window=paging.window(1_000_000))
     return {
         "total_statements": page.total,
         "statements": [common.statement_json(service, s) for s in page.items],
