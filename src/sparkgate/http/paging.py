@@ -9,11 +9,14 @@ all: it is given by default only for a first page (no ``after``), or when ``?tot
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Query
+from fastapi import Depends, Query
 
 from sparkgate.errors import InvalidRequest
+from sparkgate.http.params import ListLimit, Offset
 from sparkgate.store.records import Page, Window
 
 After = Annotated[
@@ -70,6 +73,39 @@ def paging(page: Page[Any], after: str | None) -> dict[str, Any]:
         "offset": None if after is not None else page.offset,
         "limit": page.limit,
     }
+
+
+@dataclass(frozen=True)
+class ListRequest:
+    """What a list request asks for: ``?offset=&limit=``, or ``?after=``; ``?total=``."""
+
+    offset: int
+    limit: int
+    after: str | None
+    total: bool | None
+
+    def window(self, *, by_name: bool = False) -> Window:
+        return window(self.offset, self.limit, self.after, self.total, by_name=by_name)
+
+    def paging(self, page: Page[Any]) -> dict[str, Any]:
+        return paging(page, self.after)
+
+
+def _list_request(default_limit: int) -> Callable[..., ListRequest]:
+    def read(
+        offset: Offset = 0,
+        limit: ListLimit = default_limit,
+        after: After = None,
+        total: Total = None,
+    ) -> ListRequest:
+        return ListRequest(offset, limit, after, total)
+
+    return read
+
+
+# A list route's paging parameters: 100 items a page by default (RecentList: 20).
+ListParams = Annotated[ListRequest, Depends(_list_request(100))]
+RecentList = Annotated[ListRequest, Depends(_list_request(20))]
 
 
 def _one_of(after: str | None, offset: int) -> None:

@@ -27,6 +27,8 @@ Id = Annotated[int, Path(ge=0, le=INT64_MAX)]
 IdField = Annotated[int, Strict(), Field(ge=0, le=INT64_MAX)]
 IdQuery = Annotated[int | None, Query(ge=0, le=INT64_MAX)]
 Offset = Annotated[int, Query(ge=0, le=INT64_MAX, description="Rows to skip.")]
+# How many items a list answers (a page of a long list, or the latest few).
+ListLimit = Annotated[int, Query(ge=1, le=1000)]
 # A result page's size; the server caps it at result_page_max.
 PageLimit = Annotated[int | None, Query(ge=0, le=INT64_MAX, description="Rows in the page.")]
 Wait = Annotated[

@@ -7,9 +7,11 @@ import math
 from datetime import UTC, datetime
 from typing import Any
 
+from sparkgate.auth.principal import Principal
 from sparkgate.service.jobs import DeploymentDetail, JobDetail, JobHistory, JobSummary
 from sparkgate.service.queries import ResultPage
 from sparkgate.service.streams import QueryDetail, StreamDetail, StreamSummary
+from sparkgate.store.audit import AuditRecord
 from sparkgate.store.records import (
     DeploymentRecord,
     EngineRecord,
@@ -24,6 +26,7 @@ from sparkgate.store.records import (
     StreamQueryRecord,
     StreamRestartRecord,
 )
+from sparkgate.store.tokens import TokenRecord
 
 
 def iso(ts: float | None) -> str | None:
@@ -355,4 +358,42 @@ def job_run_view(run: JobRunRecord) -> dict[str, Any]:
         "error": run.error,
         "created_at": iso(run.created_at),
         "finished_at": iso(run.finished_at),
+    }
+
+
+def principal_view(user: Principal) -> dict[str, Any]:
+    """Who the credentials say the caller is."""
+    return {
+        "user": user.name,
+        "groups": sorted(user.groups),
+        "admin": user.admin,
+        "rights": sorted(user.rights),
+        "via": user.via,
+    }
+
+
+def token_view(record: TokenRecord) -> dict[str, Any]:
+    """A personal access token, never its secret."""
+    return {
+        "id": record.id,
+        "name": record.name,
+        "owner": record.owner,
+        "prefix": record.prefix,
+        "created_at": iso(record.created_at),
+        "expires_at": iso(record.expires_at),
+        "last_used_at": iso(record.last_used_at),
+        "revoked_at": iso(record.revoked_at),
+    }
+
+
+def audit_event_view(event: AuditRecord) -> dict[str, Any]:
+    return {
+        "id": event.id,
+        "at": iso(event.at),
+        "user": event.user,
+        "address": event.address,
+        "action": event.action,
+        "target": event.target,
+        "outcome": event.outcome,
+        "detail": event.detail,
     }

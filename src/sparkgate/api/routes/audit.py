@@ -9,9 +9,9 @@ from fastapi import APIRouter, Query
 from sparkgate.api.bodies import AuditList
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
-from sparkgate.http.paging import After, Total, paging, window
-from sparkgate.http.params import Offset, Since
-from sparkgate.service.views import iso
+from sparkgate.http.paging import ListParams
+from sparkgate.http.params import Since
+from sparkgate.service.views import audit_event_view
 
 router = APIRouter(tags=["audit"])
 
@@ -20,14 +20,11 @@ router = APIRouter(tags=["audit"])
 def list_audit(
     service: ServiceDep,
     user: UserDep,
+    listing: ListParams,
     by: Annotated[str | None, Query(alias="user")] = None,
     action: str | None = None,
     outcome: str | None = None,
     since: Since = None,
-    offset: Offset = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    after: After = None,
-    total: Total = None,
 ) -> dict[str, Any]:
     """Events, newest first: ``?user=bob&action=session&outcome=denied&since=<epoch>``
     (``action`` matches a prefix: ``session`` finds ``session.create`` and
@@ -38,21 +35,9 @@ def list_audit(
         action=action,
         outcome=outcome,
         since=since,
-        window=window(offset, limit, after, total),
+        window=listing.window(),
     )
     return {
-        "events": [
-            {
-                "id": e.id,
-                "at": iso(e.at),
-                "user": e.user,
-                "address": e.address,
-                "action": e.action,
-                "target": e.target,
-                "outcome": e.outcome,
-                "detail": e.detail,
-            }
-            for e in page.items
-        ],
-        **paging(page, after),
+        "events": [audit_event_view(e) for e in page.items],
+        **listing.paging(page),
     }

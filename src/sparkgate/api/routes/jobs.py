@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Query, Response
+from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate.api.bodies import (
@@ -18,8 +18,8 @@ from sparkgate.api.bodies import (
 )
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
-from sparkgate.http.paging import After, Total, paging, window
-from sparkgate.http.params import Id, Offset
+from sparkgate.http.paging import RecentList
+from sparkgate.http.params import Id, ListLimit
 from sparkgate.jobs.files import SourceFile
 from sparkgate.service.views import (
     deployment_detail_view,
@@ -110,22 +110,19 @@ def create_deployment(
 def list_deployments(
     service: ServiceDep,
     user: UserDep,
+    listing: RecentList,
     owner: str | None = None,
-    offset: Offset = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
-    after: After = None,
-    total: Total = None,
 ) -> dict[str, Any]:
     """Your deployments (admins: everyone's, or ``?owner=``), newest first, each with its
     decisions; the next page is ``?after=<next>``."""
     page = service.jobs.deployments(
         user=user,
         owner=owner,
-        window=window(offset, limit, after, total),
+        window=listing.window(),
     )
     return {
         "deployments": [deployment_detail_view(d) for d in page.items],
-        **paging(page, after),
+        **listing.paging(page),
     }
 
 
@@ -154,7 +151,7 @@ def job_history(
     name: str,
     service: ServiceDep,
     user: UserDep,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
+    limit: ListLimit = 100,
 ) -> dict[str, Any]:
     """Every version of a job (newest first) and every deploy decision about it."""
     return job_history_view(name, service.jobs.history(name, user=user, limit=limit))
@@ -182,7 +179,7 @@ def list_runs(
     name: str,
     service: ServiceDep,
     user: UserDep,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 20,
+    limit: ListLimit = 20,
 ) -> dict[str, Any]:
     return {"runs": [job_run_view(r) for r in service.jobs.runs(name, user=user, limit=limit)]}
 

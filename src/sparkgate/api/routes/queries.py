@@ -12,7 +12,7 @@ from sparkgate.api import bodies
 from sparkgate.errors import InvalidRequest
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
-from sparkgate.http.paging import After, Total, paging, window
+from sparkgate.http.paging import ListParams
 from sparkgate.http.params import Id, IdField, IdQuery, Offset, PageLimit, Wait
 from sparkgate.service.views import query_view, result_page_view
 from sparkgate.states import StatementState
@@ -93,13 +93,10 @@ async def submit_query(
 def list_queries(
     service: ServiceDep,
     user: UserDep,
+    listing: ListParams,
     owner: str | None = None,
     session_id: IdQuery = None,
     state: Annotated[list[StatementState] | None, Query()] = None,
-    offset: Offset = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    after: After = None,
-    total: Total = None,
 ) -> dict[str, Any]:
     """Your queries, newest first: ``?session_id=3&state=running`` (admins: everyone's, or
     ``?owner=``); the next page is ``?after=<next>``."""
@@ -108,9 +105,9 @@ def list_queries(
         owner=owner,
         session_id=session_id,
         states=state,
-        window=window(offset, limit, after, total),
+        window=listing.window(),
     )
-    return {"queries": [query_view(s) for s in page.items], **paging(page, after)}
+    return {"queries": [query_view(s) for s in page.items], **listing.paging(page)}
 
 
 @router.get("/{query_id}", response_model=bodies.Query)

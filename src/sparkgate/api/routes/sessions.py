@@ -10,8 +10,8 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator
 from sparkgate.api.bodies import Session, SessionList
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
-from sparkgate.http.paging import After, Total, paging, window
-from sparkgate.http.params import Id, Offset
+from sparkgate.http.paging import ListParams
+from sparkgate.http.params import Id
 from sparkgate.service.views import session_view
 from sparkgate.states import SessionKind, SessionState
 
@@ -62,13 +62,10 @@ def create_session(body: SessionCreate, service: ServiceDep, user: UserDep) -> d
 def list_sessions(
     service: ServiceDep,
     user: UserDep,
+    listing: ListParams,
     owner: str | None = None,
     state: Annotated[list[SessionState] | None, Query()] = None,
     kind: Annotated[list[SessionKind] | None, Query()] = None,
-    offset: Offset = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    after: After = None,
-    total: Total = None,
 ) -> dict[str, Any]:
     """Your sessions, oldest first: ``?state=idle&state=busy&limit=100`` (admins: everyone's,
     or ``?owner=``); the next page is ``?after=<next>``."""
@@ -77,9 +74,9 @@ def list_sessions(
         owner=owner,
         states=state,
         kinds=kind,
-        window=window(offset, limit, after, total),
+        window=listing.window(),
     )
-    return {"sessions": [session_view(s) for s in page.items], **paging(page, after)}
+    return {"sessions": [session_view(s) for s in page.items], **listing.paging(page)}
 
 
 @router.get("/{session_id}", response_model=Session)

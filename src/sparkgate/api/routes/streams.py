@@ -15,8 +15,8 @@ from sparkgate.api.bodies import (
 )
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
-from sparkgate.http.paging import After, Total, paging, window
-from sparkgate.http.params import Id, Offset
+from sparkgate.http.paging import ListParams
+from sparkgate.http.params import Id
 from sparkgate.service.views import (
     query_detail_view,
     stream_detail_view,
@@ -63,12 +63,9 @@ def create_stream(body: StreamCreate, service: ServiceDep, user: UserDep) -> dic
 def list_streams(
     service: ServiceDep,
     user: UserDep,
+    listing: ListParams,
     owner: str | None = None,
     state: Annotated[list[StreamJobState] | None, Query()] = None,
-    offset: Offset = 0,
-    limit: Annotated[int, Query(ge=1, le=1000)] = 100,
-    after: After = None,
-    total: Total = None,
 ) -> dict[str, Any]:
     """Stream jobs by name, each with its queries' states: ``?state=running``; the next page
     is ``?after=<next>``."""
@@ -76,9 +73,9 @@ def list_streams(
         user=user,
         owner=owner,
         states=state,
-        window=window(offset, limit, after, total, by_name=True),
+        window=listing.window(by_name=True),
     )
-    return {"streams": [stream_summary_view(s) for s in page.items], **paging(page, after)}
+    return {"streams": [stream_summary_view(s) for s in page.items], **listing.paging(page)}
 
 
 @router.get("/v1/streams/{name}", response_model=StreamJobDetail)

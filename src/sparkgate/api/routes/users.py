@@ -11,8 +11,7 @@ from sparkgate.api.bodies import NewToken, Token, TokenList, Whoami
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import Id
-from sparkgate.service.views import iso
-from sparkgate.store.tokens import TokenRecord
+from sparkgate.service.views import principal_view, token_view
 
 router = APIRouter(tags=["users"])
 
@@ -35,29 +34,10 @@ class TokenCreate(BaseModel):
     )
 
 
-def token_view(record: TokenRecord) -> dict[str, Any]:
-    return {
-        "id": record.id,
-        "name": record.name,
-        "owner": record.owner,
-        "prefix": record.prefix,
-        "created_at": iso(record.created_at),
-        "expires_at": iso(record.expires_at),
-        "last_used_at": iso(record.last_used_at),
-        "revoked_at": iso(record.revoked_at),
-    }
-
-
 @router.get("/v1/whoami", response_model=Whoami)
 def whoami(user: UserDep) -> dict[str, Any]:
     """``{"user", "groups", "admin", "rights", "via"}``: who the credentials say you are."""
-    return {
-        "user": user.name,
-        "groups": sorted(user.groups),
-        "admin": user.admin,
-        "rights": sorted(user.rights),
-        "via": user.via,
-    }
+    return principal_view(user)
 
 
 @router.post(
