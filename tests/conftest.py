@@ -251,6 +251,11 @@ class NoProcesses:
 
 @pytest.fixture
 def service(store: Store, tmp_path: Path) -> Any:
+    return make_service(store, Settings(home=tmp_path))
+
+
+def make_service(store: Store, settings: Settings) -> Any:
+    """A node's service on ``store``, whose engines never start."""
     from sparkgate.auth.users import Users
     from sparkgate.jobs.deploy import Deployer
     from sparkgate.jobs.runs import JobRunner
@@ -259,7 +264,6 @@ def service(store: Store, tmp_path: Path) -> Any:
     from sparkgate.service.gateway import Gateway
     from sparkgate.streaming.jobs import Streams
 
-    settings = Settings(home=tmp_path)
     users = Users(settings, store, clock=lambda: NOW)
     placement = Placement(settings, store, NoProcesses(), "node-1", clock=lambda: NOW)
     gateway = Gateway(settings, store, placement, users, clock=lambda: NOW)

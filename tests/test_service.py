@@ -11,7 +11,9 @@ import pytest
 
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import (
+    DeniedSetting,
     DeploymentNotFound,
+    Forbidden,
     JobRunNotFound,
     MissingRight,
     QueryFinished,
@@ -23,10 +25,12 @@ from sparkgate.errors import (
     StreamJobNotFound,
 )
 from sparkgate.service import Service
-from sparkgate.states import SessionKind, StatementState
+from sparkgate.settings import Settings
+from sparkgate.states import SessionKind, SessionState, StatementState
 from sparkgate.store import Store
 from sparkgate.store.records import StatementRecord
-from tests.conftest import force_state, run_async, succeeded, write_result
+from sparkgate.store.tokens import TokenNotFound
+from tests.conftest import force_state, make_service, run_async, succeeded, write_result
 
 ALL = frozenset({"sql", "code", "streams", "jobs"})
 ALICE = Principal("alice", rights=ALL)
@@ -38,6 +42,17 @@ STREAM = "CREATE STREAM r USING rate;\nSAVE STREAM r TO console"
 
 def audited(store: Store, action: str) -> list[tuple[str | None, str]]:
     return [(e.user, e.outcome) for e in store.audit.list_page(action=action).items]
+
+
+@pytest.fixture
+def authed(store: Store, tmp_path: Path) -> Service:
+    """The service with password authentication on (its users are the tests' principals)."""
+    passwords = tmp_path / "passwords"
+    passwords.write_text("")
+    service: Service = make_service(
+        store, Settings(home=tmp_path, auth="password", auth_password_file=passwords)
+    )
+    return service
 
 
 # -- visibility ------------------------------------------------------------------------
@@ -142,6 +157,79 @@ def test_cancel_is_audited_and_a_final_query_refuses(service: Service, store: St
     assert finished.value.code == "QUERY_FINISHED"
     assert audited(store, "query.cancel") == [("alice", "failed"), ("alice", "ok")]
     assert audited(store, "query.submit") == [("alice", "ok")]
+
+
+# -- sessions: rights, settings, impersonation ----------------------------------------
+
+
+def test_a_session_needs_sql_or_code_and_no_denied_setting(service: Service, store: Store) -> None:
+    nobody = Principal("dave", rights=frozenset({"streams"}))
+    with pytest.raises(MissingRight) as denied:
+        service.gateway.create_session(SessionKind.INTERACTIVE, user=nobody)
+    assert denied.value.code == "ACCESS_DENIED"
+    with pytest.raises(DeniedSetting) as setting:
+        service.gateway.create_session(
+            SessionKind.INTERACTIVE, user=ALICE, conf={"spark.driver.extraJavaOptions": "-X"}
+        )
+    assert setting.value.code == "SETTING_DENIED" and "spark.driver.extra*" in str(setting.value)
+    with pytest.raises(DeniedSetting):
+        service.gateway.submit("SET spark.master=local[8]", user=ALICE)
+    assert store.sessions.list_page().items == []  # nothing was recorded
+    assert [e.outcome for e in store.audit.list_page().items] == ["denied"] * 3
+
+
+def test_only_impersonators_act_for_others(authed: Service, store: Store) -> None:
+    with pytest.raises(Forbidden) as refused:
+        authed.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE, proxy_user="bob")
+    assert refused.value.code == "FORBIDDEN"
+    session, _ = authed.gateway.create_session(
+        SessionKind.INTERACTIVE, user=ADMIN, proxy_user="bob"
+    )
+    assert session.owner == "bob" and session.attributes["created_by"] == "root"
+    assert authed.gateway.session(session.id, user=BOB).id == session.id
+    assert authed.gateway.session(session.id, user=ADMIN).id == session.id
+    with pytest.raises(SessionNotFound):
+        authed.gateway.session(session.id, user=ALICE)
+    assert audited(store, "impersonate") == [("root", "ok"), ("alice", "denied")]
+
+
+def test_kill_ends_a_session_once_and_only_its_owners(service: Service) -> None:
+    session, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    with pytest.raises(SessionNotFound):
+        service.gateway.kill_session(session.id, user=BOB)
+    assert service.gateway.kill_session(session.id, user=ALICE).state is SessionState.KILLED
+    # Again: nothing changes, nothing fails (Livy's DELETE may be repeated).
+    assert service.gateway.kill_session(session.id, user=ALICE).state is SessionState.KILLED
+
+
+# -- tokens and the audit log -------------------------------------------------------------
+
+
+def test_tokens_are_their_owners_and_need_authentication(
+    service: Service, authed: Service, store: Store
+) -> None:
+    with pytest.raises(Forbidden):  # SPARKGATE_AUTH=none: every request is anonymous
+        service.accounts.create_token(user=ALICE, name="laptop", expires_in=None)
+    made = authed.accounts.create_token(user=ALICE, name="laptop", expires_in=60.0)
+    assert made.secret.startswith("sgp_") and made.record.owner == "alice"
+    via_token = Principal("alice", rights=ALL, via="token")
+    with pytest.raises(Forbidden):  # a token cannot make tokens
+        authed.accounts.create_token(user=via_token, name="more", expires_in=None)
+    assert authed.accounts.tokens(user=BOB) == []
+    assert [t.id for t in authed.accounts.tokens(user=ADMIN)] == [made.record.id]
+    with pytest.raises(TokenNotFound) as missing:
+        authed.accounts.revoke_token(made.record.id, user=BOB)
+    assert missing.value.code == "TOKEN_NOT_FOUND"
+    assert authed.accounts.revoke_token(made.record.id, user=ALICE).revoked_at is not None
+    assert audited(store, "token") == [("alice", "ok"), ("alice", "ok")]
+
+
+def test_the_audit_log_is_for_admins(service: Service, store: Store) -> None:
+    service.gateway.submit("SELECT 1", user=ALICE)
+    with pytest.raises(MissingRight):
+        service.accounts.audit_events(user=ALICE)
+    events = service.accounts.audit_events(user=ADMIN, action="query.submit").items
+    assert [(e.user, e.action, e.outcome) for e in events] == [("alice", "query.submit", "ok")]
 
 
 # -- streams -----------------------------------------------------------------------------
