@@ -21,10 +21,14 @@ from fastapi import FastAPI
 
 from sparkgate.api.routes import engine_ui
 from sparkgate.auth.principal import Principal
+from sparkgate.auth.users import Users
 from sparkgate.errors import EngineNotFound
-from sparkgate.http.deps import get_node, get_user
+from sparkgate.http.deps import get_service, get_user
 from sparkgate.http.errors import install_error_handlers
+from sparkgate.service.gateway import Gateway
+from sparkgate.settings import Settings
 from sparkgate.states import EngineState
+from sparkgate.store import Store
 
 ENGINE_ID = 42
 LOOPBACK = {"0100007F", "0000000000000000FFFF00000100007F", "00000000000000000000000001000000"}
@@ -141,12 +145,27 @@ class _Client:
         return self.request("POST", url, **kwargs)
 
 
-def _client(records: dict[int, Any], user: Principal) -> _Client:
+@pytest.fixture(scope="module")
+def users(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Users]:
+    """The real rights check (and its audit), on a store of its own."""
+    home = tmp_path_factory.mktemp("ui-users")
+    store = Store.open(f"sqlite:///{home / 'store.db'}")
+    store.migrate()
+    try:
+        yield Users(Settings(home=home), store)
+    finally:
+        store.close()
+
+
+def _client(records: dict[int, Any], user: Principal, users: Users) -> _Client:
     app = FastAPI()
     install_error_handlers(app)
     app.include_router(engine_ui.router)
-    node = SimpleNamespace(store=SimpleNamespace(engines=_Engines(records)))
-    app.dependency_overrides[get_node] = lambda: node
+    # The service's own rule (Gateway.engine_ui) over engines that are stand-ins.
+    gateway = SimpleNamespace(users=users, store=SimpleNamespace(engines=_Engines(records)))
+    engine_of = Gateway.engine_ui.__get__(gateway)
+    service = SimpleNamespace(gateway=SimpleNamespace(engine_ui=engine_of))
+    app.dependency_overrides[get_service] = lambda: service
     app.dependency_overrides[get_user] = lambda: user
     return _Client(app)
 
@@ -156,10 +175,12 @@ def _record(engine_id: int, ui_url: str | None, state: EngineState = EngineState
     return SimpleNamespace(id=engine_id, state=state, host=socket.gethostname(), ui_url=ui_url)
 
 
-def test_the_ui_is_served_through_sparkgate_to_admins(engine: SimpleNamespace) -> None:
+def test_the_ui_is_served_through_sparkgate_to_admins(
+    engine: SimpleNamespace, users: Users
+) -> None:
     records = {ENGINE_ID: _record(ENGINE_ID, engine.ui_url), 5: _record(5, None)}
     base = f"/v1/engines/{ENGINE_ID}/ui"
-    admin = _client(records, Principal(name="carol", admin=True))
+    admin = _client(records, Principal(name="carol", admin=True), users)
 
     first = admin.get(base, follow_redirects=False)
     assert first.status_code == 302
@@ -173,9 +194,12 @@ def test_the_ui_is_served_through_sparkgate_to_admins(engine: SimpleNamespace) -
     # GET only: nothing that changes the engine goes through.
     assert admin.post(f"{base}/jobs/job/kill/", params={"id": "0"}).status_code == 405
 
-    user = _client(records, Principal(name="bob"))
+    user = _client(records, Principal(name="bob"), users)
     denied = user.get(f"{base}/jobs/")
-    assert denied.status_code == 403 and denied.json()["error"]["code"] == "FORBIDDEN"
+    # The refusal of every admin-only call, audited as every refusal is.
+    assert denied.status_code == 403 and denied.json()["error"]["code"] == "ACCESS_DENIED"
+    [event] = users.store.audit.list_page(user="bob").items
+    assert event.outcome == "denied" and event.target == f"engine:{ENGINE_ID}"
     missing = admin.get("/v1/engines/999/ui/jobs/")
     assert missing.status_code == 404
     assert missing.json()["error"]["code"] == "ENGINE_NOT_FOUND"
@@ -183,19 +207,19 @@ def test_the_ui_is_served_through_sparkgate_to_admins(engine: SimpleNamespace) -
     assert off.status_code == 409 and off.json()["error"]["code"] == "ENGINE_UI_UNAVAILABLE"
 
 
-def test_a_ui_that_does_not_answer_is_a_conflict(tmp_path: Path) -> None:
+def test_a_ui_that_does_not_answer_is_a_conflict(users: Users) -> None:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
-    admin = _client({1: _record(1, f"http://localhost:{port}")}, Principal("carol", admin=True))
+    carol = Principal("carol", admin=True)
+    admin = _client({1: _record(1, f"http://localhost:{port}")}, carol, users)
     started = time.monotonic()
     answer = admin.get("/v1/engines/1/ui/jobs/")
     assert answer.status_code == 409 and time.monotonic() - started < 10
     # Only ever proxied to loopback.
-    elsewhere = _client({1: _record(1, "http://192.0.2.1:4040")}, Principal("carol", admin=True))
+    elsewhere = _client({1: _record(1, "http://192.0.2.1:4040")}, carol, users)
     assert elsewhere.get("/v1/engines/1/ui/").status_code == 409
     stopped = _client(
-        {1: _record(1, f"http://localhost:{port}", EngineState.STOPPED)},
-        Principal("carol", admin=True),
+        {1: _record(1, f"http://localhost:{port}", EngineState.STOPPED)}, carol, users
     )
     assert stopped.get("/v1/engines/1/ui/").status_code == 409

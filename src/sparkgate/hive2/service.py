@@ -300,18 +300,9 @@ class HiveService:
         self, statement: StatementRecord, first: bool, limit: int, columnar: bool
     ) -> tuple[Any, bool]:
         columns = column_types(_spark_schema(statement))
-        position = 0 if first else statement.fetched
-        while True:
-            batches, total = self.queries.result_batches(statement, position, limit)
-            taken = sum(b.num_rows for b in batches)
-            expected = statement.fetched
-            if self.store.statements.move_cursor(statement.id, expected, position + taken):
-                break
-            # Another fetch of the same operation moved the cursor: read from where it is now.
-            statement = self.store.statements.get(statement.id)
-            position = 0 if first else statement.fetched
-        rows = rowsets.row_set(batches, columns, position, columnar=columnar)
-        return rows, position + taken < total
+        fetched = self.queries.fetch(statement, from_start=first, limit=limit)
+        rows = rowsets.row_set(fetched.batches, columns, fetched.position, columnar=columnar)
+        return rows, fetched.more
 
     def _fetch_log(
         self, statement: StatementRecord, first: bool, limit: int, columnar: bool

@@ -247,6 +247,11 @@ class Gateway:
     def engine(self, engine_id: int) -> EngineRecord:
         return self.store.engines.get(engine_id)
 
+    def engine_ui(self, engine_id: int, *, user: Principal) -> EngineRecord:
+        """An engine whose Spark UI an admin is about to see through this node."""
+        self.users.require_admin(user, "see engines' Spark UIs", target=f"engine:{engine_id}")
+        return self.store.engines.get(engine_id)
+
     def engines_of(self, sessions: Iterable[SessionRecord]) -> dict[int, EngineRecord]:
         """The engines of sessions already read (one read per engine, not per session)."""
         engines: dict[int, EngineRecord] = {}

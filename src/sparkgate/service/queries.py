@@ -39,6 +39,20 @@ class ResultPage:
     total: int
 
 
+@dataclass(frozen=True)
+class Fetched:
+    """Rows of a query's result read at its cursor: ``batches`` start at row ``position``."""
+
+    batches: list[pa.RecordBatch]
+    position: int
+    total: int
+
+    @property
+    def more(self) -> bool:
+        taken: int = sum(b.num_rows for b in self.batches)
+        return self.position + taken < self.total
+
+
 @dataclass
 class Queries:
     settings: Settings
@@ -128,6 +142,19 @@ class Queries:
             return results.read_batches(path, offset, limit)
         except FileNotFoundError as exc:
             raise ResultGone(statement.id, path) from exc
+
+    def fetch(self, statement: StatementRecord, *, from_start: bool, limit: int) -> Fetched:
+        """The next ``limit`` rows after the query's cursor (or its first rows), moving the
+        cursor past them. The cursor is in the store, so a client goes on through any node;
+        two fetches of one query at once each get rows of their own."""
+        while True:
+            position = 0 if from_start else statement.fetched
+            batches, total = self.result_batches(statement, position, limit)
+            taken = sum(b.num_rows for b in batches)
+            if self.store.statements.move_cursor(statement.id, statement.fetched, position + taken):
+                return Fetched(batches, position, total)
+            # Another fetch moved the cursor first: read from where it is now.
+            statement = self.store.statements.get(statement.id)
 
 
 def result_path(statement: StatementRecord) -> str:

@@ -18,8 +18,8 @@ from fastapi import APIRouter, Request, Response
 from fastapi.responses import HTMLResponse
 
 from sparkgate.engine.spark import ui_proxy_base
-from sparkgate.errors import Conflict, Forbidden
-from sparkgate.http.deps import NodeDep, UserDep
+from sparkgate.errors import Conflict
+from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import Id
 from sparkgate.states import LIVE_ENGINE_STATES
@@ -74,14 +74,10 @@ _REFUSALS = refusals(
     responses=_REFUSALS,
 )
 def engine_ui(
-    engine_id: Id, request: Request, node: NodeDep, user: UserDep, path: str = ""
+    engine_id: Id, request: Request, service: ServiceDep, user: UserDep, path: str = ""
 ) -> Response:
     """A page of engine ``engine_id``'s Spark UI (admins only)."""
-    if not user.admin:
-        raise Forbidden(
-            f"Only admins may see engines' Spark UIs; {user.name} is not one.", user=user.name
-        )
-    engine = node.store.engines.get(engine_id)  # EngineNotFound: 404
+    engine = service.gateway.engine_ui(engine_id, user=user)  # EngineNotFound: 404
     origin = _ui_origin(engine)
     target = f"{origin}/{path}"
     headers = {k: v for k, v in request.headers.items() if k.lower() in _PASSED_REQUEST_HEADERS}
