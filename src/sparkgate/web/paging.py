@@ -7,8 +7,30 @@ the browser's Back, or the link to the first page.
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 from urllib.parse import urlencode
+
+from sparkgate.http.paging import paging, window
+from sparkgate.store.records import Page, Window
+
+T = TypeVar("T")
+
+PAGE = 50  # items on a page of a list
+
+
+def window_of(filters: dict[str, Any], *, by_name: bool = False) -> Window:
+    """The page of a list the filters' cursor asks for (``PAGE`` items)."""
+    return window(0, PAGE, filters["after"] or None, by_name=by_name)
+
+
+def shown(
+    key: str, page: Page[T], view: Callable[[T], dict[str, Any]], filters: dict[str, Any]
+) -> dict[str, Any]:
+    """A list page as its template reads it: the items as the API shows them under ``key``,
+    the API's paging fields, and the links (``page_links``)."""
+    listed = {key: [view(item) for item in page.items], **paging(page, filters["after"] or None)}
+    return page_links(listed, filters)
 
 
 def page_links(page: dict[str, Any], filters: dict[str, Any]) -> dict[str, Any]:

@@ -14,17 +14,15 @@ from fastapi.responses import HTMLResponse, RedirectResponse, Response
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest, QueryFinished
 from sparkgate.http.deps import ServiceDep, UserDep
-from sparkgate.http.paging import paging, window
 from sparkgate.http.params import Id, Offset
 from sparkgate.service import Service
 from sparkgate.service.views import query_view, result_page_view
 from sparkgate.states import StatementState
-from sparkgate.web.paging import page_links
+from sparkgate.web.paging import shown, window_of
 from sparkgate.web.templating import render, render_list
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
-PAGE = 50  # queries per page of the list
 RESULT_PAGE = 100  # rows per page of a result preview
 
 
@@ -49,16 +47,14 @@ def _filters(
 
 
 def _page(service: Service, user: Principal, filters: dict[str, Any]) -> dict[str, Any]:
-    after = filters["after"] or None
     page = service.queries.list_page(
         user=user,
         owner=filters["owner"] or None,
         session_id=int(filters["session_id"]) if filters["session_id"] else None,
         states=[StatementState(filters["state"])] if filters["state"] else None,
-        window=window(0, PAGE, after),
+        window=window_of(filters),
     )
-    listed = {"queries": [query_view(s) for s in page.items], **paging(page, after)}
-    return page_links(listed, filters)
+    return shown("queries", page, query_view, filters)
 
 
 @router.get("/queries")

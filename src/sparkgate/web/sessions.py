@@ -14,17 +14,14 @@ from fastapi.responses import HTMLResponse
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest
 from sparkgate.http.deps import ServiceDep, UserDep
-from sparkgate.http.paging import paging, window
 from sparkgate.http.params import Id
 from sparkgate.service import Service
 from sparkgate.service.views import engine_view, session_view
 from sparkgate.states import SessionKind, SessionState
-from sparkgate.web.paging import page_links
+from sparkgate.web.paging import shown, window_of
 from sparkgate.web.templating import render, render_list
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
-
-PAGE = 50
 
 
 def _session_filters(state: str | None, kind: str | None, after: str | None) -> dict[str, Any]:
@@ -36,15 +33,13 @@ def _session_filters(state: str | None, kind: str | None, after: str | None) -> 
 
 
 def _sessions(service: Service, user: Principal, filters: dict[str, Any]) -> dict[str, Any]:
-    after = filters["after"] or None
     page = service.gateway.sessions(
         user=user,
         states=[SessionState(filters["state"])] if filters["state"] else None,
         kinds=[SessionKind(filters["kind"])] if filters["kind"] else None,
-        window=window(0, PAGE, after),
+        window=window_of(filters),
     )
-    listed = {"sessions": [session_view(s) for s in page.items], **paging(page, after)}
-    return page_links(listed, filters)
+    return shown("sessions", page, session_view, filters)
 
 
 @router.get("/sessions")

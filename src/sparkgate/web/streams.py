@@ -18,18 +18,16 @@ from fastapi.responses import HTMLResponse
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest, StreamJobBusy
 from sparkgate.http.deps import ServiceDep, UserDep
-from sparkgate.http.paging import paging, window
 from sparkgate.http.params import Offset
 from sparkgate.service import Service
 from sparkgate.service.views import stream_detail_view, stream_progress_view, stream_summary_view
 from sparkgate.states import StreamJobState
 from sparkgate.streaming.backoff import RetryPolicy, backoff_delay
-from sparkgate.web.paging import page_links
+from sparkgate.web.paging import shown, window_of
 from sparkgate.web.templating import render, render_list, timestamp
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
-PAGE = 50
 
 # What the buttons may do in each state (the same states ``Streams.stop``/``start`` act in;
 # elsewhere they would change nothing, so no button is shown).
@@ -44,15 +42,13 @@ def _filters(state: str | None, owner: str | None, after: str | None) -> dict[st
 
 
 def _page(service: Service, user: Principal, filters: dict[str, Any]) -> dict[str, Any]:
-    after = filters["after"] or None
     page = service.streams.list_page(
         user=user,
         owner=filters["owner"] or None,
         states=[StreamJobState(filters["state"])] if filters["state"] else None,
-        window=window(0, PAGE, after, by_name=True),
+        window=window_of(filters, by_name=True),
     )
-    listed = {"streams": [stream_summary_view(s) for s in page.items], **paging(page, after)}
-    return page_links(listed, filters)
+    return shown("streams", page, stream_summary_view, filters)
 
 
 @router.get("/streams")
