@@ -21,7 +21,7 @@ LAYERS: list[set[str]] = [
     # what everything uses
     {"sparkgate", "errors", "states", "sql", "settings", "processes", "credentials", "logs"},
     {"results", "store"},
-    {"auth", "metrics", "catalog", "cluster"},
+    {"auth", "metrics", "catalog", "cluster", "enginelink"},
     # the engine side: what a statement handler is given, the capabilities, the engine
     {"runtime"},
     {"tables", "streaming"},
@@ -33,12 +33,12 @@ LAYERS: list[set[str]] = [
     {"node"},
     {"http"},
     # the doors
-    {"api", "livy", "hive2", "web", "client"},
+    {"api", "livy", "hive2", "connect", "web", "client"},
     # wiring, and what drives a server from outside
     {"server"},
     {"cli", "testing"},
 ]
-DOORS = {"api", "livy", "hive2", "web", "client"}
+DOORS = {"api", "livy", "hive2", "connect", "web", "client"}
 RANK = {name: rank for rank, layer in enumerate(LAYERS) for name in layer}
 
 

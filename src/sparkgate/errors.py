@@ -369,3 +369,27 @@ class PayloadTooLarge(SparkgateError):
             "(SPARKGATE_REQUEST_MAX_BYTES).",
             limit=limit,
         )
+
+
+class EngineLost(Conflict):
+    """The engine that held a session died: what the session had (temporary views,
+    settings, cached data) is gone with it."""
+
+    code = "ENGINE_LOST"
+
+    def __init__(self, session_id: int, detail: str) -> None:
+        super().__init__(
+            f"Session {session_id} ended with its engine ({detail}). Start a new session.",
+            session_id=session_id,
+        )
+
+
+class NotSupported(InvalidRequest):
+    code = "NOT_SUPPORTED"
+
+
+class EngineUnreachable(SparkgateError):
+    """The engine holding a session cannot take a call now (starting, or without the
+    service the call needs); the same call may be sent again."""
+
+    code = "ENGINE_UNAVAILABLE"

@@ -1,6 +1,7 @@
 """A server node, wired together: the node (store, service, duties), the HTTP app with every
 HTTP door (``/v1``, Livy, the dashboard, HiveServer2 over HTTP at ``/cliservice``), and the
-listeners of the other doors (HiveServer2's binary port), started and stopped together.
+listeners of the other doors (HiveServer2's binary port, Spark Connect's gRPC port), started
+and stopped together.
 
 Nothing else composes doors: each door only translates its protocol to the service.
 """
@@ -9,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import AsyncIterator, Awaitable, Callable
 from contextlib import asynccontextmanager
+from typing import Any
 
 from fastapi import Depends, FastAPI, Request
 
@@ -49,7 +51,10 @@ def create_app(settings: Settings) -> FastAPI:
         app.state.hive2 = Door(HiveService(node.service))
         binary = BinaryServer(app.state.hive2, node.users, node.settings)
         node.start()
+        connect = None
         try:
+            if settings.connect_port:
+                connect = _start_connect(node, settings)
             if settings.thrift_port:
                 try:
                     await binary.start()
@@ -61,6 +66,8 @@ def create_app(settings: Settings) -> FastAPI:
                     ) from exc
             yield
         finally:
+            if connect is not None:
+                connect.stop()
             await binary.close()
             await node.service.close()
             node.stop()
@@ -90,6 +97,23 @@ def create_app(settings: Settings) -> FastAPI:
     web.install(app)
     openapi.install(app)  # every route's errors, in the shape really sent
     return app
+
+
+def _start_connect(node: ServerNode, settings: Settings) -> Any:
+    # Imported only when on: pyspark's Connect messages take most of a second to load.
+    from sparkgate.connect.door import ConnectDoor
+    from sparkgate.connect.listener import ConnectListener
+
+    listener = ConnectListener(ConnectDoor(node.service.connect, node.users), settings)
+    try:
+        listener.start()
+    except OSError as exc:
+        raise RuntimeError(
+            f"cannot listen for Spark Connect clients on {settings.host}:"
+            f"{settings.connect_port}: {exc}. Choose another port with "
+            "SPARKGATE_CONNECT_PORT or --connect-port (0 turns it off)."
+        ) from exc
+    return listener
 
 
 def _metrics_guard(settings: Settings) -> Callable[[Request], Awaitable[None]]:

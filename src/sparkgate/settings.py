@@ -132,6 +132,9 @@ class Settings(BaseSettings):
     # HiveServer2 Thrift door (JDBC, ODBC, PyHive, dbt): binary TCP on this port (0: off; the
     # HTTP transport is always at /cliservice on the main port).
     thrift_port: int = 10009
+    # The Spark Connect door (sc://host:port): gRPC on this port (0: off). Engines then run
+    # Spark's Connect service on loopback, for the nodes only.
+    connect_port: int = 15002
     thrift_idle_timeout: float = 3600.0  # a Thrift session unused this long ends (0: never)
     # How long GetOperationStatus holds its answer while the query runs (clients poll in a
     # tight loop): long enough to spare the store, short enough for progress and logs.

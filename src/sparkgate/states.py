@@ -45,6 +45,10 @@ class StatementKind(StrEnum):
     # A catalog listing for JDBC/ODBC clients (GetTables, GetColumns, ...): the code is a JSON
     # request ({"call": "tables", ...}); the result has the column layout JDBC expects.
     CATALOG = "catalog"
+    # A Spark Connect operation (a DataFrame plan) the Connect door forwards to the engine's
+    # Connect service; the code is a readable summary of the plan. (SQL text sent through
+    # Connect is recorded as ``sql``.)
+    DATAFRAME = "dataframe"
 
 
 class EngineState(StrEnum):

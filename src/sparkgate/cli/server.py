@@ -42,6 +42,21 @@ def listen_problem(settings: Settings) -> str | None:
             f"{missing} (--ssl-certfile and --ssl-keyfile, or SPARKGATE_SSL_CERTFILE and "
             "SPARKGATE_SSL_KEYFILE)."
         )
+    if (
+        settings.connect_port
+        and settings.auth_methods
+        and certfile is None
+        and not settings.insecure
+        and not is_loopback(settings.host)
+    ):
+        # Spark's client sends its token in every call: in plain text, anyone on the path
+        # reads it. (The HTTP door only warns: browsers and HTTP clients sit behind TLS
+        # proxies far more often than gRPC clients do.)
+        return (
+            f"refusing to serve Spark Connect in plain text on {settings.host}: tokens would "
+            "cross the network readable. Pass --ssl-certfile/--ssl-keyfile, turn the Connect "
+            "door off with --connect-port 0, or pass --insecure."
+        )
     for option, path in (("--ssl-certfile", certfile), ("--ssl-keyfile", keyfile)):
         if path is not None and not path.expanduser().is_file():
             return f"{option}: no such file {path}."
@@ -60,11 +75,19 @@ def server(
             help="HiveServer2 binary (JDBC/ODBC) port (default: 10009; 0 turns it off).",
         ),
     ] = None,
+    connect_port: Annotated[
+        int | None,
+        typer.Option(
+            "--connect-port",
+            help="Spark Connect (sc://) port (default: 15002; 0 turns it off).",
+        ),
+    ] = None,
     insecure: Annotated[
         bool,
         typer.Option(
             "--insecure",
-            help="Allow SPARKGATE_AUTH=none on an address other than loopback.",
+            help="Allow SPARKGATE_AUTH=none, or Spark Connect without TLS, on an address "
+            "other than loopback.",
         ),
     ] = False,
     ssl_certfile: Annotated[
@@ -85,6 +108,7 @@ def server(
         "host": host,
         "port": port,
         "thrift_port": thrift_port,
+        "connect_port": connect_port,
         "insecure": insecure or None,
         "ssl_certfile": ssl_certfile,
         "ssl_keyfile": ssl_keyfile,

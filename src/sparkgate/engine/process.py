@@ -15,6 +15,7 @@ import dataclasses
 import logging
 import os
 import queue
+import secrets
 import signal
 import socket
 import tempfile
@@ -145,6 +146,7 @@ class Engine:
         self._served_session = False
         self._last_table_recovery = 0.0
         self._store_out_since: float | None = None  # while the store cannot be reached
+        self._connect_secret: str | None = None  # its Spark Connect service's, if it runs one
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -168,6 +170,7 @@ class Engine:
             heartbeat_at=now,
             app_id=self.spark.sparkContext.applicationId,
             ui_url=self.spark.sparkContext.uiWebUrl,
+            **self._connect_service(),
         )
         if not started.applied:
             log.warning("engine %s is %s before it ran; exiting", self.engine_id, started.state)
@@ -228,8 +231,15 @@ class Engine:
     def _start_spark(self, record: EngineRecord) -> SparkSession:
         from sparkgate.engine.spark import build_spark, wait_for_executors
 
+        if self.settings.connect_port:
+            # Only sparkgate's nodes learn it (from the engine's record in the store).
+            self._connect_secret = secrets.token_urlsafe(32)
         spark = build_spark(
-            self.settings, f"sparkgate-engine-{record.id}", record.conf, engine_id=record.id
+            self.settings,
+            f"sparkgate-engine-{record.id}",
+            record.conf,
+            engine_id=record.id,
+            connect_secret=self._connect_secret,
         )
         try:
             wait_for_executors(spark, self.settings.engine_executor_timeout)
@@ -237,6 +247,16 @@ class Engine:
             spark.stop()  # its application ends at the master
             raise
         return spark
+
+    def _connect_service(self) -> dict[str, Any]:
+        """Where this engine's Spark Connect service listens, and its secret, for the store."""
+        if self._connect_secret is None:
+            return {}
+        from sparkgate.engine.spark import LOOPBACK, connect_port
+
+        assert self.spark is not None
+        url = f"{LOOPBACK}:{connect_port(self.spark)}"
+        return {"connect_url": url, "connect_secret": self._connect_secret}
 
     def _fail_start(self, exc: BaseException) -> None:
         now = self.clock()

@@ -146,22 +146,71 @@ def _routable_address() -> str:
             return hostname
 
 
+# Spark's Connect service inside an engine: sparkgate's Connect door forwards to it.
+CONNECT_PLUGIN = "org.apache.spark.sql.connect.SparkConnectPlugin"
+# Spark reads the service's secret from this variable when spark.connect.authenticate.token
+# is not set: the secret is then in no configuration a user can read (Config RPC, SET -v, the
+# UI's environment page) and on no command line.
+CONNECT_SECRET_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
+
+
+def connect_conf(conf: dict[str, str]) -> dict[str, str]:
+    """The properties that start Spark's Connect service on loopback, on a port the system
+    picks (the engine reads it back with :func:`connect_port`)."""
+    plugins = [p for p in conf.get("spark.plugins", "").split(",") if p.strip()]
+    if CONNECT_PLUGIN not in plugins:
+        plugins.append(CONNECT_PLUGIN)
+    return {
+        "spark.plugins": ",".join(plugins),
+        "spark.connect.grpc.binding.address": LOOPBACK,
+        "spark.connect.grpc.binding.port": "0",
+    }
+
+
+def connect_port(spark: SparkSession, timeout: float = 30.0) -> int:
+    """The port Spark's Connect service listens on (it starts with the driver's plugins)."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    # A Scala object: its instance is the static MODULE$ field of the class named with a $.
+    name = "org.apache.spark.sql.connect.service.SparkConnectService$"
+    service = jvm.java.lang.Class.forName(name).getField("MODULE$").get(None)
+    deadline = time.monotonic() + timeout
+    while True:
+        port = int(service.localPort())
+        if port > 0:
+            return port
+        if time.monotonic() > deadline:
+            raise RuntimeError("Spark's Connect service did not start listening")
+        time.sleep(0.05)
+
+
 def build_spark(
     settings: Settings,
     app_name: str,
     extra: dict[str, str] | None = None,
     *,
     engine_id: int | None = None,
+    connect_secret: str | None = None,
 ) -> SparkSession:
+    """The engine's SparkSession; with ``connect_secret``, running Spark's Connect service
+    (on loopback, taking that secret)."""
     from pyspark.sql import SparkSession
 
     conf = engine_spark_conf(settings, extra, engine_id=engine_id)
+    if connect_secret is not None:
+        conf.update(connect_conf(conf))
     # The JVM is started below, by this process: it inherits this environment.
     os.environ.update(engine_spark_env(conf))
+    if connect_secret is not None:
+        os.environ[CONNECT_SECRET_ENV] = connect_secret
     builder = SparkSession.builder.appName(app_name)
     for key, value in conf.items():
         builder = builder.config(key, value)
-    spark = builder.getOrCreate()
+    try:
+        spark = builder.getOrCreate()
+    finally:
+        # The JVM has it; Python code run in this engine (code sessions) need not.
+        os.environ.pop(CONNECT_SECRET_ENV, None)
     # The engine log is for sparkgate's own lines and real problems, not Spark's chatter.
     spark.sparkContext.setLogLevel("ERROR")
     quiet_query_error_logs()

@@ -12,6 +12,7 @@ stable codes each door maps to its protocol.
 - ``queries``: reading, listing and waiting for queries, their result pages;
 - ``streams``: stream jobs; ``jobs``: deploys, jobs and their runs;
 - ``accounts``: personal access tokens, dashboard sign-ins, the audit log;
+- ``connect``: Spark Connect sessions and operations (the Connect door forwards the calls);
 - ``views``: records as the JSON doors and the dashboard show them.
 """
 
@@ -21,6 +22,7 @@ from sparkgate.auth.users import Users
 from sparkgate.jobs.deploy import Deployer
 from sparkgate.jobs.runs import JobRunner
 from sparkgate.service.accounts import Accounts
+from sparkgate.service.connect import ConnectService
 from sparkgate.service.gateway import Gateway
 from sparkgate.service.jobs import JobService
 from sparkgate.service.queries import Queries
@@ -54,6 +56,9 @@ class Service:
         self.streams = StreamService(settings, store, users, gateway, streams)
         self.jobs = JobService(store, users, deployer, job_runner)
         self.accounts = Accounts(store, users)
+        self.connect = ConnectService(settings, store, users, gateway)
+        gateway.on_cancelling = self.connect.interrupt
 
     async def close(self) -> None:
         await self.watcher.close()
+        self.connect.close()

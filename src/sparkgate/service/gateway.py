@@ -50,6 +50,9 @@ class Gateway:
     placement: Placement
     users: Users
     clock: Callable[[], float] = field(default=time.time, kw_only=True)
+    # Told of each running query moved to cancelling, for those no engine loop runs (a Spark
+    # Connect operation: the Connect service interrupts it in its engine).
+    on_cancelling: Callable[[int], None] | None = field(default=None, kw_only=True)
 
     # -- what a user may see -------------------------------------------------------------
 
@@ -156,11 +159,11 @@ class Gateway:
                 statement = dataclasses.replace(statement, owner=owner)
                 session = dataclasses.replace(session, statement_count=1)
                 if audit_submit and user is not None:
-                    self._audit_submit(user, statement, conn)
+                    self.audit_submit(user, statement, conn)
         placed = self.place(session, fresh=True)
         return placed or self.store.sessions.get(session.id), statement
 
-    def _audit_submit(self, user: Principal, statement: StatementRecord, conn: Any) -> None:
+    def audit_submit(self, user: Principal, statement: StatementRecord, conn: Any) -> None:
         self.users.audit(
             user,
             "query.submit",
@@ -313,7 +316,7 @@ class Gateway:
                     session_id, code, now=self.clock(), kind=kind, conn=conn
                 )
                 statement = dataclasses.replace(added, owner=session.owner)
-                self._audit_submit(user, statement, conn)
+                self.audit_submit(user, statement, conn)
         with logs.bound(query_id=statement.id, session_id=statement.session_id):
             log.info("query %s submitted (%s)", statement.id, kind.value)
         return statement
@@ -368,6 +371,8 @@ class Gateway:
                     now=now,
                     expected=[StatementState.RUNNING],
                 )
+                if moved.applied and self.on_cancelling is not None:
+                    self.on_cancelling(statement_id)
             if moved.applied:
                 return self.store.statements.get(statement_id)
         return self.store.statements.get(statement_id)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from sparkgate.store import schema
 from sparkgate.store.audit import AuditLog
+from sparkgate.store.connect import ConnectMaps
 from sparkgate.store.database import Database
 from sparkgate.store.engines import Engines
 from sparkgate.store.jobs import Deployments, JobRuns, Jobs
@@ -39,6 +40,7 @@ class Store:
         self.job_runs = JobRuns(db)
         self.tokens = Tokens(db)
         self.audit = AuditLog(db)
+        self.connect = ConnectMaps(db)
 
     @classmethod
     def open(cls, url: str, *, hints: bool = True) -> Store:

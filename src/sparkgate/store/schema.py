@@ -42,6 +42,10 @@ engines = sa.Table(
     sa.Column("pid", sa.Integer, nullable=True),
     sa.Column("app_id", sa.String(128), nullable=True),
     sa.Column("ui_url", sa.String(255), nullable=True),  # its Spark UI, on loopback (or NULL)
+    # Its Spark Connect service ("host:port") and the secret it takes: nodes forward the
+    # Connect door's calls there. The secret is for nodes only; no view shows it.
+    sa.Column("connect_url", sa.String(255), nullable=True),
+    sa.Column("connect_secret", sa.String(128), nullable=True),
     sa.Column("log_path", sa.Text, nullable=True),
     sa.Column("error", Json, nullable=True),
     sa.Column("version", sa.Integer, nullable=False, default=1),
@@ -405,4 +409,31 @@ audit_events = sa.Table(
     sa.Column("detail", Json, nullable=True),
     sa.Index(None, "at"),
     sa.Index(None, "user", "at"),
+)
+
+
+# -- the Spark Connect door ------------------------------------------------------------------
+
+# Which sparkgate session a Connect client's session id is, for its user: any node finds the
+# engine that holds it. Keyed by owner too, so that another user's session id is another
+# session (Spark Connect keys its sessions by user id and session id the same way).
+connect_sessions = sa.Table(
+    "connect_sessions",
+    metadata,
+    sa.Column("owner", sa.String(255), primary_key=True),
+    sa.Column("client_session", sa.String(64), primary_key=True),
+    sa.Column("session_id", sa.Integer, sa.ForeignKey("sessions.id"), nullable=False),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Index(None, "session_id"),
+)
+
+# A Connect operation (an ExecutePlan) and the sparkgate query that records it: a reattach
+# through another node, and a cancel, find it by either.
+connect_operations = sa.Table(
+    "connect_operations",
+    metadata,
+    sa.Column("statement_id", sa.Integer, sa.ForeignKey("statements.id"), primary_key=True),
+    sa.Column("operation_id", sa.String(64), nullable=False),
+    sa.Column("session_id", sa.Integer, nullable=False),
+    sa.UniqueConstraint("session_id", "operation_id"),
 )

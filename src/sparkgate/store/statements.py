@@ -37,9 +37,13 @@ class Statements:
         *,
         now: float,
         kind: StatementKind = StatementKind.SQL,
+        running: bool = False,
         conn: Connection | None = None,
     ) -> StatementRecord:
         """Queue a statement in its session, numbered after the session's previous ones.
+
+        ``running``: it is running already, elsewhere than in an engine's statement loop (a
+        Spark Connect operation the door forwards): recorded as started, no engine told.
 
         The session must be active, and a batch session takes only its first statement; both
         are checked in the same UPDATE that numbers the statement, so a session ending
@@ -85,10 +89,11 @@ class Statements:
                         seq=count - 1,
                         kind=kind.value,
                         code=code,
-                        state=StatementState.WAITING.value,
+                        state=(StatementState.RUNNING if running else StatementState.WAITING).value,
                         progress=0.0,
                         version=1,
                         created_at=now,
+                        started_at=now if running else None,
                         updated_at=now,
                     )
                     .returning(*statements.c)
@@ -96,7 +101,7 @@ class Statements:
                 .mappings()
                 .one()
             )
-            if bumped is not None and bumped.engine_id is not None:
+            if not running and bumped is not None and bumped.engine_id is not None:
                 # Its engine runs it as soon as it looks: tell it to look now.
                 self._db.hint(c, engine_channel(bumped.engine_id), row["id"])
         return StatementRecord.from_row(row)

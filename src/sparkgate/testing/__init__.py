@@ -65,6 +65,7 @@ def local_test_settings(home: Path, **overrides: Any) -> Settings:
         "home": home,
         "port": free_port(),
         "thrift_port": 0,  # the HiveServer2 tests ask for one
+        "connect_port": 0,  # and the Spark Connect tests for theirs
         "spark_master": "local[2]",
         "spark_conf": TEST_SPARK_CONF,
         "engine_heartbeat_interval": 1.0,

@@ -1,0 +1,380 @@
+"""The Spark Connect door's calls: every method of Spark's ``SparkConnectService`` (as the
+pyspark this package depends on defines it), forwarded to the Connect service of the engine
+that holds the client's session, after the service has said who the caller is and what they
+may do. The door translates gRPC and nothing more: sessions, rights, queries and audit are the
+service's (``service.connect``).
+
+Every call: authenticate the ``authorization: Bearer`` token -> replace the client's claimed
+user id with the authenticated user -> find (or start) the session's engine -> forward with the
+engine's secret -> hand the engine's answers back as they come, unparsed.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import time
+import uuid
+from collections.abc import Callable, Iterator
+from typing import Any, Literal, NoReturn
+
+import grpc
+from google.protobuf.message import Message
+from google.rpc import error_details_pb2, status_pb2
+from pyspark.sql.connect.proto import base_pb2
+
+from sparkgate.auth.principal import Principal
+from sparkgate.auth.users import Users
+from sparkgate.connect.plans import read_plan
+from sparkgate.enginelink import SERVICE, SERVICE_NAME, request_class
+from sparkgate.errors import (
+    Conflict,
+    EngineUnreachable,
+    Forbidden,
+    InvalidRequest,
+    LimitExceeded,
+    NotFound,
+    NotSupported,
+    SparkgateError,
+    StoreUnavailable,
+    Unauthenticated,
+)
+from sparkgate.service.connect import ConnectService, ConnectTarget
+
+log = logging.getLogger("sparkgate.connect")
+
+_STATUS: list[tuple[type[SparkgateError], grpc.StatusCode]] = [
+    (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
+    (Forbidden, grpc.StatusCode.PERMISSION_DENIED),
+    (NotFound, grpc.StatusCode.NOT_FOUND),
+    (LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
+    (NotSupported, grpc.StatusCode.UNIMPLEMENTED),
+    (InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT),
+    (Conflict, grpc.StatusCode.FAILED_PRECONDITION),
+    # The client retries these by itself (Spark's client retries UNAVAILABLE).
+    (EngineUnreachable, grpc.StatusCode.UNAVAILABLE),
+    (StoreUnavailable, grpc.StatusCode.UNAVAILABLE),
+]
+# Errors of an engine's operation that mean it was interrupted, not that it failed.
+_CANCEL_CLASSES = {"OPERATION_CANCELED", "SPARK_JOB_CANCELLED"}
+
+
+class ConnectDoor:
+    def __init__(self, connect: ConnectService, users: Users) -> None:
+        self.connect = connect
+        self.users = users
+
+    def handler(self) -> grpc.GenericRpcHandler:
+        """One gRPC handler for every method of the service."""
+        handlers = {}
+        special: dict[str, Callable[..., Any]] = {
+            "ExecutePlan": self.execute_plan,
+            "ReattachExecute": self.reattach_execute,
+            "AddArtifacts": self.add_artifacts,
+        }
+        for method in SERVICE.methods:
+            request = request_class(method.name)
+            behaviour = special.get(method.name) or self._unary(method.name)
+            if method.client_streaming:
+                make = grpc.stream_unary_rpc_method_handler
+            elif method.server_streaming:
+                make = grpc.unary_stream_rpc_method_handler
+            else:
+                make = grpc.unary_unary_rpc_method_handler
+            handlers[method.name] = make(
+                behaviour, request_deserializer=request.FromString, response_serializer=_raw
+            )
+        return grpc.method_handlers_generic_handler(SERVICE_NAME, handlers)
+
+    # -- the calls -----------------------------------------------------------------------
+
+    def _unary(self, method: str) -> Callable[[Any, grpc.ServicerContext], bytes]:
+        def call(request: Any, context: grpc.ServicerContext) -> bytes:
+            user, target = self._enter(request, context)
+            with _answering(context):
+                if method == "Config":
+                    self._check_config(user, request, target)
+                elif method == "CloneSession":
+                    _check_session_id(request.new_session_id)
+                    self.connect.check_clone(user, target, request.new_session_id)
+            answer: bytes = self._forward(
+                context, target, lambda: self._link(target).unary(method, request)
+            )
+            if method == "ReleaseSession":
+                with _answering(context):
+                    self.connect.release(user, target)
+            return answer
+
+        return call
+
+    def execute_plan(
+        self, request: base_pb2.ExecutePlanRequest, context: grpc.ServicerContext
+    ) -> Iterator[bytes]:
+        user, target = self._enter(request, context)
+        if not request.operation_id:
+            # The query's record names the operation: give it its id here, as a client may.
+            request.operation_id = str(uuid.uuid4())
+        else:
+            _check_operation_id(context, request.operation_id)
+        with _answering(context):
+            operation = read_plan(request.plan)
+            statement = self.connect.start(user, target, request.operation_id, operation)
+        reattachable = request.request_options and any(
+            option.reattach_options.reattachable for option in request.request_options
+        )
+        call = self._forward(
+            context, target, lambda: self._link(target).stream("ExecutePlan", request)
+        )
+        yield from self._relay(context, target, call, statement.id, bool(reattachable))
+
+    def reattach_execute(
+        self, request: base_pb2.ReattachExecuteRequest, context: grpc.ServicerContext
+    ) -> Iterator[bytes]:
+        _, target = self._enter(request, context)
+        _check_operation_id(context, request.operation_id)
+        with _answering(context):
+            statement_id = self.connect.operation(target, request.operation_id)
+        call = self._forward(
+            context, target, lambda: self._link(target).stream("ReattachExecute", request)
+        )
+        yield from self._relay(context, target, call, statement_id, True)
+
+    def add_artifacts(
+        self, requests: Iterator[base_pb2.AddArtifactsRequest], context: grpc.ServicerContext
+    ) -> bytes:
+        first = next(requests, None)
+        if first is None:
+            _abort(context, InvalidRequest("AddArtifacts sent no request."))
+        user, target = self._enter(first, context)
+        refused: list[SparkgateError] = []
+
+        def checked() -> Iterator[base_pb2.AddArtifactsRequest]:
+            for request in itertools.chain([first], requests):
+                which = request.WhichOneof("payload")
+                names = []
+                if which == "batch":
+                    names = [artifact.name for artifact in request.batch.artifacts]
+                elif which == "begin_chunk":
+                    names = [request.begin_chunk.name]
+                try:
+                    self.connect.check_artifacts(user, names, target)
+                except SparkgateError as exc:
+                    refused.append(exc)
+                    return  # the upload stops here; nothing of it is kept
+                _claim(request, user)
+                yield request
+
+        try:
+            answer: bytes = self._forward(
+                context, target, lambda: self._link(target).upload("AddArtifacts", checked())
+            )
+            return answer
+        finally:
+            if refused:
+                _abort(context, refused[0])
+
+    # -- plumbing ------------------------------------------------------------------------
+
+    def _enter(
+        self, request: Any, context: grpc.ServicerContext
+    ) -> tuple[Principal, ConnectTarget]:
+        """Who calls (or UNAUTHENTICATED), with the request made theirs, and where their
+        session lives."""
+        user = self._authenticate(context)
+        _claim(request, user)
+        _check_session_id_or_abort(context, request.session_id)
+        try:
+            return user, self.connect.target(user, request.session_id)
+        except SparkgateError as exc:
+            _abort(context, exc)
+
+    def _authenticate(self, context: grpc.ServicerContext) -> Principal:
+        authorization = None
+        for key, value in context.invocation_metadata():
+            if key == "authorization":
+                authorization = str(value)
+        address = _address(context.peer())
+        try:
+            return self.users.authenticate(authorization, address=address)
+        except Unauthenticated as exc:
+            delay = self.users.failure_delay(address)
+            if delay > 0:
+                time.sleep(delay)  # a thread of the door's pool: guessing slows down
+            message = exc.message
+            if not authorization:
+                message = (
+                    "Credentials are required: add ;token=<personal access token> to the sc:// "
+                    "URL (sent as authorization: Bearer)."
+                )
+            _abort(context, Unauthenticated(message))
+        except StoreUnavailable as exc:
+            _abort(context, exc)
+
+    def _link(self, target: ConnectTarget) -> Any:
+        return self.connect.links.to(target.engine)
+
+    def _forward(
+        self, context: grpc.ServicerContext, target: ConnectTarget, send: Callable[[], Any]
+    ) -> Any:
+        try:
+            return send()
+        except grpc.RpcError as exc:
+            self._engine_failed(target, exc)
+            _relay_error(context, exc)
+
+    def _relay(
+        self,
+        context: grpc.ServicerContext,
+        target: ConnectTarget,
+        call: Any,
+        statement_id: int | None,
+        reattachable: bool,
+    ) -> Iterator[bytes]:
+        """Hand on an operation's answers; end its query when the operation ends (a stream
+        the engine closes for the client to reattach leaves it running)."""
+        context.add_callback(call.cancel)  # the client went away: so does the engine's call
+        last = None
+        try:
+            for message in call:
+                last = message
+                yield message
+        except grpc.RpcError as exc:
+            if exc.code() is grpc.StatusCode.CANCELLED and not context.is_active():
+                return  # the client left; a reattachable operation goes on in the engine
+            self._engine_failed(target, exc)
+            if statement_id is not None:
+                error = engine_error(exc)
+                with _answering(context):
+                    self.connect.finish(
+                        statement_id, error=error, cancelled=error["code"] in _CANCEL_CLASSES
+                    )
+            _relay_error(context, exc)
+        if statement_id is None:
+            return
+        if not reattachable or (last is not None and _completes(last)):
+            with _answering(context):
+                self.connect.finish(statement_id)
+
+    def _engine_failed(self, target: ConnectTarget, exc: grpc.RpcError) -> None:
+        if exc.code() is grpc.StatusCode.UNAVAILABLE:
+            # The engine may be gone: read the session and engine again next time.
+            self.connect.links.forget(target.engine.id)
+
+    def _check_config(
+        self, user: Principal, request: base_pb2.ConfigRequest, target: ConnectTarget
+    ) -> None:
+        operation = request.operation
+        which = operation.WhichOneof("op_type")
+        if which == "set":
+            self.connect.check_settings(user, [pair.key for pair in operation.set.pairs], target)
+
+
+def engine_error(exc: grpc.RpcError) -> dict[str, Any]:
+    """A failed operation's error as a query records it: Spark's error class (from the
+    status details the engine sent), its exception class and its message."""
+    error: dict[str, Any] = {"code": exc.code().name, "message": exc.details() or ""}
+    for key, value in _trailers(exc):
+        if key != "grpc-status-details-bin":
+            continue
+        status = status_pb2.Status.FromString(value)
+        for detail in status.details:
+            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+                info = error_details_pb2.ErrorInfo()
+                detail.Unpack(info)
+                error["class"] = info.reason
+                error["code"] = info.metadata.get("errorClass") or info.reason.rsplit(".", 1)[-1]
+                if info.metadata.get("sqlState"):
+                    error["sql_state"] = info.metadata["sqlState"]
+    return error
+
+
+def _completes(message: bytes) -> bool:
+    return bool(base_pb2.ExecutePlanResponse.FromString(message).HasField("result_complete"))
+
+
+def _claim(request: Any, user: Principal) -> None:
+    """The user is whoever authenticated, whatever the client claims: the engine keys
+    sessions by user id, so another user's session id never reaches their session."""
+    request.user_context.user_id = user.name
+    request.user_context.user_name = user.name
+
+
+def _check_session_id(session_id: str) -> None:
+    try:
+        uuid.UUID(session_id)
+    except ValueError:
+        raise InvalidRequest(
+            f"The session id {session_id[:64]!r} is not a UUID (Spark Connect's session ids are)."
+        ) from None
+
+
+def _check_session_id_or_abort(context: grpc.ServicerContext, session_id: str) -> None:
+    try:
+        _check_session_id(session_id)
+    except InvalidRequest as exc:
+        _abort(context, exc)
+
+
+def _check_operation_id(context: grpc.ServicerContext, operation_id: str) -> None:
+    try:
+        uuid.UUID(operation_id)
+    except ValueError:
+        _abort(context, InvalidRequest(f"The operation id {operation_id[:64]!r} is not a UUID."))
+
+
+class _answering:
+    """Turns the service's errors into the gRPC status the client gets."""
+
+    def __init__(self, context: grpc.ServicerContext) -> None:
+        self.context = context
+
+    def __enter__(self) -> None:
+        return None
+
+    def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> Literal[False]:
+        if isinstance(exc, SparkgateError):
+            _abort(self.context, exc)
+        return False
+
+
+def _abort(context: grpc.ServicerContext, exc: SparkgateError) -> NoReturn:
+    code = next(
+        (status for cls, status in _STATUS if isinstance(exc, cls)), grpc.StatusCode.INTERNAL
+    )
+    context.abort(code, f"[{exc.code}] {exc.message}")
+    raise AssertionError("unreachable")  # abort raises
+
+
+def _relay_error(context: grpc.ServicerContext, exc: grpc.RpcError) -> NoReturn:
+    """The engine's error, as the engine sent it (Spark's client reads the error class from
+    the status details in the trailers)."""
+    trailers = tuple(
+        (key, value)
+        for key, value in _trailers(exc)
+        if not key.startswith("grpc-") or key == "grpc-status-details-bin"
+    )
+    context.set_trailing_metadata(trailers)
+    context.abort(exc.code(), exc.details() or "")
+    raise AssertionError("unreachable")
+
+
+def _trailers(exc: grpc.RpcError) -> list[tuple[str, Any]]:
+    metadata: Any = exc.trailing_metadata() or ()
+    return [(str(key), value) for key, value in metadata]
+
+
+def _address(peer: str) -> str | None:
+    """The client's address from gRPC's peer string (``ipv4:127.0.0.1:5555``)."""
+    kind, _, rest = peer.partition(":")
+    if kind == "ipv4":
+        return rest.rpartition(":")[0]
+    if kind == "ipv6":
+        return rest.rpartition(":")[0].strip("[]")
+    return None
+
+
+def _raw(data: bytes) -> bytes:
+    return data
+
+
+__all__ = ["ConnectDoor", "Message", "engine_error"]

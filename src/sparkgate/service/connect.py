@@ -1,0 +1,300 @@
+"""Spark Connect sessions and operations, for the Connect door.
+
+A Connect client names its session with an id of its own choosing. Here that id, for the
+authenticated user, becomes a sparkgate session (created, limited, audited and placed on an
+engine like any other), recorded in the store so that every node finds the engine that holds
+it. Each operation (an ExecutePlan) is a sparkgate query: checked against the user's rights
+first, recorded running, ended with its outcome. A cancel from any door interrupts it in the
+engine. The door forwards the calls themselves; it decides nothing of this.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.exc import IntegrityError
+
+from sparkgate import logs
+from sparkgate.auth.access import CODE, SQL
+from sparkgate.auth.principal import Principal
+from sparkgate.auth.users import Users
+from sparkgate.errors import EngineLost, EngineUnreachable, NotSupported, SessionNotActive
+from sparkgate.service.gateway import Gateway
+from sparkgate.settings import Settings
+from sparkgate.states import (
+    ACTIVE_SESSION_STATES,
+    TERMINAL_STATEMENT_STATES,
+    EngineState,
+    SessionKind,
+    SessionState,
+    StatementKind,
+    StatementState,
+)
+from sparkgate.store import Store
+from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
+
+if TYPE_CHECKING:
+    from sparkgate.enginelink import EngineLinks
+
+log = logging.getLogger("sparkgate.service.connect")
+
+# A session's engine is read again after this long: a killed session or a dead engine is
+# noticed within it, and a busy client costs the store no read per call.
+_TARGET_TTL = 1.0
+# A session in use is marked active at most this often (the idle timeout counts from it).
+_TOUCH_EVERY = 30.0
+# Artifacts that carry no code: a large local relation (createDataFrame) is uploaded as one.
+_DATA_ARTIFACTS = ("cache/",)
+
+
+@dataclass(frozen=True)
+class ConnectTarget:
+    """Where a Connect client's session lives: the sparkgate session and its engine."""
+
+    client_session: str
+    session: SessionRecord
+    engine: EngineRecord
+
+
+@dataclass(frozen=True)
+class Operation:
+    """What the door read in an operation's plan."""
+
+    description: str  # a readable summary of the plan
+    sql: str | None = None  # the SQL text, when the plan is SQL text
+    code: str | None = None  # what in it runs the client's code ("a Python UDF"), if anything
+    streaming: bool = False  # it starts a streaming query
+
+
+@dataclass
+class ConnectService:
+    settings: Settings
+    store: Store
+    users: Users
+    gateway: Gateway
+    clock: Callable[[], float] = field(default=time.time, kw_only=True)
+    _targets: dict[tuple[str, str], tuple[float, ConnectTarget]] = field(
+        default_factory=dict, init=False
+    )
+    _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
+    _links: EngineLinks | None = field(default=None, init=False)
+
+    @property
+    def links(self) -> EngineLinks:
+        """The node's channels to engines' Connect services (made on first use)."""
+        with self._lock:
+            if self._links is None:
+                from sparkgate.enginelink import EngineLinks
+
+                self._links = EngineLinks()
+            return self._links
+
+    # -- sessions ------------------------------------------------------------------------
+
+    def target(self, user: Principal, client_session: str) -> ConnectTarget:
+        """The engine holding the user's Connect session ``client_session``; a new sparkgate
+        session (placed on the user's engine) the first time the id is seen, waiting while
+        its engine starts. Another user's session id is this user's own, new session."""
+        key = (user.name, client_session)
+        now = self.clock()
+        with self._lock:
+            cached = self._targets.get(key)
+        if cached is not None and cached[0] > now:
+            return cached[1]
+        session_id = self.store.connect.session_of(user.name, client_session)
+        if session_id is None:
+            session = self._open(user, client_session)
+        else:
+            session = self.store.sessions.get(session_id)
+        target = self._ready(session, client_session)
+        if now - target.session.last_activity_at > _TOUCH_EVERY:
+            self.store.sessions.touch(target.session.id, now=now)
+        with self._lock:
+            if len(self._targets) > 10_000:
+                self._targets.clear()
+            self._targets[key] = (now + _TARGET_TTL, target)
+        return target
+
+    def _open(self, user: Principal, client_session: str) -> SessionRecord:
+        session, _ = self.gateway.create_session(
+            SessionKind.INTERACTIVE,
+            name=f"connect {client_session[:8]}",
+            user=user,
+            attributes={"door": "connect", "connect_session": client_session},
+        )
+        try:
+            with self.store.db.begin() as conn:
+                self.store.connect.bind(
+                    user.name, client_session, session.id, now=self.clock(), conn=conn
+                )
+        except IntegrityError:
+            # Another node bound this id first (the client's first calls raced): theirs wins.
+            self.gateway.kill_session(session.id)
+            winner = self.store.connect.session_of(user.name, client_session)
+            assert winner is not None
+            return self.store.sessions.get(winner)
+        with logs.bound(session_id=session.id):
+            log.info(
+                "Connect session %s of %s is session %s", client_session, user.name, session.id
+            )
+        return session
+
+    def _ready(self, session: SessionRecord, client_session: str) -> ConnectTarget:
+        deadline = self.clock() + self.settings.engine_start_timeout
+        while True:
+            if session.state not in ACTIVE_SESSION_STATES:
+                raise _ended(session)
+            if session.state in (SessionState.IDLE, SessionState.BUSY) and session.engine_id:
+                engine = self.store.engines.get(session.engine_id)
+                if engine.state in (EngineState.RUNNING, EngineState.STOPPING):
+                    if not engine.connect_url or not engine.connect_secret:
+                        raise EngineUnreachable(
+                            f"Engine {engine.id}, which holds session {session.id}, runs no "
+                            "Spark Connect service (it started with SPARKGATE_CONNECT_PORT=0).",
+                            engine_id=engine.id,
+                        )
+                    return ConnectTarget(client_session, session, engine)
+            if self.clock() > deadline:
+                raise EngineUnreachable(
+                    f"Session {session.id} is still {session.state.value}: its engine did not "
+                    f"start within {self.settings.engine_start_timeout:.0f}s. Try again later.",
+                    session_id=session.id,
+                )
+            time.sleep(0.1)
+            session = self.store.sessions.get(session.id)
+
+    def forget(self, user: Principal, client_session: str) -> None:
+        with self._lock:
+            self._targets.pop((user.name, client_session), None)
+
+    def release(self, user: Principal, target: ConnectTarget) -> None:
+        """The client ended its session (ReleaseSession): so does sparkgate's."""
+        self.forget(user, target.client_session)
+        self.gateway.kill_session(target.session.id, user=user)
+
+    def check_clone(self, user: Principal, source: ConnectTarget, new_session: str) -> None:
+        """A clone lives in its source's engine: bind ``new_session`` to a session there."""
+        target = self.target(user, new_session)
+        if target.engine.id != source.engine.id:
+            raise NotSupported(
+                "The new session was placed on another engine than the one cloned; clone "
+                "within one engine only (share level user, group or server).",
+            )
+
+    # -- what a user may do --------------------------------------------------------------
+
+    def check_settings(self, user: Principal, keys: Iterable[str], target: ConnectTarget) -> None:
+        """Settings set through Config: refused as in SQL SET, naming the key."""
+        self.users.check_conf(user, dict.fromkeys(keys, ""), target=_name(target))
+
+    def check_artifacts(self, user: Principal, names: Iterable[str], target: ConnectTarget) -> None:
+        """Uploaded files, archives and jars run on the engine: they need ``code``."""
+        for artifact in names:
+            if not artifact.startswith(_DATA_ARTIFACTS):
+                self.users.require(
+                    user, CODE, f"add code to the engine ({artifact})", target=_name(target)
+                )
+
+    # -- operations ----------------------------------------------------------------------
+
+    def start(
+        self, user: Principal, target: ConnectTarget, operation_id: str, operation: Operation
+    ) -> StatementRecord:
+        """Check an operation against the user's rights and limits and record it running."""
+        where = _name(target)
+        if operation.streaming:
+            raise NotSupported(
+                "Streaming queries cannot be started through Spark Connect yet: they would run "
+                "unsupervised (no restart, no progress in sparkgate). Start them with SAVE "
+                "STREAM, or as a stream job.",
+            )
+        if operation.sql is not None:
+            self.users.require_statement(user, StatementKind.SQL, operation.sql, target=where)
+        else:
+            self.users.require(user, SQL, "run DataFrame operations", target=where)
+        if operation.code is not None:
+            self.users.require(user, CODE, f"run {operation.code} on the engine", target=where)
+        self.users.check_query_limit(user)
+        kind = StatementKind.SQL if operation.sql is not None else StatementKind.DATAFRAME
+        with self.store.db.begin() as conn:
+            statement = self.store.statements.add(
+                target.session.id,
+                operation.sql if operation.sql is not None else operation.description,
+                now=self.clock(),
+                kind=kind,
+                running=True,
+                conn=conn,
+            )
+            self.store.connect.add_operation(
+                statement.id, target.session.id, operation_id, conn=conn
+            )
+            self.gateway.audit_submit(user, statement, conn)
+        with logs.bound(query_id=statement.id, session_id=target.session.id):
+            log.info("query %s runs Connect operation %s", statement.id, operation_id)
+        return statement
+
+    def operation(self, target: ConnectTarget, operation_id: str) -> int | None:
+        """The query recording an operation of this session (for a reattach), if any."""
+        return self.store.connect.statement_of(target.session.id, operation_id)
+
+    def finish(
+        self, statement_id: int, *, error: dict[str, Any] | None = None, cancelled: bool = False
+    ) -> None:
+        """An operation ended: its query succeeded, failed, or (cancelled, or asked to be)
+        was cancelled. Ending an ended query changes nothing."""
+        statement = self.store.statements.get(statement_id)
+        if statement.state in TERMINAL_STATEMENT_STATES:
+            return
+        if cancelled or (error is not None and statement.state is StatementState.CANCELLING):
+            to = StatementState.CANCELLED
+        elif error is not None:
+            to = StatementState.FAILED
+        else:
+            to = StatementState.SUCCESS
+        self.store.transitions.statement(
+            statement_id,
+            to,
+            now=self.clock(),
+            expected=[StatementState.RUNNING, StatementState.CANCELLING],
+            error=error,
+        )
+
+    def interrupt(self, statement_id: int) -> None:
+        """A query being cancelled: if it records a Connect operation, interrupt it in its
+        engine; the stream serving it then ends, and the query with it."""
+        operation_id = self.store.connect.operation_of(statement_id)
+        if operation_id is None:
+            return
+        found = self.store.statements.find_with_session(statement_id)
+        assert found is not None
+        session = found[1]
+        bound = self.store.connect.client_session_of(session.id)
+        engine = self.store.engines.find(session.engine_id) if session.engine_id else None
+        if bound is None or engine is None or not engine.connect_url:
+            return
+        owner, client_session = bound
+        try:
+            self.links.interrupt(engine, owner, client_session, operation_id)
+        except Exception:
+            # The engine is gone: the reaper ends the query with ENGINE_LOST.
+            log.warning("could not interrupt operation %s", operation_id, exc_info=True)
+
+    def close(self) -> None:
+        if self._links is not None:
+            self._links.close()
+
+
+def _name(target: ConnectTarget) -> str:
+    return f"session:{target.session.id}"
+
+
+def _ended(session: SessionRecord) -> Exception:
+    error = session.error or {}
+    if error.get("code") == "ENGINE_LOST":
+        return EngineLost(session.id, str(error.get("message", "it stopped heartbeating")))
+    return SessionNotActive(session.id, session.state.value)
