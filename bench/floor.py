@@ -55,8 +55,10 @@ from pathlib import Path
 from typing import Any
 
 from harness import (
+    SHIPPED_TIMERS,
     bench_server_with_env,
     interleaved,
+    log_errors,
     median,
     percentile,
     raw_spark,
@@ -68,7 +70,6 @@ from status import fresh_pg_database
 
 from sparkgate.catalog.metastore import read_record
 from sparkgate.client import Client
-from sparkgate.settings import Settings
 from sparkgate.testing import ServerProcess, eventually
 
 TRIVIAL = "SELECT 1"
@@ -76,17 +77,6 @@ AGGREGATION = "SELECT id % 10 AS k, count(*) AS n, sum(id) AS s FROM range(10000
 ENDLESS = "SELECT sum(id % 7) FROM range(100000000000)"
 CONCURRENCY = 8
 
-# The timers an idle server and its engines run on, at their shipped defaults.
-SHIPPED_TIMERS = {
-    name: Settings.model_fields[name].default
-    for name in (
-        "engine_heartbeat_interval",
-        "engine_heartbeat_timeout",
-        "duty_interval",
-        "lease_ttl",
-        "hint_safety_poll",
-    )
-}
 
 RAW_IDLE_DRIVER = """
 import json, sys, time
@@ -264,16 +254,6 @@ def measure_with_trace(
             stop_group(idle_driver)
         report.log_errors = log_errors(server)
     return report
-
-
-def log_errors(server: ServerProcess) -> list[str]:
-    """ERROR lines and tracebacks in the server's and its engines' logs: a run should have none."""
-    found = []
-    for path in [server.log_path, *sorted(server.settings.logs_dir.glob("*.log"))]:
-        for line in path.read_text(errors="replace").splitlines():
-            if " ERROR " in line or line.startswith("Traceback"):
-                found.append(f"{path.name}: {line[:200]}")
-    return found
 
 
 def step(console: Console, store: str, what: str) -> None:

@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 
 from sparkgate.catalog.metastore import pyspark_jars, stop_metastore
+from sparkgate.settings import Settings
 from sparkgate.testing import (
     TEST_SPARK_CONF,
     ServerProcess,
@@ -29,6 +30,19 @@ from sparkgate.testing import (
     kill_engines,
     local_test_settings,
 )
+
+# The timers an idle server and its engines run on, at their shipped defaults (the tests'
+# fast ones would add background work to a 2-core machine).
+SHIPPED_TIMERS = {
+    name: Settings.model_fields[name].default
+    for name in (
+        "engine_heartbeat_interval",
+        "engine_heartbeat_timeout",
+        "duty_interval",
+        "lease_ttl",
+        "hint_safety_poll",
+    )
+}
 
 
 @contextmanager
@@ -205,3 +219,13 @@ def stop_group(process: subprocess.Popen[Any]) -> None:
             return
         except subprocess.TimeoutExpired:
             continue
+
+
+def log_errors(server: ServerProcess) -> list[str]:
+    """ERROR lines and tracebacks in the server's and its engines' logs: a run should have none."""
+    found = []
+    for path in [server.log_path, *sorted(server.settings.logs_dir.glob("*.log"))]:
+        for line in path.read_text(errors="replace").splitlines():
+            if " ERROR " in line or line.startswith("Traceback"):
+                found.append(f"{path.name}: {line[:200]}")
+    return found
