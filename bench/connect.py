@@ -60,6 +60,7 @@ from sparkgate.auth.passwords import PasswordFile
 from sparkgate.catalog.metastore import pyspark_jars
 from sparkgate.engine.spark import CONNECT_SECRET_ENV, engine_spark_conf
 from sparkgate.states import LIVE_ENGINE_STATES
+from sparkgate.store.connect import Endpoint
 from sparkgate.store.records import EngineRecord
 from sparkgate.testing import (
     TEST_SPARK_CONF,
@@ -314,12 +315,11 @@ def measure(console: Console, plan: Plan, auth: str) -> Report:
             gate_token = make_token(server, password) if auth == "token" else None
             if peer_token is not None:
                 check_refused_without_token(peer.port)
-            engine = live_engine(server)
-            assert engine.connect_url is not None
-            engine_port = int(engine.connect_url.rpartition(":")[2])
+            engine, endpoint = live_engine(server)
+            engine_port = int(endpoint.url.rpartition(":")[2])
             with (
                 client(server.settings.connect_port, gate_token) as gate,
-                client(engine_port, engine.connect_secret) as direct,
+                client(engine_port, endpoint.secret) as direct,
                 client(peer.port, peer_token) as spark,
             ):
                 step(console, "first range(1).collect() on each")
@@ -585,15 +585,15 @@ def arrow_bytes(frame: Any) -> int:
 # -- processes ----------------------------------------------------------------------------------
 
 
-def live_engine(server: ServerProcess) -> EngineRecord:
+def live_engine(server: ServerProcess) -> tuple[EngineRecord, Endpoint]:
     """The one live engine (share level server, no warm engine: the shared engine), with its
     Connect service's address and secret (in the store, for nodes: the bench reads its own)."""
     with server.store() as store:
         live = store.engines.list_all(states=LIVE_ENGINE_STATES)
-    assert len(live) == 1, f"expected one live engine, found {[(e.id, e.kind) for e in live]}"
-    engine = live[0]
-    assert engine.pid is not None and engine.connect_url and engine.connect_secret
-    return engine
+        assert len(live) == 1, f"expected one live engine, found {[(e.id, e.kind) for e in live]}"
+        endpoint = store.connect.endpoint(live[0].id)
+    assert live[0].pid is not None and endpoint is not None
+    return live[0], endpoint
 
 
 def group(pgid: int) -> list[int]:

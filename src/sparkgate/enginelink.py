@@ -18,7 +18,7 @@ from google.protobuf import message_factory
 from google.protobuf.message import Message
 from pyspark.sql.connect.proto import base_pb2
 
-from sparkgate.store.records import EngineRecord
+from sparkgate.store.connect import Endpoint
 
 SERVICE = base_pb2.DESCRIPTOR.services_by_name["SparkConnectService"]
 SERVICE_NAME = SERVICE.full_name  # spark.connect.SparkConnectService
@@ -43,11 +43,10 @@ def _raw(data: bytes) -> bytes:
 class EngineLink:
     """A channel to one engine's Connect service, with a callable per method."""
 
-    def __init__(self, engine: EngineRecord) -> None:
-        assert engine.connect_url is not None and engine.connect_secret is not None
-        self.engine_id = engine.id
-        self.url = engine.connect_url
-        self.metadata = (("authorization", f"Bearer {engine.connect_secret}"),)
+    def __init__(self, engine_id: int, endpoint: Endpoint) -> None:
+        self.engine_id = engine_id
+        self.url = endpoint.url
+        self.metadata = (("authorization", f"Bearer {endpoint.secret}"),)
         self.channel = grpc.insecure_channel(self.url, options=CHANNEL_OPTIONS)
         self._calls: dict[str, Callable[..., Any]] = {}
         for method in SERVICE.methods:
@@ -90,24 +89,27 @@ class EngineLinks:
         self._links: dict[int, EngineLink] = {}
         self._lock = threading.Lock()
 
-    def to(self, engine: EngineRecord) -> EngineLink:
+    def to(self, engine_id: int, endpoint: Endpoint) -> EngineLink:
         with self._lock:
-            link = self._links.get(engine.id)
-            if link is not None and link.url == engine.connect_url:
+            link = self._links.get(engine_id)
+            if link is not None and link.url == endpoint.url:
                 return link
-            if link is not None:
-                link.close()
-            link = self._links[engine.id] = EngineLink(engine)
+            link = self._links[engine_id] = EngineLink(engine_id, endpoint)
             return link
 
     def forget(self, engine_id: int) -> None:
+        """Make a new link next time. The old one is not closed: calls of other threads
+        may still be using it (its channel closes when the last of them lets it go)."""
         with self._lock:
-            link = self._links.pop(engine_id, None)
-        if link is not None:
-            link.close()
+            self._links.pop(engine_id, None)
 
     def interrupt(
-        self, engine: EngineRecord, user_id: str, client_session: str, operation_id: str
+        self,
+        engine_id: int,
+        endpoint: Endpoint,
+        user_id: str,
+        client_session: str,
+        operation_id: str,
     ) -> None:
         """Interrupt one operation in the engine, as Spark's client would: the client that
         runs it gets Spark's interrupted error."""
@@ -118,7 +120,7 @@ class EngineLinks:
             operation_id=operation_id,
             client_type="sparkgate",
         )
-        self.to(engine).unary("Interrupt", request, timeout=30)
+        self.to(engine_id, endpoint).unary("Interrupt", request, timeout=30)
 
     def close(self) -> None:
         with self._lock:

@@ -4,6 +4,10 @@ running server with authentication on, its engines running Spark's Connect servi
 from __future__ import annotations
 
 import contextlib
+import os
+import signal
+import subprocess
+import sys
 import threading
 import time
 import uuid
@@ -16,6 +20,7 @@ import pytest
 
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.testing import (
+    TEST_SPARK_CONF,
     ServerProcess,
     eventually,
     free_port,
@@ -90,6 +95,14 @@ def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterato
         access_file=home / "access.yaml",
         connect_port=connect_port,
         warm_engines=0,
+        # Spark ends a result stream after this long (default 2 min; the client reattaches),
+        # and drops an operation left without a stream after the second (default 5 min).
+        spark_conf={
+            **TEST_SPARK_CONF,
+            "spark.connect.execute.reattachable.senderMaxStreamDuration": "10s",
+            "spark.connect.execute.manager.detachedTimeout": "5s",
+            "spark.connect.execute.manager.maintenanceInterval": "1s",
+        },
     )
     server = ServerProcess(settings).start()
     try:
@@ -232,16 +245,20 @@ def test_the_engine_secret_reaches_no_user(env: Env) -> None:
         everything = "\n".join(f"{k}={v}" for k, v in spark.conf.getAll.items())
     store = Store.open(env.server.settings.resolved_store_url)
     try:
-        engines = [e for e in store.engines.list_all() if e.connect_secret]
+        engines = store.engines.list_all()
+        endpoints = {e.id: store.connect.endpoint(e.id) for e in engines}
     finally:
         store.close()
-    assert engines
+    assert any(endpoints.values())
     with env.api("carol") as api:
         views = api.get("/v1/engines", params={"all": True}).text
     for engine in engines:
-        secret = engine.connect_secret
-        assert secret is not None and secret not in everything and secret not in views
-        assert secret not in repr(engine)
+        endpoint = endpoints[engine.id]
+        if endpoint is None:
+            continue
+        secret = endpoint.secret
+        assert secret not in everything and secret not in views
+        assert secret not in repr(endpoint)
         if engine.log_path:
             assert secret not in Path(engine.log_path).read_text(errors="replace")
         for cmdline in Path("/proc").glob("[0-9]*/cmdline"):
@@ -276,13 +293,13 @@ def _running(env: Env) -> dict[str, Any]:
     return found
 
 
-def _final(env: Env, query_id: int) -> dict[str, Any]:
+def _final(env: Env, query_id: int, timeout: float = 60) -> dict[str, Any]:
     def ended() -> dict[str, Any] | None:
         with env.api("alice") as api:
             query: dict[str, Any] = api.get(f"/v1/queries/{query_id}").json()
         return query if query["state"] in {"success", "failed", "cancelled"} else None
 
-    found: dict[str, Any] = eventually(ended, timeout=60, what=f"query {query_id} ended")
+    found: dict[str, Any] = eventually(ended, timeout=timeout, what=f"query {query_id} ended")
     return found
 
 
@@ -314,3 +331,41 @@ def test_a_million_rows_reach_pandas(env: Env) -> None:
         frame = spark.range(1_000_000).selectExpr("id", "id * 2 AS twice").toPandas()
     assert len(frame) == 1_000_000
     assert int(frame["twice"].sum()) == 2 * sum(range(1_000_000))
+
+
+def test_a_query_does_not_stay_running_when_its_client_vanishes(env: Env) -> None:
+    # A client process dies under its operation and never reattaches: Spark drops the
+    # operation after its detach timeout, and the engine ends the query.
+    script = (
+        "from pyspark.sql.connect.session import SparkSession\n"
+        f"spark = SparkSession.builder.remote({env.url('alice')!r}).create()\n"
+        "spark.range(0, 10**13, 1, 2).selectExpr('sum(id % 7) AS s').collect()\n"
+    )
+    client = subprocess.Popen([sys.executable, "-c", script])
+    try:
+        query = _running(env)
+    finally:
+        client.kill()
+        client.wait()
+    final = _final(env, query["id"], timeout=180)
+    assert final["state"] == "failed", final
+    assert final["error"]["code"] == "CONNECT_OPERATION_GONE", final["error"]
+
+
+def test_a_dead_engine_ends_its_sessions_with_engine_lost(env: Env) -> None:
+    from sparkgate.store import Store
+
+    with env.spark("alice") as spark:
+        assert spark.range(1).count() == 1
+        store = Store.open(env.server.settings.resolved_store_url)
+        try:
+            session_id = store.connect.session_of("alice", spark.session_id)
+            assert session_id is not None
+            engine = store.engines.get(store.sessions.get(session_id).engine_id or 0)
+        finally:
+            store.close()
+        assert engine.pid is not None
+        os.killpg(engine.pid, signal.SIGKILL)
+        with pytest.raises(Exception) as caught:
+            spark.range(1).count()
+        assert "ENGINE_LOST" in str(caught.value), caught.value

@@ -211,7 +211,7 @@ class ConnectDoor:
             _abort(context, exc)
 
     def _link(self, target: ConnectTarget) -> Any:
-        return self.connect.links.to(target.engine)
+        return self.connect.links.to(target.engine.id, target.endpoint)
 
     def _forward(
         self, context: grpc.ServicerContext, target: ConnectTarget, send: Callable[[], Any]

@@ -56,6 +56,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("sparkgate.engine")
 
+# A Connect operation whose query still runs is ended once its operation has been missing
+# from Spark's Connect service this long (the node that relayed its end records it first).
+_CONNECT_GONE_GRACE = 10.0
+# How often the engine compares them (one store read).
+_CONNECT_CHECK_EVERY = 5.0
+
 # How long to keep repeating a cancel: a query between two Spark jobs (planning, or a
 # broadcast then the main job) is not hit by a single cancel. See SPARK-NOTES.md.
 _CANCEL_REPEAT = 0.2
@@ -147,6 +153,8 @@ class Engine:
         self._last_table_recovery = 0.0
         self._store_out_since: float | None = None  # while the store cannot be reached
         self._connect_secret: str | None = None  # its Spark Connect service's, if it runs one
+        self._connect_checked = 0.0
+        self._connect_missing: dict[str, float] = {}  # operation id -> first seen missing
 
     # -- lifecycle -----------------------------------------------------------------------
 
@@ -161,6 +169,7 @@ class Engine:
             self._fail_start(exc)
             return 1
         self._warm_up()
+        self._record_connect_service()
         now = self.clock()
         started = self.store.transitions.engine(
             self.engine_id,
@@ -170,7 +179,6 @@ class Engine:
             heartbeat_at=now,
             app_id=self.spark.sparkContext.applicationId,
             ui_url=self.spark.sparkContext.uiWebUrl,
-            **self._connect_service(),
         )
         if not started.applied:
             log.warning("engine %s is %s before it ran; exiting", self.engine_id, started.state)
@@ -248,15 +256,21 @@ class Engine:
             raise
         return spark
 
-    def _connect_service(self) -> dict[str, Any]:
-        """Where this engine's Spark Connect service listens, and its secret, for the store."""
+    def _record_connect_service(self) -> None:
+        """Where this engine's Spark Connect service listens, and its secret, for the nodes
+        (before the engine says running, so that a node placing a session on it finds it)."""
         if self._connect_secret is None:
-            return {}
+            return
         from sparkgate.engine.spark import LOOPBACK, connect_port
 
         assert self.spark is not None
-        url = f"{LOOPBACK}:{connect_port(self.spark)}"
-        return {"connect_url": url, "connect_secret": self._connect_secret}
+        try:
+            url = f"{LOOPBACK}:{connect_port(self.spark)}"
+            self.store.connect.set_endpoint(self.engine_id, url, self._connect_secret)
+        except Exception:
+            # The engine serves the other doors; the Connect door says this one has no service.
+            log.exception("engine %s: Spark's Connect service is not available", self.engine_id)
+            self._connect_secret = None
 
     def _fail_start(self, exc: BaseException) -> None:
         now = self.clock()
@@ -764,6 +778,10 @@ class Engine:
                 state = None
             self._obey(state)
             self._record_progress()
+            try:
+                self._end_gone_operations()
+            except Exception:  # never at the cost of the heartbeat
+                log.exception("ending gone Connect operations failed")
             self._stop_now.wait(interval)
 
     def _store_out(self, exc: Exception) -> None:
@@ -781,6 +799,52 @@ class Engine:
             since, self._store_out_since = self._store_out_since, None
         if since is not None:
             log.warning("the store is reachable again after %.1fs", self.clock() - since)
+
+    def _end_gone_operations(self) -> None:
+        """End the queries of Spark Connect operations this engine's Connect service no longer
+        holds. A node records an operation's end as it relays it; when no node sees the end
+        (its client left and never reattached, or its node died and the client did not come
+        back), Spark drops the operation after its detach timeout and only this engine can
+        tell: the query must not stay running."""
+        now = self.clock()
+        if self._connect_secret is None or self.spark is None:
+            return
+        if now - self._connect_checked < _CONNECT_CHECK_EVERY:
+            return
+        self._connect_checked = now
+        from sparkgate.engine.spark import connect_operations
+
+        try:
+            unfinished = self.store.connect.unfinished_of_engine(self.engine_id)
+            held = connect_operations(self.spark) if unfinished else set()
+        except Exception as exc:
+            if not is_unreachable(exc):
+                log.exception("checking Connect operations failed")
+            return
+        missing = {op: query for op, query in unfinished.items() if op not in held}
+        first_seen = {op: self._connect_missing.get(op, now) for op in missing}
+        self._connect_missing = first_seen
+        error = {
+            "code": "CONNECT_OPERATION_GONE",
+            "message": "The operation ended in the engine with no client to receive its "
+            "outcome (its client left and did not reattach, or its node stopped); its "
+            "result is gone. Run it again.",
+        }
+        for op, since in list(first_seen.items()):
+            if now - since < _CONNECT_GONE_GRACE:
+                continue
+            statement_id = missing[op]
+            for to, expected in (
+                (StatementState.FAILED, StatementState.RUNNING),
+                (StatementState.CANCELLED, StatementState.CANCELLING),
+            ):
+                moved = self.store.transitions.statement(
+                    statement_id, to, now=now, expected=[expected], error=error
+                )
+                if moved.applied:
+                    log.warning("query %s: Connect operation %s is gone", statement_id, op)
+                    break
+            self._connect_missing.pop(op, None)
 
     def _record_progress(self) -> None:
         if self.spark is None:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import logging
 import os
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from sparkgate.settings import Settings
 
@@ -167,13 +167,18 @@ def connect_conf(conf: dict[str, str]) -> dict[str, str]:
     }
 
 
-def connect_port(spark: SparkSession, timeout: float = 30.0) -> int:
-    """The port Spark's Connect service listens on (it starts with the driver's plugins)."""
+def _connect_service(spark: SparkSession) -> Any:
+    """Spark's Connect service in this driver: a Scala object, whose instance is the static
+    MODULE$ field of the class named with a $."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    # A Scala object: its instance is the static MODULE$ field of the class named with a $.
     name = "org.apache.spark.sql.connect.service.SparkConnectService$"
-    service = jvm.java.lang.Class.forName(name).getField("MODULE$").get(None)
+    return jvm.java.lang.Class.forName(name).getField("MODULE$").get(None)
+
+
+def connect_port(spark: SparkSession, timeout: float = 30.0) -> int:
+    """The port Spark's Connect service listens on (it starts with the driver's plugins)."""
+    service = _connect_service(spark)
     deadline = time.monotonic() + timeout
     while True:
         port = int(service.localPort())
@@ -182,6 +187,16 @@ def connect_port(spark: SparkSession, timeout: float = 30.0) -> int:
         if time.monotonic() > deadline:
             raise RuntimeError("Spark's Connect service did not start listening")
         time.sleep(0.05)
+
+
+def connect_operations(spark: SparkSession) -> set[str]:
+    """The ids of the operations Spark's Connect service holds now (running, or finished and
+    kept for a client to reattach and read)."""
+    holders = _connect_service(spark).executionManager().listExecuteHolders().iterator()
+    found = set()
+    while holders.hasNext():
+        found.add(str(holders.next().operationId()))
+    return found
 
 
 def build_spark(

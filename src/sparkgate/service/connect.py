@@ -36,6 +36,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store import Store
+from sparkgate.store.connect import Endpoint
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
 
 if TYPE_CHECKING:
@@ -59,6 +60,7 @@ class ConnectTarget:
     client_session: str
     session: SessionRecord
     engine: EngineRecord
+    endpoint: Endpoint  # the engine's Connect service
 
 
 @dataclass(frozen=True)
@@ -152,13 +154,14 @@ class ConnectService:
             if session.state in (SessionState.IDLE, SessionState.BUSY) and session.engine_id:
                 engine = self.store.engines.get(session.engine_id)
                 if engine.state in (EngineState.RUNNING, EngineState.STOPPING):
-                    if not engine.connect_url or not engine.connect_secret:
+                    endpoint = self.store.connect.endpoint(engine.id)
+                    if endpoint is None:
                         raise EngineUnreachable(
                             f"Engine {engine.id}, which holds session {session.id}, runs no "
                             "Spark Connect service (it started with SPARKGATE_CONNECT_PORT=0).",
                             engine_id=engine.id,
                         )
-                    return ConnectTarget(client_session, session, engine)
+                    return ConnectTarget(client_session, session, engine, endpoint)
             if self.clock() > deadline:
                 raise EngineUnreachable(
                     f"Session {session.id} is still {session.state.value}: its engine did not "
@@ -274,12 +277,12 @@ class ConnectService:
         assert found is not None
         session = found[1]
         bound = self.store.connect.client_session_of(session.id)
-        engine = self.store.engines.find(session.engine_id) if session.engine_id else None
-        if bound is None or engine is None or not engine.connect_url:
+        endpoint = self.store.connect.endpoint(session.engine_id) if session.engine_id else None
+        if bound is None or endpoint is None or session.engine_id is None:
             return
         owner, client_session = bound
         try:
-            self.links.interrupt(engine, owner, client_session, operation_id)
+            self.links.interrupt(session.engine_id, endpoint, owner, client_session, operation_id)
         except Exception:
             # The engine is gone: the reaper ends the query with ENGINE_LOST.
             log.warning("could not interrupt operation %s", operation_id, exc_info=True)

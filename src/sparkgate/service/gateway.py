@@ -322,8 +322,12 @@ class Gateway:
         return statement
 
     def cancel(self, statement_id: int, *, user: Principal) -> StatementRecord:
-        """Cancel a statement: a waiting one at once, a running one through its engine."""
-        owner = self.statement(statement_id, user=user).owner
+        """Cancel a statement: a waiting one at once, a running one through its engine (a
+        Spark Connect operation: interrupted in its engine through ``on_cancelling``)."""
+        found = self.store.statements.find_with_session(statement_id)
+        if found is None or not sees_session(user, found[1]):
+            raise QueryNotFound(statement_id)
+        owner, session = found[0].owner, found[1]
         with logs.bound(query_id=statement_id):
             try:
                 statement = dataclasses.replace(self._cancel(statement_id), owner=owner)
@@ -337,6 +341,9 @@ class Gateway:
                 )
                 raise
             log.info("query %s %s", statement_id, statement.state.value)
+            connect = session.attributes.get("door") == "connect"
+            if connect and statement.state is StatementState.CANCELLING and self.on_cancelling:
+                self.on_cancelling(statement_id)
             self.users.audit(
                 user,
                 "query.cancel",
@@ -371,8 +378,6 @@ class Gateway:
                     now=now,
                     expected=[StatementState.RUNNING],
                 )
-                if moved.applied and self.on_cancelling is not None:
-                    self.on_cancelling(statement_id)
             if moved.applied:
                 return self.store.statements.get(statement_id)
         return self.store.statements.get(statement_id)

@@ -4,16 +4,52 @@ reads them, so a client that changes node finds its session and its running oper
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from sparkgate.states import StatementState
 from sparkgate.store.database import Database
-from sparkgate.store.schema import connect_operations, connect_sessions
+from sparkgate.store.schema import (
+    connect_operations,
+    connect_sessions,
+    engine_connect,
+    sessions,
+    statements,
+)
+
+_UNFINISHED = [StatementState.RUNNING.value, StatementState.CANCELLING.value]
+
+
+@dataclass(frozen=True)
+class Endpoint:
+    """An engine's Spark Connect service: where it listens, and its secret."""
+
+    url: str
+    # Never in a repr (logs): only nodes forwarding Connect calls use it.
+    secret: str = field(repr=False)
 
 
 class ConnectMaps:
     def __init__(self, db: Database) -> None:
         self._db = db
+
+    def set_endpoint(self, engine_id: int, url: str, secret: str) -> None:
+        """An engine records its Connect service as it starts (before it says running)."""
+        with self._db.begin() as conn:
+            conn.execute(engine_connect.delete().where(engine_connect.c.engine_id == engine_id))
+            conn.execute(
+                engine_connect.insert().values(engine_id=engine_id, url=url, secret=secret)
+            )
+
+    def endpoint(self, engine_id: int) -> Endpoint | None:
+        query = sa.select(engine_connect.c.url, engine_connect.c.secret).where(
+            engine_connect.c.engine_id == engine_id
+        )
+        with self._db.read() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else Endpoint(row.url, row.secret)
 
     def session_of(self, owner: str, client_session: str) -> int | None:
         query = sa.select(connect_sessions.c.session_id).where(
@@ -66,3 +102,17 @@ class ConnectMaps:
         )
         with self._db.read() as conn:
             return conn.execute(query).scalar()
+
+    def unfinished_of_engine(self, engine_id: int) -> dict[str, int]:
+        """The operations whose queries still run, in sessions on this engine: operation id
+        -> query id (what the engine checks against the operations its Connect service
+        still holds)."""
+        query = (
+            sa.select(connect_operations.c.operation_id, connect_operations.c.statement_id)
+            .join(statements, statements.c.id == connect_operations.c.statement_id)
+            .join(sessions, sessions.c.id == statements.c.session_id)
+            .where(sessions.c.engine_id == engine_id)
+            .where(statements.c.state.in_(_UNFINISHED))
+        )
+        with self._db.read() as conn:
+            return {row.operation_id: row.statement_id for row in conn.execute(query)}

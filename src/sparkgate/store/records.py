@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass
 from typing import Any, Generic, TypeVar
 
 from sparkgate.states import (
@@ -43,9 +43,6 @@ class EngineRecord:
     updated_at: float
     share_key: str | None = None
     ui_url: str | None = None
-    connect_url: str | None = None
-    # Never in a repr (logs) nor a view: only nodes forwarding Connect calls use it.
-    connect_secret: str | None = field(default=None, repr=False)
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> EngineRecord:

@@ -42,10 +42,6 @@ engines = sa.Table(
     sa.Column("pid", sa.Integer, nullable=True),
     sa.Column("app_id", sa.String(128), nullable=True),
     sa.Column("ui_url", sa.String(255), nullable=True),  # its Spark UI, on loopback (or NULL)
-    # Its Spark Connect service ("host:port") and the secret it takes: nodes forward the
-    # Connect door's calls there. The secret is for nodes only; no view shows it.
-    sa.Column("connect_url", sa.String(255), nullable=True),
-    sa.Column("connect_secret", sa.String(128), nullable=True),
     sa.Column("log_path", sa.Text, nullable=True),
     sa.Column("error", Json, nullable=True),
     sa.Column("version", sa.Integer, nullable=False, default=1),
@@ -413,6 +409,18 @@ audit_events = sa.Table(
 
 
 # -- the Spark Connect door ------------------------------------------------------------------
+
+# Where an engine's Spark Connect service listens ("host:port") and the secret it takes:
+# nodes forward the Connect door's calls there. The secret is for nodes only; no view shows
+# it. (A table of its own, not columns of engines: a node of the release before, reading
+# engines, runs on this schema unchanged.)
+engine_connect = sa.Table(
+    "engine_connect",
+    metadata,
+    sa.Column("engine_id", sa.Integer, sa.ForeignKey("engines.id"), primary_key=True),
+    sa.Column("url", sa.String(255), nullable=False),
+    sa.Column("secret", sa.String(128), nullable=False),
+)
 
 # Which sparkgate session a Connect client's session id is, for its user: any node finds the
 # engine that holds it. Keyed by owner too, so that another user's session id is another

@@ -49,9 +49,10 @@ PG_ADMIN_URL = os.environ.get(
     "SPARKGATE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
 )
 # The release before this one: the store starts at its schema, and the last fault restarts a
-# node with the newer migration pending while the other node runs on (0007 adds indexes only,
-# so both releases' code runs on either schema: the expand step of an expand/contract upgrade).
-OLD_REVISION = "0006_fetch_cursor"
+# node with the newer migration pending while the other node runs on (0008 adds tables only,
+# for the Spark Connect door, which the rig leaves off; so both releases' code runs on either
+# schema: the expand step of an expand/contract upgrade).
+OLD_REVISION = "0007_keyset_indexes"
 STREAM_JOB = "chaos-counter"
 SINK_TABLE = "chaos_counter"
 

@@ -1,5 +1,7 @@
 """the Spark Connect door: engines' Connect services, client sessions and operations
 
+Tables only: the release before runs on this schema unchanged (expand, then contract).
+
 Revision ID: 0008_connect
 Revises: 0007_keyset_indexes
 """
@@ -16,8 +18,16 @@ depends_on = None
 
 
 def upgrade() -> None:
-    op.add_column("engines", sa.Column("connect_url", sa.String(length=255), nullable=True))
-    op.add_column("engines", sa.Column("connect_secret", sa.String(length=128), nullable=True))
+    op.create_table(
+        "engine_connect",
+        sa.Column("engine_id", sa.Integer(), nullable=False),
+        sa.Column("url", sa.String(length=255), nullable=False),
+        sa.Column("secret", sa.String(length=128), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["engine_id"], ["engines.id"], name="fk_engine_connect_engine_id_engines"
+        ),
+        sa.PrimaryKeyConstraint("engine_id", name="pk_engine_connect"),
+    )
     op.create_table(
         "connect_sessions",
         sa.Column("owner", sa.String(length=255), nullable=False),
@@ -55,6 +65,4 @@ def downgrade() -> None:
     op.drop_table("connect_operations")
     op.drop_index("ix_connect_sessions_session_id", table_name="connect_sessions")
     op.drop_table("connect_sessions")
-    with op.batch_alter_table("engines") as batch:
-        batch.drop_column("connect_secret")
-        batch.drop_column("connect_url")
+    op.drop_table("engine_connect")
