@@ -5,7 +5,10 @@ from __future__ import annotations
 
 import datetime
 import ipaddress
+import os
 import ssl
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -17,7 +20,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from sparkgate.auth.passwords import PasswordFile
-from sparkgate.testing import ServerProcess, eventually, local_test_settings
+from sparkgate.testing import ServerProcess, eventually, free_port, local_test_settings
 
 
 def _certificate(directory: Path) -> tuple[Path, Path]:
@@ -65,6 +68,7 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serve
         auth_password_file=home / "passwords",
         ssl_certfile=certfile,
         ssl_keyfile=keyfile,
+        connect_port=free_port(),
     )
     server = ServerProcess(settings).start(wait=False)
     url = f"https://127.0.0.1:{settings.port}"
@@ -98,3 +102,30 @@ def test_https_with_credentials(tls_server: tuple[ServerProcess, Path]) -> None:
         assert metrics.status_code == 200 and "sparkgate_sessions" in metrics.text
     with pytest.raises(httpx.TransportError):  # plain HTTP is not served
         httpx.get(f"http://127.0.0.1:{server.port}/healthz", timeout=5)
+
+
+def test_spark_connect_over_tls(tls_server: tuple[ServerProcess, Path]) -> None:
+    """pyspark's Connect client with a token and a host other than localhost speaks TLS: it
+    trusts the server's certificate (given as gRPC's root certificates) and runs a query."""
+    server, certfile = tls_server
+    trust = ssl.create_default_context(cafile=certfile)
+    with httpx.Client(base_url=f"https://127.0.0.1:{server.port}", verify=trust) as client:
+        made = client.post("/v1/tokens", json={"name": "tls"}, auth=("alice", "alice-pw"))
+        assert made.status_code == 201, made.text
+    url = f"sc://127.0.0.1:{server.settings.connect_port}/;token={made.json()['token']}"
+    script = (
+        "from pyspark.sql.connect.session import SparkSession\n"
+        f"spark = SparkSession.builder.remote({url!r}).create()\n"
+        "print(spark.sql('SELECT 40 + 2 AS answer').collect()[0].answer)\n"
+    )
+    env = {**os.environ, "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH": str(certfile)}
+    done = subprocess.run(
+        [sys.executable, "-c", script],
+        check=False,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=400,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert done.stdout.strip().splitlines()[-1] == "42"
