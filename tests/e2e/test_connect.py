@@ -286,10 +286,6 @@ def _running(env: Env) -> dict[str, Any]:
         return running[0] if running else None
 
     found: dict[str, Any] = eventually(find, timeout=120, what="the operation running")
-    # Spark's Connect interrupt stops the operation, but a Spark job its thread submits after
-    # the interrupt (still planning when it came) runs on unseen, holding the cores: give
-    # the job time to start (README, "What differs from Spark's own Connect server").
-    time.sleep(3)
     return found
 
 
@@ -315,6 +311,8 @@ def test_operations_are_cancelled_from_v1_and_from_the_client(env: Env) -> None:
         assert not thread.is_alive() and errors, "the client's call ended with an error"
         assert "OPERATION_CANCELED" in str(errors[0]) or "cancel" in str(errors[0]).lower()
         assert _final(env, query["id"])["state"] == "cancelled"
+        # Cancelled while it was still planning: no Spark job of it holds the cores.
+        assert spark.range(2).count() == 2
 
         errors.clear()
         thread = _endless(spark, errors)

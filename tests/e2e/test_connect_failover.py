@@ -17,8 +17,10 @@ pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(900)]
 
 
 def test_a_client_goes_on_through_another_node(
-    make_server: Any, pg_url: str, tmp_path: Any
+    pg_url: str, make_server: Any, tmp_path: Any
 ) -> None:
+    # pg_url first: its schema is dropped after make_server has stopped the nodes and their
+    # engines (teardown runs in reverse).
     from pyspark.sql.connect.session import SparkSession
 
     home = tmp_path / "shared-home"

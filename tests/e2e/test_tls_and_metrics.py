@@ -20,7 +20,13 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import NameOID
 
 from sparkgate.auth.passwords import PasswordFile
-from sparkgate.testing import ServerProcess, eventually, free_port, local_test_settings
+from sparkgate.testing import (
+    ServerProcess,
+    eventually,
+    free_port,
+    kill_engines,
+    local_test_settings,
+)
 
 
 def _certificate(directory: Path) -> tuple[Path, Path]:
@@ -86,6 +92,7 @@ def tls_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[Serve
         yield server, certfile
     finally:
         server.stop()
+        kill_engines(settings)  # the Connect test's session started one
 
 
 def test_https_with_credentials(tls_server: tuple[ServerProcess, Path]) -> None:

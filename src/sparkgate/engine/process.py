@@ -45,7 +45,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store import Store
-from sparkgate.store.hints import ENGINE_CHANGED, Listener, engine_channel
+from sparkgate.store.hints import CONNECT_CANCELLED, ENGINE_CHANGED, Listener, engine_channel
 from sparkgate.store.outage import is_unreachable
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
 from sparkgate.streaming.supervisor import StreamSupervisor
@@ -61,6 +61,8 @@ log = logging.getLogger("sparkgate.engine")
 _CONNECT_GONE_GRACE = 10.0
 # How often the engine compares them (one store read).
 _CONNECT_CHECK_EVERY = 5.0
+# How long the engine keeps cancelling a cancelled Connect operation's Spark jobs.
+_CONNECT_CANCEL_FOR = 10.0
 
 # How long to keep repeating a cancel: a query between two Spark jobs (planning, or a
 # broadcast then the main job) is not hit by a single cancel. See SPARK-NOTES.md.
@@ -302,9 +304,37 @@ class Engine:
         self._wake.set()
 
     def _on_hint(self, payload: str) -> None:
+        if payload.startswith(CONNECT_CANCELLED):
+            statement = payload.removeprefix(CONNECT_CANCELLED)
+            threading.Thread(
+                target=self._cancel_connect_jobs, args=(statement,), name="connect-cancel"
+            ).start()
+            return
         if payload == ENGINE_CHANGED:
             self._engine_changed.set()  # asked to stop, or declared lost: read our own row
         self._wake.set()
+
+    def _cancel_connect_jobs(self, statement: str) -> None:
+        """A Spark Connect operation of this engine was cancelled. Spark's interrupt ends the
+        operation at once but misses a Spark job its thread submits afterwards (it was still
+        planning): that job would run on unseen, holding the cores. Cancel the operation's
+        jobs by their tag, as the statement loop does for its own, for a while."""
+        try:
+            statement_id = int(statement)
+            operation_id = self.store.connect.operation_of(statement_id)
+            found = self.store.statements.find_with_session(statement_id)
+            bound = self.store.connect.client_session_of(found[1].id) if found else None
+            if operation_id is None or bound is None or self.spark is None:
+                return
+            from sparkgate.engine.spark import connect_job_tag
+
+            tag = connect_job_tag(self.spark, bound[0], bound[1], operation_id)
+            deadline = time.monotonic() + _CONNECT_CANCEL_FOR
+            while time.monotonic() < deadline and not self._exiting.is_set():
+                self.spark.sparkContext.cancelJobsWithTag(tag)
+                self._stop_now.wait(_CANCEL_REPEAT)
+        except Exception:
+            log.exception("cancelling the jobs of Connect query %s failed", statement)
 
     def _follow_engine_state(self) -> None:
         """Act at once on a hinted change of this engine's row (the heartbeat would see it

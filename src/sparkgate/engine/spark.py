@@ -199,6 +199,15 @@ def connect_operations(spark: SparkSession) -> set[str]:
     return found
 
 
+def connect_job_tag(spark: SparkSession, user_id: str, session_id: str, operation_id: str) -> str:
+    """The tag Spark's Connect service gives every Spark job of an operation."""
+    jvm = spark.sparkContext._jvm
+    assert jvm is not None
+    name = "org.apache.spark.sql.connect.service.ExecuteJobTag$"
+    tags = jvm.java.lang.Class.forName(name).getField("MODULE$").get(None)
+    return str(tags.apply(user_id, session_id, operation_id))
+
+
 def build_spark(
     settings: Settings,
     app_name: str,

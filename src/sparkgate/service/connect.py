@@ -250,11 +250,15 @@ class ConnectService:
     ) -> None:
         """An operation ended: its query succeeded, failed, or (cancelled, or asked to be)
         was cancelled. Ending an ended query changes nothing."""
-        statement = self.store.statements.get(statement_id)
+        found = self.store.statements.find_with_session(statement_id)
+        assert found is not None
+        statement, session = found
         if statement.state in TERMINAL_STATEMENT_STATES:
             return
         if cancelled or (error is not None and statement.state is StatementState.CANCELLING):
             to = StatementState.CANCELLED
+            if session.engine_id is not None:
+                self.store.connect.tell_cancelled(session.engine_id, statement_id)
         elif error is not None:
             to = StatementState.FAILED
         else:
@@ -281,6 +285,7 @@ class ConnectService:
         if bound is None or endpoint is None or session.engine_id is None:
             return
         owner, client_session = bound
+        self.store.connect.tell_cancelled(session.engine_id, statement_id)
         try:
             self.links.interrupt(session.engine_id, endpoint, owner, client_session, operation_id)
         except Exception:

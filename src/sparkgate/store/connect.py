@@ -11,6 +11,7 @@ from sqlalchemy.engine import Connection
 
 from sparkgate.states import StatementState
 from sparkgate.store.database import Database
+from sparkgate.store.hints import CONNECT_CANCELLED, engine_channel
 from sparkgate.store.schema import (
     connect_operations,
     connect_sessions,
@@ -116,3 +117,9 @@ class ConnectMaps:
         )
         with self._db.read() as conn:
             return {row.operation_id: row.statement_id for row in conn.execute(query)}
+
+    def tell_cancelled(self, engine_id: int, statement_id: int) -> None:
+        """Tell an engine that a Connect operation of its was cancelled (it makes sure no
+        Spark job of the operation runs on; see ``engine.process``)."""
+        with self._db.begin() as conn:
+            self._db.hint(conn, engine_channel(engine_id), f"{CONNECT_CANCELLED}{statement_id}")

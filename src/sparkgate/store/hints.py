@@ -41,6 +41,9 @@ log = logging.getLogger("sparkgate.hints")
 
 NODES = "sparkgate_nodes"
 ENGINE_CHANGED = "engine"  # the payload on an engine's channel when the engine's own row moved
+# The payload's prefix (then a query id) when a Spark Connect operation of the engine was
+# cancelled: the engine cancels the operation's Spark jobs for a while.
+CONNECT_CANCELLED = "connect-cancelled:"
 
 # Unix socket paths are limited to 108 bytes (sun_path); a listener's name adds about 40.
 _MAX_DIR = 60
