@@ -320,15 +320,14 @@ class Engine:
         planning): that job would run on unseen, holding the cores. Cancel the operation's
         jobs by their tag, as the statement loop does for its own, for a while."""
         try:
-            statement_id = int(statement)
-            operation_id = self.store.connect.operation_of(statement_id)
-            found = self.store.statements.find_with_session(statement_id)
-            bound = self.store.connect.client_session_of(found[1].id) if found else None
-            if operation_id is None or bound is None or self.spark is None:
+            operation = self.store.connect.operation_of(int(statement))
+            if operation is None or self.spark is None:
                 return
             from sparkgate.engine.spark import connect_job_tag
 
-            tag = connect_job_tag(self.spark, bound[0], bound[1], operation_id)
+            tag = connect_job_tag(
+                self.spark, operation.owner, operation.client_session, operation.operation_id
+            )
             deadline = time.monotonic() + _CONNECT_CANCEL_FOR
             while time.monotonic() < deadline and not self._exiting.is_set():
                 self.spark.sparkContext.cancelJobsWithTag(tag)

@@ -167,13 +167,16 @@ def connect_conf(conf: dict[str, str]) -> dict[str, str]:
     }
 
 
-def _connect_service(spark: SparkSession) -> Any:
-    """Spark's Connect service in this driver: a Scala object, whose instance is the static
-    MODULE$ field of the class named with a $."""
+def _scala_object(spark: SparkSession, name: str) -> Any:
+    """A Scala object of Spark's Connect service in this driver: its instance is the static
+    MODULE$ field of the class named with a $ (py4j cannot name it otherwise)."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
-    name = "org.apache.spark.sql.connect.service.SparkConnectService$"
-    return jvm.java.lang.Class.forName(name).getField("MODULE$").get(None)
+    return jvm.java.lang.Class.forName(f"{name}$").getField("MODULE$").get(None)
+
+
+def _connect_service(spark: SparkSession) -> Any:
+    return _scala_object(spark, "org.apache.spark.sql.connect.service.SparkConnectService")
 
 
 def connect_port(spark: SparkSession, timeout: float = 30.0) -> int:
@@ -201,10 +204,7 @@ def connect_operations(spark: SparkSession) -> set[str]:
 
 def connect_job_tag(spark: SparkSession, user_id: str, session_id: str, operation_id: str) -> str:
     """The tag Spark's Connect service gives every Spark job of an operation."""
-    jvm = spark.sparkContext._jvm
-    assert jvm is not None
-    name = "org.apache.spark.sql.connect.service.ExecuteJobTag$"
-    tags = jvm.java.lang.Class.forName(name).getField("MODULE$").get(None)
+    tags = _scala_object(spark, "org.apache.spark.sql.connect.service.ExecuteJobTag")
     return str(tags.apply(user_id, session_id, operation_id))
 
 

@@ -274,23 +274,24 @@ class ConnectService:
     def interrupt(self, statement_id: int) -> None:
         """A query being cancelled: if it records a Connect operation, interrupt it in its
         engine; the stream serving it then ends, and the query with it."""
-        operation_id = self.store.connect.operation_of(statement_id)
-        if operation_id is None:
+        operation = self.store.connect.operation_of(statement_id)
+        if operation is None:
             return
-        found = self.store.statements.find_with_session(statement_id)
-        assert found is not None
-        session = found[1]
-        bound = self.store.connect.client_session_of(session.id)
-        endpoint = self.store.connect.endpoint(session.engine_id) if session.engine_id else None
-        if bound is None or endpoint is None or session.engine_id is None:
+        endpoint = self.store.connect.endpoint(operation.engine_id)
+        if endpoint is None:
             return
-        owner, client_session = bound
-        self.store.connect.tell_cancelled(session.engine_id, statement_id)
+        self.store.connect.tell_cancelled(operation.engine_id, statement_id)
         try:
-            self.links.interrupt(session.engine_id, endpoint, owner, client_session, operation_id)
+            self.links.interrupt(
+                operation.engine_id,
+                endpoint,
+                operation.owner,
+                operation.client_session,
+                operation.operation_id,
+            )
         except Exception:
             # The engine is gone: the reaper ends the query with ENGINE_LOST.
-            log.warning("could not interrupt operation %s", operation_id, exc_info=True)
+            log.warning("could not interrupt operation %s", operation.operation_id, exc_info=True)
 
     def close(self) -> None:
         if self._links is not None:

@@ -64,10 +64,16 @@ class Gateway:
         return session
 
     def statement(self, statement_id: int, *, user: Principal) -> StatementRecord:
+        return self._statement_with_session(statement_id, user)[0]
+
+    def _statement_with_session(
+        self, statement_id: int, user: Principal
+    ) -> tuple[StatementRecord, SessionRecord]:
+        """A statement and its session, if the user may see them; else QueryNotFound."""
         found = self.store.statements.find_with_session(statement_id)
         if found is None or not sees_session(user, found[1]):
             raise QueryNotFound(statement_id)
-        return found[0]
+        return found
 
     def sessions(
         self,
@@ -324,10 +330,8 @@ class Gateway:
     def cancel(self, statement_id: int, *, user: Principal) -> StatementRecord:
         """Cancel a statement: a waiting one at once, a running one through its engine (a
         Spark Connect operation: interrupted in its engine through ``on_cancelling``)."""
-        found = self.store.statements.find_with_session(statement_id)
-        if found is None or not sees_session(user, found[1]):
-            raise QueryNotFound(statement_id)
-        owner, session = found[0].owner, found[1]
+        found, session = self._statement_with_session(statement_id, user)
+        owner = found.owner
         with logs.bound(query_id=statement_id):
             try:
                 statement = dataclasses.replace(self._cancel(statement_id), owner=owner)

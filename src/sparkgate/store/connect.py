@@ -32,6 +32,16 @@ class Endpoint:
     secret: str = field(repr=False)
 
 
+@dataclass(frozen=True)
+class ConnectOperation:
+    """A Connect operation: Spark's Connect service keys it by user, session and id."""
+
+    operation_id: str
+    owner: str  # the user id the engine knows the session by
+    client_session: str
+    engine_id: int
+
+
 class ConnectMaps:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -71,15 +81,6 @@ class ConnectMaps:
             )
         )
 
-    def client_session_of(self, session_id: int) -> tuple[str, str] | None:
-        """(owner, client session id) of a Connect session, or None for other sessions."""
-        query = sa.select(connect_sessions.c.owner, connect_sessions.c.client_session).where(
-            connect_sessions.c.session_id == session_id
-        )
-        with self._db.read() as conn:
-            row = conn.execute(query).first()
-        return None if row is None else (row.owner, row.client_session)
-
     def add_operation(
         self, statement_id: int, session_id: int, operation_id: str, *, conn: Connection
     ) -> None:
@@ -97,12 +98,28 @@ class ConnectMaps:
         with self._db.read() as conn:
             return conn.execute(query).scalar()
 
-    def operation_of(self, statement_id: int) -> str | None:
-        query = sa.select(connect_operations.c.operation_id).where(
-            connect_operations.c.statement_id == statement_id
+    def operation_of(self, statement_id: int) -> ConnectOperation | None:
+        """The Connect operation a query records, as Spark's Connect service knows it (None
+        for the other queries): one read."""
+        query = (
+            sa.select(
+                connect_operations.c.operation_id,
+                connect_sessions.c.owner,
+                connect_sessions.c.client_session,
+                sessions.c.engine_id,
+            )
+            .join(
+                connect_sessions,
+                connect_sessions.c.session_id == connect_operations.c.session_id,
+            )
+            .join(sessions, sessions.c.id == connect_operations.c.session_id)
+            .where(connect_operations.c.statement_id == statement_id)
         )
         with self._db.read() as conn:
-            return conn.execute(query).scalar()
+            row = conn.execute(query).first()
+        if row is None or row.engine_id is None:
+            return None
+        return ConnectOperation(row.operation_id, row.owner, row.client_session, row.engine_id)
 
     def unfinished_of_engine(self, engine_id: int) -> dict[str, int]:
         """The operations whose queries still run, in sessions on this engine: operation id
