@@ -21,8 +21,8 @@ def test_a_pinned_node_upgrades_to_its_revision_and_never_downgrades(tmp_path: P
         assert _revision(store) == "0006_fetch_cursor"
         store.migrate("0006_fetch_cursor")  # the same node again: nothing to do
         store.migrate()  # the new release upgrades
-        assert _revision(store) == "0008_connect"
+        assert _revision(store) == "0009_idempotency"
         store.migrate("0006_fetch_cursor")  # the old release restarts on the newer schema
-        assert _revision(store) == "0008_connect"
+        assert _revision(store) == "0009_idempotency"
     finally:
         store.close()

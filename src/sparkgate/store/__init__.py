@@ -13,6 +13,7 @@ from sparkgate.store.audit import AuditLog
 from sparkgate.store.connect import ConnectMaps
 from sparkgate.store.database import Database
 from sparkgate.store.engines import Engines
+from sparkgate.store.idempotency import IdempotencyKeys
 from sparkgate.store.jobs import Deployments, JobRuns, Jobs
 from sparkgate.store.leases import Leases
 from sparkgate.store.migrate import migrate
@@ -41,6 +42,7 @@ class Store:
         self.tokens = Tokens(db)
         self.audit = AuditLog(db)
         self.connect = ConnectMaps(db)
+        self.idempotency = IdempotencyKeys(db)
 
     @classmethod
     def open(cls, url: str, *, hints: bool = True) -> Store:

@@ -445,3 +445,23 @@ connect_operations = sa.Table(
     sa.Column("session_id", sa.Integer, nullable=False),
     sa.UniqueConstraint("session_id", "operation_id"),
 )
+
+
+# -- idempotent submits ----------------------------------------------------------------------
+
+# A submit's Idempotency-Key and what it made: a repeat by the same user answers that query
+# (or session) instead of making another. Written in the transaction that makes it, so a key
+# never names nothing and nothing made with a key is without it. ``fingerprint`` is a hash of
+# the request (service/idempotency.py): the same key with another request is refused.
+idempotency_keys = sa.Table(
+    "idempotency_keys",
+    metadata,
+    sa.Column("owner", sa.String(255), primary_key=True),
+    sa.Column("key", sa.String(255), primary_key=True),
+    sa.Column("request", sa.String(32), nullable=False),  # "query" | "session"
+    sa.Column("fingerprint", sa.String(64), nullable=False),  # sha256 hex
+    sa.Column("session_id", sa.Integer, sa.ForeignKey("sessions.id"), nullable=False),
+    sa.Column("statement_id", sa.Integer, sa.ForeignKey("statements.id"), nullable=True),
+    sa.Column("created_at", Time, nullable=False),
+    sa.Index(None, "created_at"),  # the cleanup's range
+)
