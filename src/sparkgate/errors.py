@@ -128,6 +128,32 @@ class InvalidRequest(SparkgateError):
     code = "INVALID_REQUEST"
 
 
+class IdempotencyKeyInvalid(InvalidRequest):
+    """An ``Idempotency-Key`` header no key can be (answered 400, as a missing one would be)."""
+
+    code = "IDEMPOTENCY_KEY_INVALID"
+
+    def __init__(self, reason: str) -> None:
+        super().__init__(
+            f"Idempotency-Key: {reason}. Send 1 to 255 printable ASCII characters, such as a "
+            "UUID, the same for every retry of one request.",
+            field="Idempotency-Key",
+        )
+
+
+class IdempotencyKeyReused(InvalidRequest):
+    code = "IDEMPOTENCY_KEY_REUSED"
+
+    def __init__(self, key: str, request: str, first_request: str) -> None:
+        what = "another body" if request == first_request else f"a {first_request} request"
+        super().__init__(
+            f"Idempotency-Key {key!r} was first used for {what}; a key names one request. "
+            "Send a new key for a new request.",
+            field="Idempotency-Key",
+            key=key,
+        )
+
+
 class StoreConflict(SparkgateError):
     """A compare-and-set lost to another writer; the caller decides whether that matters."""
 

@@ -124,6 +124,9 @@ class Settings(BaseSettings):
     result_page_max: int = 10_000
     result_retention: float = 7 * 86400.0  # seconds result files are kept; 0: forever
     long_poll_max: float = 120.0
+    # A submit's Idempotency-Key answers its first result this long (seconds); then the key
+    # is forgotten (the results duty removes it) and may name a new request.
+    idempotency_key_ttl: float = 86400.0
     # What a pyspark statement prints is kept up to this many characters (then cut, with a
     # note); a batch file's log keeps its last ``batch_log_max_chars``.
     python_output_max_chars: int = 8_000_000

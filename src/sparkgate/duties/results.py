@@ -1,4 +1,5 @@
-"""Result retention: result files older than ``result_retention`` are removed.
+"""Result retention: result files older than ``result_retention`` are removed; so are
+Idempotency-Keys older than ``idempotency_key_ttl`` (what a repeat may answer, kept as long).
 
 The files are the truth: a result directory is read if it exists, and reading one that was
 removed answers RESULT_GONE. Partial results (``<id>.tmp``) left by an engine that died while
@@ -42,3 +43,13 @@ def expire_results(store: Store, settings: Settings, *, now: float) -> list[str]
     if old:
         log.info("removed %d result(s) older than %.0fs", len(old), settings.result_retention)
     return sorted(old)
+
+
+def expire_idempotency_keys(store: Store, settings: Settings, *, now: float) -> int:
+    """Forget the Idempotency-Keys past their lifetime; how many."""
+    forgotten = store.idempotency.delete_expired(before=now - settings.idempotency_key_ttl)
+    if forgotten:
+        log.info(
+            "forgot %d idempotency key(s) older than %.0fs", forgotten, settings.idempotency_key_ttl
+        )
+    return forgotten

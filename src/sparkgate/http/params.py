@@ -8,9 +8,9 @@ numbers as these types, so the bound is written once and shows in the OpenAPI sc
 
 from __future__ import annotations
 
-from typing import Annotated
+from typing import Annotated, Any
 
-from fastapi import Path, Query
+from fastapi import Header, Path, Query
 from pydantic import Field, Strict
 
 from sparkgate.store.schema import ID_MAX as INT64_MAX
@@ -51,3 +51,27 @@ Since = Annotated[
 INT32_MAX = 2**31 - 1
 LivyFrom = Annotated[int | None, Query(alias="from", ge=0, le=INT32_MAX)]
 LivySize = Annotated[int | None, Query(ge=-INT32_MAX - 1, le=INT32_MAX)]
+
+# A submit's key for safe retries (service/idempotency.py checks and uses it).
+IdempotencyKey = Annotated[
+    str | None,
+    Header(
+        alias="Idempotency-Key",
+        description="A key of yours (1-255 printable ASCII characters, a UUID say) naming this "
+        "request: sent again with the same body within a day (`SPARKGATE_IDEMPOTENCY_KEY_TTL`), "
+        "to any node, it answers what the first request made instead of making another. The "
+        "same key with another body answers 422 `IDEMPOTENCY_KEY_REUSED`; keys are per user.",
+    ),
+]
+# The success answer of a route that takes an Idempotency-Key: what says it was a repeat.
+REPLAYED_HEADER = "Idempotent-Replayed"
+
+
+def created(description: str) -> dict[int | str, dict[str, Any]]:
+    """The 201 of a route taking an Idempotency-Key, with the header a repeat answers."""
+    header = {
+        "description": "`true` when the answer is the result of an earlier request with the "
+        "same Idempotency-Key (nothing new was made).",
+        "schema": {"type": "string", "enum": ["true"]},
+    }
+    return {201: {"description": description, "headers": {REPLAYED_HEADER: header}}}

@@ -9,6 +9,7 @@ stable codes each door maps to its protocol.
 
 - ``gateway``: sessions (create, read, list, kill), submitting and cancelling statements,
   stopping engines;
+- ``idempotency``: submits and session creations made once per ``Idempotency-Key``;
 - ``queries``: reading, listing and waiting for queries, their result pages;
 - ``streams``: stream jobs; ``jobs``: deploys, jobs and their runs;
 - ``accounts``: personal access tokens, dashboard sign-ins, the audit log;
@@ -24,6 +25,7 @@ from sparkgate.jobs.runs import JobRunner
 from sparkgate.service.accounts import Accounts
 from sparkgate.service.connect import ConnectService
 from sparkgate.service.gateway import Gateway
+from sparkgate.service.idempotency import Idempotency
 from sparkgate.service.jobs import JobService
 from sparkgate.service.queries import Queries
 from sparkgate.service.streams import StreamService
@@ -50,6 +52,10 @@ class Service:
         self.store = store
         self.users = users
         self.gateway = gateway
+        # Submits with an Idempotency-Key (a schema without the table: the keys are ignored).
+        self.idempotency = Idempotency(
+            settings, store, gateway, enabled=store.idempotency.available()
+        )
         # Requests that wait for queries sleep here until the store hints they ended.
         self.watcher = StatementWatcher(store, settings.hint_safety_poll)
         self.queries = Queries(settings, store, gateway, self.watcher)

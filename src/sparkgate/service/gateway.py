@@ -38,6 +38,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store import Store
+from sparkgate.store.idempotency import KeyClaim
 from sparkgate.store.records import EngineRecord, Page, SessionRecord, StatementRecord, Window
 
 log = logging.getLogger("sparkgate.service.gateway")
@@ -109,12 +110,14 @@ class Gateway:
         attributes: dict[str, Any] | None = None,
         first_statement: tuple[StatementKind, str] | None = None,
         audit_submit: bool = False,
+        key: KeyClaim | None = None,
     ) -> tuple[SessionRecord, StatementRecord | None]:
         """Record a session (and, for a batch, its statement) and place it on an engine.
 
         With ``proxy_user``, ``user`` acts for that user (Livy's proxyUser; only impersonators
         may): the session is the proxied user's, with the proxied user's rights.
-        ``audit_submit``: the first statement is a submitted query (audited as one)."""
+        ``audit_submit``: the first statement is a submitted query (audited as one). ``key``:
+        the request's Idempotency-Key, recorded with what it made (service/idempotency.py)."""
         share_key = None
         if user is not None:
             acting = user
@@ -166,8 +169,27 @@ class Gateway:
                 session = dataclasses.replace(session, statement_count=1)
                 if audit_submit and user is not None:
                     self.audit_submit(user, statement, conn)
+            if key is not None:
+                self._record_key(key, session, statement, now, conn)
         placed = self.place(session, fresh=True)
         return placed or self.store.sessions.get(session.id), statement
+
+    def _record_key(
+        self,
+        key: KeyClaim,
+        session: SessionRecord,
+        statement: StatementRecord | None,
+        now: float,
+        conn: Any,
+    ) -> None:
+        self.store.idempotency.add(
+            key,
+            session_id=session.id,
+            statement_id=None if statement is None else statement.id,
+            now=now,
+            expired_before=now - self.settings.idempotency_key_ttl,
+            conn=conn,
+        )
 
     def audit_submit(self, user: Principal, statement: StatementRecord, conn: Any) -> None:
         self.users.audit(
@@ -289,6 +311,7 @@ class Gateway:
         kind: StatementKind = StatementKind.SQL,
         isolation: str = "session",
         conf: dict[str, str] | None = None,
+        key: KeyClaim | None = None,
     ) -> StatementRecord:
         """Queue a statement in a session, or (no session) run it as a one-off query.
 
@@ -306,6 +329,7 @@ class Gateway:
                 first_statement=(kind, code),
                 attributes={"isolation": "session" if on_shared else "engine"},
                 audit_submit=True,
+                key=key,
             )
             assert statement is not None
         else:
@@ -323,6 +347,8 @@ class Gateway:
                 )
                 statement = dataclasses.replace(added, owner=session.owner)
                 self.audit_submit(user, statement, conn)
+                if key is not None:  # and its key
+                    self._record_key(key, session, statement, added.created_at, conn)
         with logs.bound(query_id=statement.id, session_id=statement.session_id):
             log.info("query %s submitted (%s)", statement.id, kind.value)
         return statement

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate.api import bodies
@@ -13,7 +13,17 @@ from sparkgate.errors import InvalidRequest
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.paging import ListParams
-from sparkgate.http.params import Id, IdField, IdQuery, Offset, PageLimit, Wait
+from sparkgate.http.params import (
+    REPLAYED_HEADER,
+    Id,
+    IdempotencyKey,
+    IdField,
+    IdQuery,
+    Offset,
+    PageLimit,
+    Wait,
+    created,
+)
 from sparkgate.service.views import query_view, result_page_view
 from sparkgate.states import StatementState
 
@@ -37,13 +47,19 @@ class QuerySubmit(BaseModel):
     # Without ?wait: the query just queued; with it: the whole query, and its first result
     # page if it succeeded.
     response_model=bodies.QueryAccepted | bodies.WaitedQuery | bodies.Query,
-    responses=refusals(
+    responses=created("The query, queued (or a repeat's: the query its key made, as it is now).")
+    | refusals(
         {
+            400: "The `Idempotency-Key` is empty, too long or not printable ASCII "
+            "(`IDEMPOTENCY_KEY_INVALID`). Or: the body is not JSON text: not UTF-8 "
+            "(`HTTP_ERROR`).",
             403: "A right the query needs is missing (`sql`; `code` for Python; `streams` for "
             "stream statements), or a SET names a denied setting.",
             404: "`session_id` names no session of yours.",
             409: "The session takes no more statements (`SESSION_NOT_ACTIVE`), or is a batch "
             "session that has its statement (`BATCH_SESSION_USED`).",
+            422: "Invalid parameters or body (`INVALID_REQUEST`), or the `Idempotency-Key` was "
+            "first used for another request (`IDEMPOTENCY_KEY_REUSED`).",
             429: "The user has `running_queries_per_user` queries waiting or running (or, "
             "without a session, `sessions_per_user` active sessions).",
         }
@@ -53,13 +69,17 @@ async def submit_query(
     body: QuerySubmit,
     service: ServiceDep,
     user: UserDep,
+    response: Response,
     wait: Wait = 0,
     limit: PageLimit = None,
+    idempotency_key: IdempotencyKey = None,
 ) -> dict[str, Any]:
     """Queue a query: ``{"query": "SELECT 1", "session_id": 3}``; without a session it runs
     as a one-off query. ``?wait=30`` answers when it is final (or 30 s pass) with the whole
     query and, if it succeeded, its first result page (``page``, ``?limit=`` rows): a short
-    query costs one request instead of three."""
+    query costs one request instead of three. With an ``Idempotency-Key``, a repeat answers
+    the query the first request queued, as it is now (and waits for it as asked), with
+    ``Idempotent-Replayed: true``."""
     if not body.query.strip():
         raise InvalidRequest("query: the query is empty.", field="query")
     if body.session_id is not None and (body.conf or body.isolation != "session"):
@@ -67,14 +87,17 @@ async def submit_query(
             "isolation and conf are for one-off queries; a session has its own.",
             field="conf" if body.conf else "isolation",
         )
-    statement = await asyncio.to_thread(
-        service.gateway.submit,
+    statement, replayed = await asyncio.to_thread(
+        service.idempotency.submit,
+        idempotency_key,
         body.query,
         user=user,
         session_id=body.session_id,
         isolation=body.isolation,
         conf=body.conf,
     )
+    if replayed:
+        response.headers[REPLAYED_HEADER] = "true"
     if wait <= 0:
         return {
             "id": statement.id,

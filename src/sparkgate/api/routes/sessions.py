@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sparkgate.api.bodies import Session, SessionList
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.paging import ListParams
-from sparkgate.http.params import Id
+from sparkgate.http.params import REPLAYED_HEADER, Id, IdempotencyKey, created
 from sparkgate.service.views import session_view
 from sparkgate.states import SessionKind, SessionState
 
@@ -43,18 +43,34 @@ class SessionCreate(BaseModel):
     "",
     status_code=201,
     response_model=Session,
-    responses=refusals(
+    responses=created("The session (or a repeat's: the session its key made, as it is now).")
+    | refusals(
         {
+            400: "The `Idempotency-Key` is empty, too long or not printable ASCII "
+            "(`IDEMPOTENCY_KEY_INVALID`). Or: the body is not JSON text: not UTF-8 "
+            "(`HTTP_ERROR`).",
             403: "Neither the `sql` nor the `code` right, or `conf` names a denied setting.",
+            422: "Invalid parameters or body (`INVALID_REQUEST`), or the `Idempotency-Key` was "
+            "first used for another request (`IDEMPOTENCY_KEY_REUSED`).",
             429: "The user has `sessions_per_user` active sessions.",
         }
     ),
 )
-def create_session(body: SessionCreate, service: ServiceDep, user: UserDep) -> dict[str, Any]:
-    """Start a session: ``{"kind": "interactive", "conf": {"spark.sql.ansi.enabled": "false"}}``."""
-    session, _ = service.gateway.create_session(
-        SessionKind(body.kind), user=user, name=body.name, conf=body.conf
+def create_session(
+    body: SessionCreate,
+    service: ServiceDep,
+    user: UserDep,
+    response: Response,
+    idempotency_key: IdempotencyKey = None,
+) -> dict[str, Any]:
+    """Start a session: ``{"kind": "interactive", "conf": {"spark.sql.ansi.enabled": "false"}}``.
+    With an ``Idempotency-Key``, a repeat answers the session the first request made, as it is
+    now, with ``Idempotent-Replayed: true``."""
+    session, replayed = service.idempotency.create_session(
+        idempotency_key, SessionKind(body.kind), user=user, name=body.name, conf=body.conf
     )
+    if replayed:
+        response.headers[REPLAYED_HEADER] = "true"
     return session_view(session)
 
 

@@ -1,0 +1,138 @@
+"""Idempotent submits in the service, on a real store (SQLite and PostgreSQL): a repeat
+answers what the first request made, another body is refused, keys are per user, racing
+repeats make one query, and keys are forgotten after their lifetime."""
+
+from __future__ import annotations
+
+import dataclasses
+
+import pytest
+
+from sparkgate.auth.principal import Principal
+from sparkgate.duties.results import expire_idempotency_keys
+from sparkgate.errors import IdempotencyKeyInvalid, IdempotencyKeyReused
+from sparkgate.service import Service
+from sparkgate.service.idempotency import fingerprint, parse_key
+from sparkgate.states import SessionKind, StatementState
+from sparkgate.store import Store
+from tests.concurrency import race
+from tests.conftest import NOW, force_state
+
+ALL = frozenset({"sql", "code", "streams", "jobs"})
+ALICE = Principal("alice", rights=ALL)
+BOB = Principal("bob", rights=ALL)
+
+
+def _queries(store: Store) -> int:
+    return len(store.statements.list_page(limit=1000).items)
+
+
+def test_a_repeat_answers_the_first_query_as_it_is_now(service: Service, store: Store) -> None:
+    first, replayed = service.idempotency.submit("k-1", "SELECT 1", user=ALICE)
+    assert not replayed and first.state is StatementState.WAITING
+    force_state(store, "statements", first.id, "running")
+    again, replayed = service.idempotency.submit("k-1", "SELECT 1", user=ALICE)
+    assert replayed and again.id == first.id and again.session_id == first.session_id
+    assert again.state is StatementState.RUNNING  # what a read answers now
+    # Defaults applied first: the same request, written out.
+    same, replayed = service.idempotency.submit(
+        '"k-1"', "SELECT 1", user=ALICE, isolation="session", conf={}
+    )
+    assert replayed and same.id == first.id
+    assert _queries(store) == 1
+    # Audited once: the repeat made nothing.
+    submits = [e for e in store.audit.list_page(limit=100).items if e.action == "query.submit"]
+    assert len(submits) == 1
+
+
+def test_a_key_names_one_request(service: Service, store: Store) -> None:
+    session, _ = service.idempotency.create_session("k-s", SessionKind.INTERACTIVE, user=ALICE)
+    first, _ = service.idempotency.submit("k-q", "SELECT 1", user=ALICE, session_id=session.id)
+    for other in (
+        lambda: service.idempotency.submit("k-q", "SELECT 2", user=ALICE, session_id=session.id),
+        lambda: service.idempotency.submit("k-q", "SELECT 1", user=ALICE),  # no session
+        lambda: service.idempotency.submit(
+            "k-q", "SELECT 1", user=ALICE, session_id=session.id, conf={"a": "b"}
+        ),
+        lambda: service.idempotency.submit("k-s", "SELECT 1", user=ALICE),  # a session's key
+        lambda: service.idempotency.create_session("k-s", SessionKind.BATCH, user=ALICE),
+    ):
+        with pytest.raises(IdempotencyKeyReused) as refused:
+            other()
+        assert refused.value.code == "IDEMPOTENCY_KEY_REUSED"
+    assert "first used for" in str(refused.value)
+    assert _queries(store) == 1
+    again, replayed = service.idempotency.create_session("k-s", SessionKind.INTERACTIVE, user=ALICE)
+    assert replayed and again.id == session.id
+    repeat, replayed = service.idempotency.submit(
+        "k-q", "SELECT 1", user=ALICE, session_id=session.id
+    )
+    assert replayed and repeat.id == first.id
+
+
+def test_keys_are_per_user(service: Service, store: Store) -> None:
+    mine, _ = service.idempotency.submit("shared-key", "SELECT 1", user=ALICE)
+    theirs, replayed = service.idempotency.submit("shared-key", "SELECT 1", user=BOB)
+    assert not replayed and theirs.id != mine.id
+    assert service.gateway.statement(theirs.id, user=BOB).owner == "bob"
+
+
+def test_no_key_or_a_bad_one(service: Service, store: Store) -> None:
+    a, replayed_a = service.idempotency.submit(None, "SELECT 1", user=ALICE)
+    b, replayed_b = service.idempotency.submit(None, "SELECT 1", user=ALICE)
+    assert a.id != b.id and not replayed_a and not replayed_b  # no key: two queries
+    for bad in ("", "  ", '""', "x" * 256, "caf\u00e9", "tab\there", "new\nline"):
+        with pytest.raises(IdempotencyKeyInvalid) as refused:
+            service.idempotency.submit(bad, "SELECT 1", user=ALICE)
+        assert refused.value.code == "IDEMPOTENCY_KEY_INVALID"
+        assert refused.value.params["field"] == "Idempotency-Key"
+    assert _queries(store) == 2  # refused before anything was made
+    assert parse_key("a b") == "a b" and parse_key("x" * 255) == "x" * 255
+    assert fingerprint("query", a=1, b=2) == fingerprint("query", b=2, a=1)
+
+
+@pytest.mark.parametrize("with_session", [False, True])
+def test_racing_repeats_make_one_query_and_all_answer_it(
+    service: Service, store: Store, with_session: bool
+) -> None:
+    session_id = None
+    if with_session:
+        session_id = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)[0].id
+    before = _queries(store)
+    answers = race(
+        *[
+            lambda: service.idempotency.submit(
+                "race", "SELECT 1", user=ALICE, session_id=session_id
+            )
+            for _ in range(4)
+        ]
+    )
+    assert len({statement.id for statement, _ in answers}) == 1
+    assert sorted(replayed for _, replayed in answers) == [False, True, True, True]
+    assert _queries(store) == before + 1
+    sessions = store.sessions.list_page(limit=100).items
+    assert len(sessions) == 1  # a one-off query's session, or the one it was sent to
+
+
+def test_a_key_past_its_lifetime_is_forgotten(service: Service, store: Store) -> None:
+    first, _ = service.idempotency.submit("old", "SELECT 1", user=ALICE)
+    ttl = service.settings.idempotency_key_ttl
+    service.gateway.clock = lambda: NOW + ttl + 1
+    # Past its lifetime the key names nothing, even before the cleanup ran: a new request.
+    second, replayed = service.idempotency.submit("old", "SELECT 2", user=ALICE)
+    assert not replayed and second.id != first.id
+    again, replayed = service.idempotency.submit("old", "SELECT 2", user=ALICE)
+    assert replayed and again.id == second.id
+    # The results duty forgets keys once their lifetime is over, not before.
+    assert expire_idempotency_keys(store, service.settings, now=NOW + ttl + 1) == 0
+    assert expire_idempotency_keys(store, service.settings, now=NOW + 2 * ttl + 2) == 1
+    assert store.idempotency.find("alice", "old", since=0) is None
+
+
+def test_a_node_on_a_schema_without_keys_ignores_them(service: Service, store: Store) -> None:
+    old_release = dataclasses.replace(service.idempotency, enabled=False)
+    a, _ = old_release.submit("k", "SELECT 1", user=ALICE)
+    b, replayed = old_release.submit("k", "SELECT 1", user=ALICE)
+    assert a.id != b.id and not replayed
+    with pytest.raises(IdempotencyKeyInvalid):  # a bad header is still refused
+        old_release.submit("", "SELECT 1", user=ALICE)
