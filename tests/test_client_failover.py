@@ -1,6 +1,7 @@
 """The client over several nodes: which failures send a request on to the next node (refused
-connections, 503s, reads that got no answer) and which do not (a submit that may have been
-taken), the node it then stays with, and patience when every node failed."""
+connections, 503s, reads and keyed submits that got no answer) and which do not (another POST
+that may have been taken), the node it then stays with, and patience when every node
+failed."""
 
 from __future__ import annotations
 
@@ -57,18 +58,43 @@ def test_a_refused_connection_sends_any_request_on_and_the_client_stays() -> Non
     assert seen == ["a POST /v1/queries", "b POST /v1/queries", "b GET /v1/queries/7"]
 
 
-def test_a_node_that_dies_before_answering_a_submit_is_an_error_not_a_retry() -> None:
+def test_a_submit_whose_node_died_before_answering_goes_on_with_its_key() -> None:
+    seen: list[str] = []
+    keys: list[str] = []
+
+    def keyed(answer: Answer) -> Answer:
+        def handle(request: httpx.Request) -> httpx.Response:
+            keys.append(request.headers["idempotency-key"])
+            return answer(request)
+
+        return handle
+
+    with Client(f"{A},{B}", transport=nodes(seen, a=keyed(died), b=keyed(ok))) as sg:
+        # A may have taken it: B gets the same key, and answers what A made if it did.
+        assert sg.submit("SELECT 1", session_id=1) == QUERY
+        assert sg.server == B
+        assert len(keys) == 2 and keys[0] == keys[1]
+        sg.server = A
+        sg.create_session()  # a session the same way
+        assert len(keys) == 4 and keys[2] == keys[3] != keys[0]  # a fresh key per submit
+        sg.server = A
+        sg.submit("SELECT 1", idempotency_key="mine-1")  # the caller's own key
+        assert keys[4:] == ["mine-1", "mine-1"]
+    assert [s.split()[0] for s in seen] == ["a", "b"] * 3
+
+
+def test_a_post_without_a_key_is_not_sent_twice_but_reads_and_cancels_are() -> None:
     seen: list[str] = []
     with Client(f"{A},{B}", transport=nodes(seen, a=died, b=ok)) as sg:
         with pytest.raises(ClientError) as caught:
-            sg.submit("SELECT 1", session_id=1)  # it may have been taken: not sent twice
+            sg.run_job("nightly")  # it may have been taken: not sent twice
         assert caught.value.status == 0 and caught.value.code == "UNREACHABLE"
         assert sg.server == A
         # Reads and cancels may be sent twice: they go on to B.
         assert sg.query(7, wait=5) == QUERY
         sg.cancel(7)
     assert seen == [
-        "a POST /v1/queries",
+        "a POST /v1/jobs/nightly/runs",
         "a GET /v1/queries/7",
         "b GET /v1/queries/7",
         "b POST /v1/queries/7/cancel",

@@ -9,9 +9,13 @@ Several nodes (``Client("http://a:8998,http://b:8998")`` or a list, and ``--serv
 ``SPARKGATE_SERVER`` in the CLI the same way): calls go to one node until it cannot answer,
 then to the next, as libpq's multi-host URLs do. A node that cannot answer is one that refuses
 the connection, or answers 503 (it cannot reach the store: nothing was done); a request that
-reached a node which died before answering is sent again elsewhere only when that is safe
-(reads, deletes and cancels, not a submit: it may have been taken). ``patience`` seconds
-(0 by default) go on trying when every node failed, honouring ``Retry-After``.
+reached a node which died before answering is sent again elsewhere only when that is safe:
+reads, deletes and cancels, and submits (queries and sessions), which carry an
+``Idempotency-Key`` (a fresh one per submit, the same on each of its retries), so that the
+node that answers a retry answers the query the first attempt made, if it was made, instead
+of running it twice. Other POSTs (stream jobs, deploys, job runs) are not sent twice.
+``patience`` seconds (0 by default) go on trying when every node failed, honouring
+``Retry-After``.
 
 Credentials, first found wins: ``token=`` or ``user=``/``password=``; ``SPARKGATE_TOKEN``;
 ``SPARKGATE_USER`` with ``SPARKGATE_PASSWORD``; the token ``sparkgate login`` stored for the
@@ -22,6 +26,7 @@ from __future__ import annotations
 
 import os
 import time
+import uuid
 from collections.abc import Generator, Iterator, Mapping, Sequence
 from typing import Any
 
@@ -96,16 +101,18 @@ class Client:
         json: Any = None,
         timeout: float | httpx.Timeout | None = None,
         idempotent: bool | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> dict[str, Any]:
         """The one way every call goes: ``method path`` with its query ``params`` and JSON
         body, to the current node or, when it cannot answer, the next ones; the JSON object
         the server answered, or a ``ClientError``. ``timeout`` replaces the client's own for
         calls the server holds (long polls, waits); ``idempotent`` marks a POST that may be
-        sent twice (a cancel), where the method alone would say no."""
+        sent twice (a cancel, a submit with its Idempotency-Key in ``headers``), where the
+        method alone would say no."""
         safe = method in _IDEMPOTENT if idempotent is None else idempotent
         # params=None and json=None are httpx's own defaults (no query, no body), but its
         # timeout=None means no timeout at all: so a timeout is only passed when one is set.
-        options: dict[str, Any] = {"params": params, "json": json}
+        options: dict[str, Any] = {"params": params, "json": json, "headers": headers}
         if timeout is not None:
             options["timeout"] = timeout
         deadline = time.monotonic() + self.patience
@@ -167,9 +174,13 @@ class Client:
         *,
         name: str | None = None,
         conf: dict[str, str] | None = None,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
+        """Start a session; sent with ``idempotency_key`` (a fresh one if none is given), so
+        that a retry after a lost answer answers the session made, not a second one."""
         body = {"kind": kind, "conf": conf or {}, **_given(name=name)}
-        return self._call("POST", "/v1/sessions", json=body)
+        headers = _idempotency(idempotency_key)
+        return self._call("POST", "/v1/sessions", json=body, headers=headers, idempotent=True)
 
     def session(self, session_id: int) -> dict[str, Any]:
         return self._call("GET", f"/v1/sessions/{session_id}")
@@ -212,12 +223,15 @@ class Client:
         conf: dict[str, str] | None = None,
         wait: float = 0,
         limit: int | None = None,
+        idempotency_key: str | None = None,
     ) -> dict[str, Any]:
         """Queue a query in a session, or (no session) as a one-off query; ``isolation``
         ``"engine"`` (or driver settings in ``conf``) gives a one-off query its own engine.
         With ``wait``, the answer comes when the query is final (or ``wait`` seconds pass):
         the whole query, and its first result page as ``page`` (``limit`` rows) if it
-        succeeded."""
+        succeeded. Sent with ``idempotency_key`` (a fresh one if none is given): a retry, on
+        this node or another, after an answer was lost, answers the query made, not a second
+        one."""
         body = {
             "query": query,
             **_given(session_id=session_id, isolation=isolation, conf=conf or None),
@@ -225,7 +239,15 @@ class Client:
         params = _given(wait=wait or None, limit=limit)
         # The server holds a waiting submit up to ``wait`` seconds: the read must outlast it.
         timeout = httpx.Timeout(wait + 30) if wait else None
-        return self._call("POST", "/v1/queries", json=body, params=params, timeout=timeout)
+        return self._call(
+            "POST",
+            "/v1/queries",
+            json=body,
+            params=params,
+            timeout=timeout,
+            headers=_idempotency(idempotency_key),
+            idempotent=True,
+        )
 
     def query(self, query_id: int, *, wait: float = 0) -> dict[str, Any]:
         params = _given(wait=wait or None)
@@ -447,6 +469,11 @@ def _paging(
     if total is not None:
         params["total"] = "true" if total else "false"
     return params | _given(**filters)
+
+
+def _idempotency(key: str | None) -> dict[str, str]:
+    """The header naming one submit: the same on each of its retries, new for the next."""
+    return {"Idempotency-Key": key or str(uuid.uuid4())}
 
 
 def _given(**fields: Any) -> dict[str, Any]:
