@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import time
 import typing
+import uuid
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -36,7 +37,7 @@ from sparkgate.testing import (
 
 pytestmark = pytest.mark.spark
 
-PASSWORDS = {"fuzz": "fuzz-pass-1", "carol": "carol-pass-1"}
+PASSWORDS = {"fuzz": "fuzz-pass-1", "carol": "carol-pass-1", "erin": "erin-pass-1"}
 # A plain user, held to one session: batch sessions start an engine each, and a fuzzer makes
 # many.
 ACCESS = "admins: [carol]\nlimits: {sessions_per_user: 1, running_queries_per_user: 2}\n"
@@ -207,6 +208,83 @@ def test_token_lifetimes_a_clock_cannot_hold_are_refused_and_the_list_stays_read
             t["id"] for t in fuzz.get("/v1/tokens").json()["tokens"] if t["name"] == "legacy"
         )
         assert fuzz.delete(f"/v1/tokens/{legacy_id}").status_code == 200
+
+
+def test_an_idempotency_key_answers_a_repeat_refuses_another_body_and_is_per_user(
+    server: ServerProcess,
+) -> None:
+    """Submits with an Idempotency-Key: a repeat answers the first (201, the same id, marked
+    replayed), another body is 422, another user's same key is theirs, a bad key is 400."""
+
+    def key() -> dict[str, str]:
+        return {"Idempotency-Key": str(uuid.uuid4())}
+
+    made: list[tuple[httpx.Client, str]] = []
+    with _client(server, "carol") as carol, _client(server, "erin") as erin:
+        try:
+            session_key = key()
+            session = carol.post("/v1/sessions", json={"name": "once"}, headers=session_key)
+            assert session.status_code == 201, session.text
+            assert "idempotent-replayed" not in session.headers
+            session_id = session.json()["id"]
+            made.append((carol, f"/v1/sessions/{session_id}"))
+            again = carol.post(
+                "/v1/sessions", json={"name": "once", "kind": "interactive"}, headers=session_key
+            )
+            assert again.status_code == 201 and again.json()["id"] == session_id, again.text
+            assert again.headers["idempotent-replayed"] == "true"
+            renamed = carol.post("/v1/sessions", json={"name": "twice"}, headers=session_key)
+            assert renamed.status_code == 422, renamed.text
+            assert renamed.json()["error"]["code"] == "IDEMPOTENCY_KEY_REUSED"
+
+            query_key, body = key(), {"query": "SELECT 1", "session_id": session_id}
+            first = carol.post("/v1/queries", json=body, headers=query_key)
+            assert first.status_code == 201, first.text
+            made.append((carol, f"/v1/queries/{first.json()['id']}/cancel"))
+            repeat = carol.post("/v1/queries", json=body, headers=query_key)
+            assert repeat.status_code == 201 and repeat.headers["idempotent-replayed"] == "true"
+            assert repeat.json()["id"] == first.json()["id"], repeat.text
+            assert set(repeat.json()) == {"id", "session_id", "state"}
+            changed = carol.post(
+                "/v1/queries", json={**body, "query": "SELECT 2"}, headers=query_key
+            )
+            assert changed.status_code == 422, changed.text
+            assert changed.json()["error"]["code"] == "IDEMPOTENCY_KEY_REUSED"
+
+            # Keys are per user: erin's same key and body make erin's own query.
+            shared_key, one_off = key(), {"query": "SELECT 'per user'"}
+            carols = carol.post("/v1/queries", json=one_off, headers=shared_key)
+            erins = erin.post("/v1/queries", json=one_off, headers=shared_key)
+            assert carols.status_code == erins.status_code == 201, (carols.text, erins.text)
+            made.append((carol, f"/v1/queries/{carols.json()['id']}/cancel"))
+            made.append((erin, f"/v1/queries/{erins.json()['id']}/cancel"))
+            assert erins.json()["id"] != carols.json()["id"]
+            assert "idempotent-replayed" not in erins.headers
+            assert erin.get(f"/v1/queries/{carols.json()['id']}").status_code == 404
+
+        finally:
+            for client, path in reversed(made):
+                if path.endswith("/cancel"):
+                    client.post(path)  # 409 if it ended meanwhile: either way it is over
+                else:
+                    client.delete(path)
+
+
+def test_a_bad_idempotency_key_answers_400_and_makes_nothing(server: ServerProcess) -> None:
+    listed: dict[str, str | int] = {"owner": "carol", "limit": 1000}
+    with _client(server, "carol") as carol:
+        before = carol.get("/v1/queries", params=listed).json()["queries"]
+        sessions = carol.get("/v1/sessions", params=listed).json()["sessions"]
+        bad_keys = [b"", b"x" * 256, b"tab\tinside", "ключ".encode()]
+        for bad in bad_keys:
+            for path, body in (("/v1/queries", {"query": "SELECT 1"}), ("/v1/sessions", {})):
+                answer = carol.post(path, json=body, headers={b"Idempotency-Key": bad})
+                assert answer.status_code == 400, (bad, answer.text)
+                error = answer.json()["error"]
+                assert error["code"] == "IDEMPOTENCY_KEY_INVALID", error
+                assert error["field"] == "Idempotency-Key", error
+        assert carol.get("/v1/queries", params=listed).json()["queries"] == before
+        assert carol.get("/v1/sessions", params=listed).json()["sessions"] == sessions
 
 
 def test_schemathesis_finds_no_server_error_and_no_schema_mismatch(
