@@ -50,8 +50,9 @@ PG_ADMIN_URL = os.environ.get(
 )
 # The release before this one: the store starts at its schema, and the last fault restarts a
 # node with the newer migration pending while the other node runs on (0008 adds tables only,
-# for the Spark Connect door, which the rig leaves off; so both releases' code runs on either
-# schema: the expand step of an expand/contract upgrade).
+# for the Spark Connect door, which the rig leaves off; 0009 a table of idempotency keys,
+# which a node on the older schema ignores, as the release before did; so both releases'
+# code runs on either schema: the expand step of an expand/contract upgrade).
 OLD_REVISION = "0007_keyset_indexes"
 STREAM_JOB = "chaos-counter"
 SINK_TABLE = "chaos_counter"
