@@ -34,6 +34,7 @@ from sparkgate.testing import (
     kill_engines,
     local_test_settings,
 )
+from tests.concurrency import race
 
 pytestmark = pytest.mark.spark
 
@@ -268,6 +269,28 @@ def test_an_idempotency_key_answers_a_repeat_refuses_another_body_and_is_per_use
                     client.post(path)  # 409 if it ended meanwhile: either way it is over
                 else:
                     client.delete(path)
+
+
+def test_racing_requests_with_one_key_make_one_query(server: ServerProcess) -> None:
+    """Four requests with one key at the same instant (a client retrying over several
+    connections): the store's key lets one make the query, and the others answer it."""
+    key = {"Idempotency-Key": str(uuid.uuid4())}
+    body = {"query": "SELECT 'raced'"}
+    clients = [_client(server, "carol") for _ in range(4)]
+    try:
+        answers = race(
+            *[lambda c=c: c.post("/v1/queries", json=body, headers=key) for c in clients]
+        )
+        assert [a.status_code for a in answers] == [201] * 4, [a.text for a in answers]
+        assert len({a.json()["id"] for a in answers}) == 1, [a.text for a in answers]
+        replayed = sorted("idempotent-replayed" in a.headers for a in answers)
+        assert replayed == [False, True, True, True]
+        listed = clients[0].get("/v1/queries", params={"owner": "carol", "limit": 1000})
+        assert [q["query"] for q in listed.json()["queries"]].count("SELECT 'raced'") == 1
+        clients[0].post(f"/v1/queries/{answers[0].json()['id']}/cancel")
+    finally:
+        for client in clients:
+            client.close()
 
 
 def test_a_bad_idempotency_key_answers_400_and_makes_nothing(server: ServerProcess) -> None:

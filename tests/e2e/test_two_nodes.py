@@ -16,6 +16,7 @@ from sparkgate.client import Client
 from sparkgate.testing import eventually, free_port
 
 ENDLESS = "SELECT sum(id % 7) FROM range(100000000000)"
+ONCE = "SELECT 'once' AS once"
 
 pytestmark = pytest.mark.postgres
 
@@ -73,7 +74,7 @@ def test_two_nodes_serve_as_one(make_server: Any, pg_url: str, tmp_path: Any) ->
 
         # Node A dies without a word: B takes over its duties when A's leases lapse. A long
         # poll in flight on A then fails over: sparkgate's client, given both nodes, sends a
-        # read that got no answer to the next node.
+        # read that got no answer to the next node, and a submit too, with its key.
         with a.store() as store:
             holders = {name: store.leases.get(name) for name in ("reaper", "placement")}
         kill_a_under_a_long_poll(a, b, session["id"])
@@ -92,7 +93,10 @@ def test_two_nodes_serve_as_one(make_server: Any, pg_url: str, tmp_path: Any) ->
 
 
 def kill_a_under_a_long_poll(a: Any, b: Any, session_id: int) -> None:
-    """SIGKILL node A while a client given both nodes long-polls A: the poll is answered by B."""
+    """SIGKILL node A while a client given both nodes long-polls A, and just after A took a
+    submit whose answer it then never sent: the poll is answered by B, and the client's retry
+    of the submit through B, with the same Idempotency-Key, answers the query A made, which
+    runs once."""
     with a.client() as on_a, b.client() as on_b:
         endless = on_b.submit(ENDLESS, session_id=session_id)
         eventually(lambda: on_a.query(endless["id"])["state"] == "running", timeout=60)
@@ -104,6 +108,24 @@ def kill_a_under_a_long_poll(a: Any, b: Any, session_id: int) -> None:
                     polling_a.set()
                 return super().handle_request(request)
 
+        keys: list[str] = []
+        taken: list[int] = []
+
+        class DiesAfterTaking(httpx.HTTPTransport):
+            """Node A takes the submit (its query is in the store), then dies before the
+            client reads its answer."""
+
+            def handle_request(self, request: httpx.Request) -> httpx.Response:
+                if request.method == "POST" and request.url.path == "/v1/queries":
+                    keys.append(request.headers["idempotency-key"])
+                    if request.url.port == a.port:
+                        answer = super().handle_request(request)
+                        answer.read()
+                        taken.append(answer.json()["id"])
+                        a.stop(signal.SIGKILL)
+                        raise httpx.RemoteProtocolError("no answer: the node died", request=request)
+                return super().handle_request(request)
+
         answered: dict[str, Any] = {}
         with Client([a.url, b.url], transport=Watched(), timeout=60) as both:
             poll = threading.Thread(
@@ -111,8 +133,18 @@ def kill_a_under_a_long_poll(a: Any, b: Any, session_id: int) -> None:
             )
             poll.start()
             assert polling_a.wait(30)
-            a.stop(signal.SIGKILL)
+            with Client([a.url, b.url], transport=DiesAfterTaking(), timeout=60) as retrying:
+                once = retrying.submit(ONCE, session_id=session_id)
+                assert retrying.server == b.url
+            assert len(keys) == 2 and keys[0] == keys[1], keys  # A's attempt, then B's
+            assert once["id"] == taken[0], (once, taken)  # B answered the query A made
             on_b.cancel(endless["id"])
             poll.join(timeout=120)
             assert answered.get("state") == "cancelled", answered
             assert both.server == b.url  # and it stays with the node that answered
+        # It runs once, after the cancelled query, and succeeds: one such query in the store.
+        assert on_b.wait(once["id"], timeout=120)["state"] == "success"
+        assert next(on_b.rows(once["id"])) == ["once"]
+        with b.store() as store:
+            made = store.statements.list_page(session_id=session_id, limit=1000).items
+        assert [q.id for q in made if q.code == ONCE] == [once["id"]]
