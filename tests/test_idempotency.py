@@ -4,7 +4,7 @@ repeats make one query, and keys are forgotten after their lifetime."""
 
 from __future__ import annotations
 
-import dataclasses
+from pathlib import Path
 
 import pytest
 
@@ -13,10 +13,11 @@ from sparkgate.duties.results import expire_idempotency_keys
 from sparkgate.errors import IdempotencyKeyInvalid, IdempotencyKeyReused
 from sparkgate.service import Service
 from sparkgate.service.idempotency import fingerprint, parse_key
+from sparkgate.settings import Settings
 from sparkgate.states import SessionKind, StatementState
 from sparkgate.store import Store
 from tests.concurrency import race
-from tests.conftest import NOW, force_state
+from tests.conftest import NOW, force_state, make_service
 
 ALL = frozenset({"sql", "code", "streams", "jobs"})
 ALICE = Principal("alice", rights=ALL)
@@ -129,10 +130,18 @@ def test_a_key_past_its_lifetime_is_forgotten(service: Service, store: Store) ->
     assert store.idempotency.find("alice", "old", since=0) is None
 
 
-def test_a_node_on_a_schema_without_keys_ignores_them(service: Service, store: Store) -> None:
-    old_release = dataclasses.replace(service.idempotency, enabled=False)
-    a, _ = old_release.submit("k", "SELECT 1", user=ALICE)
-    b, replayed = old_release.submit("k", "SELECT 1", user=ALICE)
-    assert a.id != b.id and not replayed
-    with pytest.raises(IdempotencyKeyInvalid):  # a bad header is still refused
-        old_release.submit("", "SELECT 1", user=ALICE)
+def test_a_node_on_a_schema_without_keys_ignores_them(tmp_path: Path) -> None:
+    """A node pinned to a schema before 0009 (the chaos rig's release before) takes keyed
+    submits as that release did: the header is ignored, not a failure on a missing table."""
+    store = Store.open(f"sqlite:///{tmp_path / 'old.db'}")
+    try:
+        store.migrate("0008_connect")
+        old_release = make_service(store, Settings(home=tmp_path)).idempotency
+        assert not old_release.enabled
+        a, _ = old_release.submit("k", "SELECT 1", user=ALICE)
+        b, replayed = old_release.submit("k", "SELECT 1", user=ALICE)
+        assert a.id != b.id and not replayed
+        with pytest.raises(IdempotencyKeyInvalid):  # a bad header is still refused
+            old_release.submit("", "SELECT 1", user=ALICE)
+    finally:
+        store.close()

@@ -26,3 +26,16 @@ def test_a_pinned_node_upgrades_to_its_revision_and_never_downgrades(tmp_path: P
         assert _revision(store) == "0009_idempotency"
     finally:
         store.close()
+
+
+def test_a_node_on_a_schema_before_idempotency_keys_sees_none(tmp_path: Path) -> None:
+    """The chaos rig's old release (a node pinned to 0007) runs without the keys' table: its
+    service ignores Idempotency-Keys (service/idempotency.py) instead of failing on it."""
+    store = Store.open(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        store.migrate("0008_connect")
+        assert not store.idempotency.available()
+        store.migrate()
+        assert store.idempotency.available()
+    finally:
+        store.close()
