@@ -186,9 +186,9 @@ def start_stream(request: Request, name: str, service: ServiceDep, user: UserDep
 
 
 def _session_stream(
-    service: Service, session_id: int, query_id: int, user: Principal
+    service: Service, session_id: int, stream_id: int, user: Principal
 ) -> dict[str, Any]:
-    stream, detail = service.streams.session_query(session_id, query_id, user=user)
+    stream, detail = service.streams.session_query(session_id, stream_id, user=user)
     return session_stream_view(stream, detail)
 
 
@@ -201,39 +201,39 @@ def _session_state(
     )
 
 
-@router.get("/sessions/{session_id}/streams/{query_id}")
+@router.get("/sessions/{session_id}/streams/{stream_id}")
 def session_stream_page(
-    request: Request, session_id: Id, query_id: Id, service: ServiceDep, user: UserDep
+    request: Request, session_id: Id, stream_id: Id, service: ServiceDep, user: UserDep
 ) -> HTMLResponse:
     """A streaming query started in a session: its state, progress and chart."""
-    query = _session_stream(service, session_id, query_id, user)
+    query = _session_stream(service, session_id, stream_id, user)
     stoppable = {s.value for s in STOPPABLE_QUERY_STATES}
     return render(request, "session_stream.html", query=query, stoppable=stoppable, notice=None)
 
 
-@router.get("/sessions/{session_id}/streams/{query_id}/state")
+@router.get("/sessions/{session_id}/streams/{stream_id}/state")
 def session_stream_state(
-    request: Request, session_id: Id, query_id: Id, service: ServiceDep, user: UserDep
+    request: Request, session_id: Id, stream_id: Id, service: ServiceDep, user: UserDep
 ) -> HTMLResponse:
-    return _session_state(request, _session_stream(service, session_id, query_id, user))
+    return _session_state(request, _session_stream(service, session_id, stream_id, user))
 
 
-@router.get("/sessions/{session_id}/streams/{query_id}/progress")
+@router.get("/sessions/{session_id}/streams/{stream_id}/progress")
 def session_stream_progress(
-    session_id: Id, query_id: Id, service: ServiceDep, user: UserDep, after: Offset = 0
+    session_id: Id, stream_id: Id, service: ServiceDep, user: UserDep, after: Offset = 0
 ) -> dict[str, Any]:
     """The chart's data, as a stream job's (``/ui/streams/{name}/progress``)."""
-    progress = service.streams.session_progress(session_id, query_id, user=user, after=after)
+    progress = service.streams.session_progress(session_id, stream_id, user=user, after=after)
     return _progress(progress, after)
 
 
-@router.post("/sessions/{session_id}/streams/{query_id}/stop")
+@router.post("/sessions/{session_id}/streams/{stream_id}/stop")
 def stop_session_stream(
-    request: Request, session_id: Id, query_id: Id, service: ServiceDep, user: UserDep
+    request: Request, session_id: Id, stream_id: Id, service: ServiceDep, user: UserDep
 ) -> HTMLResponse:
     """``STOP STREAM`` in the query's session, as ``POST /v1/queries`` would submit it."""
-    statement = service.streams.stop_in_session(session_id, query_id, user=user)
-    query = _session_stream(service, session_id, query_id, user)
+    statement = service.streams.stop_in_session(session_id, stream_id, user=user)
+    query = _session_stream(service, session_id, stream_id, user)
     notice = (
         f"Stopping {query['name']} at the end of its micro-batch (query {statement.id} in "
         f"session {session_id})."
