@@ -23,14 +23,16 @@ from sparkgate.errors import (
     SessionNotFound,
     SparkgateError,
     StreamJobNotFound,
+    StreamQueryNotFound,
+    StreamQueryNotRunning,
 )
 from sparkgate.service import Service
 from sparkgate.settings import Settings
-from sparkgate.states import SessionKind, SessionState, StatementState
+from sparkgate.states import SessionKind, SessionState, StatementState, StreamQueryState
 from sparkgate.store import Store
 from sparkgate.store.records import StatementRecord
 from sparkgate.store.tokens import TokenNotFound
-from tests.conftest import force_state, make_service, run_async, succeeded, write_result
+from tests.conftest import NOW, force_state, make_service, run_async, succeeded, write_result
 
 ALL = frozenset({"sql", "code", "streams", "jobs"})
 ALICE = Principal("alice", rights=ALL)
@@ -268,6 +270,48 @@ def test_a_sessions_streams_are_its_owners(service: Service) -> None:
     assert service.streams.of_session(session.id, user=ALICE) == []
     with pytest.raises(SessionNotFound):
         service.streams.of_session(session.id, user=BOB)
+
+
+def test_session_streams_are_listed_and_stopped_for_who_sees_the_session(
+    service: Service, store: Store
+) -> None:
+    session, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    other, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    force_state(store, "sessions", session.id, "idle")
+    query = store.stream_queries.add_for_session(
+        session.id, "ticks_q", now=NOW, spec={"view": "ticks", "format": "noop"}, checkpoint=None
+    )
+    force_state(store, "stream_queries", query.id, "running")
+    listed = service.streams.in_sessions(user=ALICE, now=NOW)
+    assert [(s.session.id, s.query.name) for s in listed] == [(session.id, "ticks_q")]
+    assert service.streams.in_sessions(user=BOB, now=NOW) == []
+    assert [s.query.id for s in service.streams.in_sessions(user=ADMIN, owner="alice")] == [
+        query.id
+    ]
+    stopped_only = service.streams.in_sessions(user=ALICE, states=[StreamQueryState.STOPPED])
+    assert stopped_only == []
+    # Another user's, or under another session's id: as absent as an id that does not exist.
+    with pytest.raises(SessionNotFound):
+        service.streams.in_session(session.id, query.id, user=BOB)
+    with pytest.raises(SessionNotFound):
+        service.streams.stop_in_session(session.id, query.id, user=BOB)
+    with pytest.raises(StreamQueryNotFound):
+        service.streams.session_progress(other.id, query.id, user=ALICE)
+    # Stopping is STOP STREAM in the session, with the right it needs through any door.
+    with pytest.raises(MissingRight):
+        service.streams.stop_in_session(
+            session.id, query.id, user=Principal("alice", rights=frozenset({"sql"}))
+        )
+    stop = service.streams.stop_in_session(session.id, query.id, user=ALICE)
+    assert (stop.session_id, stop.code) == (session.id, "STOP STREAM `ticks_q`")
+    assert ("alice", "ok") in audited(store, "query.submit")
+    force_state(store, "stream_queries", query.id, "stopped")
+    with pytest.raises(StreamQueryNotRunning):
+        service.streams.stop_in_session(session.id, query.id, user=ALICE)
+    # Listed for an hour after its session ended.
+    force_state(store, "sessions", session.id, "killed", finished_at=NOW)
+    assert len(service.streams.in_sessions(user=ALICE, now=NOW + 60)) == 1
+    assert service.streams.in_sessions(user=ALICE, now=NOW + 3700) == []
 
 
 # -- jobs and deploys ----------------------------------------------------------------------

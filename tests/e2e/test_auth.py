@@ -29,7 +29,7 @@ from starlette.routing import Mount
 
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.settings import Settings
-from sparkgate.store.schema import stream_jobs
+from sparkgate.store.schema import stream_jobs, stream_queries
 from sparkgate.testing import ServerProcess, eventually, kill_engines, local_test_settings
 from sparkgate.testing.jwt import JwtIssuer
 from sparkgate.testing.slapd import LDAP_USERS, SlapdServer, slapd_unavailable
@@ -165,9 +165,18 @@ def alice_objects(env: Env) -> dict[str, Any]:
                 updated_at=now,
             )
         )
+    # And a stopped streaming query of her session, as SAVE STREAM would have left it.
+    with env.server.store() as store:
+        saved = store.stream_queries.add_for_session(
+            session["id"], "alices_query", now=now, spec={"format": "noop"}, checkpoint=None
+        )
+        with store.db.begin() as conn:
+            stopped = stream_queries.update().where(stream_queries.c.id == saved.id)
+            conn.execute(stopped.values(state="stopped", finished_at=now))
     return {
         "session": session["id"],
         "query": query["id"],
+        "session_stream": saved.id,
         "batch": batch_query["session_id"],
         "token": token["id"],
         "deployment": deployment.json().get("id"),
@@ -249,6 +258,7 @@ def _fill(path: str, ids: dict[str, Any]) -> str:
         "token_id": ids["token"],
         "deployment_id": ids["deployment"],
         "name": ids["stream"],
+        "stream_id": ids["session_stream"],
     }
     return re.sub(r"\{([^}:]+)(:[^}]*)?\}", lambda m: str(values[m.group(1)]), path)
 

@@ -3,6 +3,10 @@ real server with authentication on, real engines.
 
 One server for the whole web suite (users below); one browser; a fresh browser context (its
 own cookies) per user. Screenshots of each page go to ``build/screenshots/`` (not committed).
+
+Every page a test signs in with is watched for breaches of the dashboard's
+Content-Security-Policy (Chromium's console messages and ``securitypolicyviolation`` events):
+a test whose pages broke the policy fails, whatever else it checked.
 """
 
 from __future__ import annotations
@@ -134,9 +138,42 @@ def browser() -> Iterator[Any]:
             browser.close()
 
 
+# Runs in each page before its own scripts (Playwright's init script is not the page's, so the
+# policy does not block it): every blocked load or inline piece is also told on the console.
+_CSP_WATCH = """
+document.addEventListener("securitypolicyviolation", function (event) {
+  console.error("[csp] " + event.effectiveDirective + " blocked " +
+    (event.blockedURI || "inline") + " at " + event.sourceFile + ":" + event.lineNumber);
+});
+"""
+_CSP_SIGNS = ("[csp]", "Content Security Policy", "evalDisallowed")
+
+
+def watch_csp(page: Any, violations: list[str]) -> None:
+    """Record on ``violations`` each breach of the Content-Security-Policy seen in ``page``:
+    Chromium's own console message ("Refused to ...") and the page's violation event, and
+    htmx refusing to evaluate an expression."""
+    page.add_init_script(_CSP_WATCH)
+
+    def seen(message: Any) -> None:
+        if any(sign in message.text for sign in _CSP_SIGNS):
+            violations.append(f"{page.url}: {message.text}")
+
+    page.on("console", seen)
+
+
 @pytest.fixture
-def login(dashboard: Dashboard, browser: Any) -> Iterator[Callable[..., Any]]:
-    """``login("alice")``: a page signed in as that user, in a context of its own."""
+def csp_violations() -> list[str]:
+    """The breaches of the Content-Security-Policy seen in this test's signed-in pages."""
+    return []
+
+
+@pytest.fixture
+def login(
+    dashboard: Dashboard, browser: Any, csp_violations: list[str]
+) -> Iterator[Callable[..., Any]]:
+    """``login("alice")``: a page signed in as that user, in a context of its own, watched for
+    breaches of the Content-Security-Policy (none may happen; checked after the test)."""
     contexts: list[Any] = []
 
     def sign_in(user: str, *, width: int = 1280, height: int = 900) -> Any:
@@ -145,6 +182,7 @@ def login(dashboard: Dashboard, browser: Any) -> Iterator[Callable[..., Any]]:
         )
         contexts.append(context)
         page = context.new_page()
+        watch_csp(page, csp_violations)
         page.goto("/ui/login")
         page.get_by_label("User name").fill(user)
         page.get_by_label("Password or access token").fill(PASSWORDS[user])
@@ -155,6 +193,7 @@ def login(dashboard: Dashboard, browser: Any) -> Iterator[Callable[..., Any]]:
     yield sign_in
     for context in contexts:
         context.close()
+    assert not csp_violations, "the dashboard broke its Content-Security-Policy"
 
 
 @pytest.fixture

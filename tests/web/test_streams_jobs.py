@@ -228,3 +228,100 @@ def _bob_sees_what_the_api_shows_him(dashboard: Dashboard, login: Callable[..., 
     assert opened is not None and opened.status == 404
     missing = bob.goto("/ui/jobs/no_such_job")
     assert missing is not None and missing.status == 404
+
+
+SESSION_QUERY = "web_ticks_q"
+
+
+def test_a_sessions_stream_is_listed_charted_and_stopped_on_the_streams_page(
+    dashboard: Dashboard,
+    alice: httpx.Client,
+    login: Callable[..., Any],
+    screenshot: Callable[[Any, str], None],
+) -> None:
+    """A streaming query started by SAVE STREAM in an interactive session (not a stream job)
+    is on the Streams page with its owner and session; its page charts its progress live and
+    stops it (STOP STREAM in its session); another user sees none of it."""
+    session_id = dashboard.open_session("alice")
+    try:
+        query_id = _save_stream(dashboard, alice, session_id)
+        url = f"/ui/sessions/{session_id}/streams/{query_id}"
+
+        page = login("alice")
+        page.goto("/ui/streams")
+        row = page.locator(f'#stream-list tr[data-session-stream="{query_id}"]')
+        expect(row).to_have_attribute("data-state", "running", timeout=SLOW)
+        expect(row).to_have_attribute("data-session-id", str(session_id))
+        expect(row).to_contain_text("alice")
+        expect(row).to_contain_text("web_session_ticks → noop")
+        screenshot(page, "streams")
+        row.get_by_role("link", name=SESSION_QUERY).click()
+        page.wait_for_url(f"**{url}")
+        expect(page.get_by_role("link", name="Streams", exact=True).first).to_have_attribute(
+            "aria-current", "page"
+        )
+        page.evaluate("window.stillTheSamePage = true")
+        expect(page.get_by_test_id("stream-state")).to_have_text("running")
+        expect(page.get_by_test_id("stream-owner")).to_have_text("alice")
+        charts = page.locator("#stream-charts")
+        expect(charts).not_to_have_attribute("data-points", "0", timeout=SLOW)
+        drawn = int(charts.get_attribute("data-points") or 0)
+        page.wait_for_function(
+            "n => Number(document.getElementById('stream-charts').dataset.points) > n",
+            arg=drawn,
+            timeout=SLOW,
+        )
+        expect(page.locator('[data-metric="input_rows_per_second"] canvas')).to_be_visible()
+        screenshot(page, "session-stream")
+
+        _bob_cannot_see_it(login("bob"), url, query_id)
+        streams = alice.get(f"/v1/sessions/{session_id}/streams").json()["queries"]
+        assert [q["state"] for q in streams if q["id"] == query_id] == ["running"]
+
+        # Stop from the page, confirmed in the browser's dialog: STOP STREAM in the session.
+        page.once("dialog", lambda dialog: dialog.accept())
+        page.get_by_role("button", name="Stop").click()
+        expect(page.get_by_test_id("stream-state")).to_have_text("stopped", timeout=SLOW)
+        expect(page.get_by_role("button", name="Stop")).to_have_count(0)
+        assert page.evaluate("window.stillTheSamePage") is True
+        screenshot(page, "session-stream-stopped")
+        streams = alice.get(f"/v1/sessions/{session_id}/streams").json()["queries"]
+        assert [q["state"] for q in streams if q["id"] == query_id] == ["stopped"]
+        statements = alice.get("/v1/queries", params={"session_id": session_id}).json()
+        assert any(q["query"].startswith("STOP STREAM") for q in statements["queries"])
+        # Stopped, it stays listed (as stopped) while its session lives; a second stop is
+        # refused and submits nothing.
+        page.goto("/ui/streams")
+        expect(row).to_have_attribute("data-state", "stopped")
+        again = page.request.post(f"{url}/stop", headers={"HX-Request": "true"})
+        assert again.status == 404 and "STREAM_QUERY_NOT_FOUND" in again.text()
+        after = alice.get("/v1/queries", params={"session_id": session_id}).json()
+        assert after["total"] == statements["total"]
+    finally:
+        # Ending the session stops its streaming queries (if the test did not get that far).
+        alice.delete(f"/v1/sessions/{session_id}")
+
+
+def _save_stream(dashboard: Dashboard, alice: httpx.Client, session_id: int) -> int:
+    """Start a streaming query in the session, as a user would (SQL statements); its id."""
+    for sql in (
+        "CREATE STREAM web_session_ticks USING rate OPTIONS ('rowsPerSecond'='10')",
+        f"SAVE STREAM web_session_ticks TO noop IDENTIFIED BY {SESSION_QUERY} TRIGGER 500ms",
+    ):
+        submitted = dashboard.submit("alice", sql, session_id=session_id)
+        assert dashboard.wait("alice", submitted["id"])["state"] == "success", sql
+    listed = alice.get(f"/v1/sessions/{session_id}/streams").json()["queries"]
+    (query_id,) = [q["id"] for q in listed if q["name"] == SESSION_QUERY]
+    return int(query_id)
+
+
+def _bob_cannot_see_it(bob: Any, url: str, query_id: int) -> None:
+    """Another user: not in their list; the page, its chart data and its Stop answer 404."""
+    bob.goto("/ui/streams")
+    expect(bob.get_by_test_id("session-streams")).to_be_visible()
+    expect(bob.locator(f'tr[data-session-stream="{query_id}"]')).to_have_count(0)
+    opened = bob.goto(url)
+    assert opened is not None and opened.status == 404
+    assert bob.request.get(f"{url}/progress").status == 404
+    assert bob.request.get(f"{url}/state", headers={"HX-Request": "true"}).status == 404
+    assert bob.request.post(f"{url}/stop", headers={"HX-Request": "true"}).status == 404

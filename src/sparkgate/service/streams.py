@@ -1,25 +1,30 @@
 """Stream jobs for every door: create, list, read, stop, start, delete, and their progress.
 
 A stream job is its owner's (admins see all); the ``streams`` right is needed to change one,
-and each change is audited, here, whichever door asked.
+and each change is audited, here, whichever door asked. The streaming queries SAVE STREAM
+starts in an interactive session are the session's: whoever may see the session sees them,
+and stopping one is a ``STOP STREAM`` statement in it, submitted as any other.
 """
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sparkgate.auth.access import STREAMS
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
-from sparkgate.errors import StreamJobNotFound
+from sparkgate.errors import StreamJobNotFound, StreamQueryNotFound, StreamQueryNotRunning
 from sparkgate.service.gateway import Gateway
 from sparkgate.service.visibility import list_owner, sees
 from sparkgate.settings import Settings
-from sparkgate.states import StreamJobState
+from sparkgate.states import ACTIVE_STREAM_QUERY_STATES, StreamJobState, StreamQueryState
 from sparkgate.store import Store
 from sparkgate.store.records import (
     Page,
+    SessionRecord,
+    StatementRecord,
     StreamJobRecord,
     StreamProgressRecord,
     StreamQueryRecord,
@@ -29,6 +34,12 @@ from sparkgate.store.records import (
 from sparkgate.streaming.jobs import Streams
 
 RECENT = 20  # progress samples and restarts shown per query
+# A session's streams are listed while it is active, and this long after it ended (its
+# queries stopped with it): a list of every stream ever started would only grow.
+SESSION_STREAMS_KEPT = 3600.0
+_SESSIONS_READ = 500  # sessions read per page while looking for their streams
+# What STOP STREAM acts on (one already stopping is on its way; the supervisor refuses it).
+STOPPABLE_QUERY_STATES = ACTIVE_STREAM_QUERY_STATES - {StreamQueryState.STOPPING}
 
 
 @dataclass(frozen=True)
@@ -51,6 +62,14 @@ class StreamDetail:
 class StreamSummary:
     job: StreamJobRecord
     queries: list[StreamQueryRecord]
+
+
+@dataclass(frozen=True)
+class SessionStream:
+    """A streaming query started in an interactive session, and that session."""
+
+    session: SessionRecord
+    query: StreamQueryRecord
 
 
 @dataclass(frozen=True)
@@ -139,6 +158,77 @@ class StreamService:
         self.gateway.session(session_id, user=user)
         queries = self.store.stream_queries.of_session(session_id)
         return [self._query(q) for q in queries if q.job_id is None]
+
+    def in_sessions(
+        self,
+        *,
+        user: Principal,
+        owner: str | None = None,
+        states: Iterable[StreamQueryState] | None = None,
+        now: float | None = None,
+    ) -> list[SessionStream]:
+        """The streaming queries started in the sessions the user may list (admins: ``owner``'s,
+        or everyone's): of active sessions, and of sessions ended in the last
+        ``SESSION_STREAMS_KEPT`` seconds; newest first."""
+        since = (time.time() if now is None else now) - SESSION_STREAMS_KEPT
+        sessions: dict[int, SessionRecord] = {}
+        after: int | str | None = None
+        while True:
+            page = self.gateway.sessions(
+                user=user,
+                owner=owner,
+                ended_since=since,
+                window=Window(limit=_SESSIONS_READ, after=after, count=False),
+            )
+            sessions.update((s.id, s) for s in page.items)
+            if page.next_after is None:
+                break
+            after = page.next_after
+        wanted = None if states is None else frozenset(states)
+        queries = self.store.stream_queries.started_in_sessions(sessions.keys())
+        return [
+            SessionStream(sessions[q.session_id], q)
+            for q in reversed(queries)
+            if wanted is None or q.state in wanted
+        ]
+
+    def in_session(self, session_id: int, query_id: int, *, user: Principal) -> SessionStream:
+        """One streaming query of a session the user may see; else not found, as for an id
+        that does not exist (a stream job's query is its job's, not the session's)."""
+        session = self.gateway.session(session_id, user=user)
+        query = self.store.stream_queries.find(query_id)
+        if query is None or query.session_id != session_id or query.job_id is not None:
+            raise StreamQueryNotFound(query_id)
+        return SessionStream(session, query)
+
+    def session_query(
+        self, session_id: int, query_id: int, *, user: Principal
+    ) -> tuple[SessionStream, QueryDetail]:
+        """A session's query, and its recent progress samples and restarts."""
+        stream = self.in_session(session_id, query_id, user=user)
+        return stream, self._query(stream.query)
+
+    def session_progress(
+        self, session_id: int, query_id: int, *, user: Principal, after: int = 0
+    ) -> list[QueryProgress]:
+        """A session's query's stored progress samples since ``after``, as ``progress``."""
+        query = self.in_session(session_id, query_id, user=user).query
+        samples = self.store.stream_queries.progress(
+            query.id, limit=self.settings.stream_progress_history, after=after
+        )
+        return [QueryProgress(query.name, list(reversed(samples)))]
+
+    def stop_in_session(
+        self, session_id: int, query_id: int, *, user: Principal
+    ) -> StatementRecord:
+        """Stop a session's query: ``STOP STREAM name`` submitted in its session, as through
+        ``POST /v1/queries`` (the same rights, limits and audit); the query stops at the end
+        of its micro-batch. One that no longer runs is refused, and nothing is submitted."""
+        query = self.in_session(session_id, query_id, user=user).query
+        if query.state not in STOPPABLE_QUERY_STATES:
+            raise StreamQueryNotRunning(query.name, session_id)
+        name = "`" + query.name.replace("`", "``") + "`"
+        return self.gateway.submit(f"STOP STREAM {name}", user=user, session_id=session_id)
 
     def progress(self, name: str, *, user: Principal, after: int = 0) -> list[QueryProgress]:
         """Every stored progress sample of the job's queries since ``after`` (a sample id)."""

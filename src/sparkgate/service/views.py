@@ -10,7 +10,7 @@ from typing import Any
 from sparkgate.auth.principal import Principal
 from sparkgate.service.jobs import DeploymentDetail, JobDetail, JobHistory, JobSummary
 from sparkgate.service.queries import ResultPage
-from sparkgate.service.streams import QueryDetail, StreamDetail, StreamSummary
+from sparkgate.service.streams import QueryDetail, SessionStream, StreamDetail, StreamSummary
 from sparkgate.store.audit import AuditRecord
 from sparkgate.store.records import (
     DeploymentRecord,
@@ -222,6 +222,15 @@ def stream_detail_view(detail: StreamDetail) -> dict[str, Any]:
 
 def query_detail_view(detail: QueryDetail) -> dict[str, Any]:
     return stream_query_view(detail.query, progress=detail.progress, restarts=detail.restarts)
+
+
+def session_stream_view(stream: SessionStream, detail: QueryDetail | None = None) -> dict[str, Any]:
+    """A session's streaming query (with its recent progress and restarts, given ``detail``),
+    with whose it is: the session's owner, and the session's state."""
+    view = stream_query_view(stream.query) if detail is None else query_detail_view(detail)
+    view["owner"] = stream.session.owner
+    view["session_state"] = stream.session.state.value
+    return view
 
 
 def stream_summary_view(summary: StreamSummary) -> dict[str, Any]:

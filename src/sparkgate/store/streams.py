@@ -266,6 +266,13 @@ class StreamQueries:
     def of_session(self, session_id: int) -> list[StreamQueryRecord]:
         return self._where(stream_queries.c.session_id == session_id)
 
+    def started_in_sessions(self, session_ids: Iterable[int]) -> list[StreamQueryRecord]:
+        """The queries SAVE STREAM started in these sessions (not a stream job's), by id."""
+        ids = list(session_ids)
+        if not ids:
+            return []
+        return self._where(stream_queries.c.session_id.in_(ids), stream_queries.c.job_id.is_(None))
+
     def _where(self, *where: sa.ColumnElement[bool]) -> list[StreamQueryRecord]:
         query = sa.select(stream_queries).where(*where).order_by(stream_queries.c.id)
         with self._db.read() as conn:

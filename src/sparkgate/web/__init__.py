@@ -3,7 +3,9 @@
 Every page and fragment is a route behind ``get_user`` (the API's authentication) that calls
 the native API's route functions, so the dashboard shows each user what the API would, and
 nothing more. Scripts, styles and charts are files of this package (``static/``), served by
-the node itself: the dashboard works with no network beyond the server.
+the node itself: the dashboard works with no network beyond the server, and its pages hold
+no inline script or style, so they run under a strict Content-Security-Policy
+(``templating.CONTENT_SECURITY_POLICY``).
 """
 
 from __future__ import annotations

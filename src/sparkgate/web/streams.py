@@ -1,5 +1,7 @@
-"""Dashboard pages for stream jobs: the live list, one job (state, restarts and their backoff,
-queries, charts of their progress), and the stop and start buttons.
+"""Dashboard pages for streams: the live list of stream jobs and of the streaming queries
+started in sessions; one job (state, restarts and their backoff, queries, charts of their
+progress) with its stop and start buttons; one session's query, with its chart and a stop
+button.
 
 Pages call the service with the signed-in user, as the native API does, and show its records
 in the API's views. The charts' data is the one read the API has no route for (every stored
@@ -18,10 +20,16 @@ from fastapi.responses import HTMLResponse
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest, StreamJobBusy
 from sparkgate.http.deps import ServiceDep, UserDep
-from sparkgate.http.params import Offset
+from sparkgate.http.params import Id, Offset
 from sparkgate.service import Service
-from sparkgate.service.views import stream_detail_view, stream_progress_view, stream_summary_view
-from sparkgate.states import StreamJobState
+from sparkgate.service.streams import STOPPABLE_QUERY_STATES, QueryProgress
+from sparkgate.service.views import (
+    session_stream_view,
+    stream_detail_view,
+    stream_progress_view,
+    stream_summary_view,
+)
+from sparkgate.states import StreamJobState, StreamQueryState
 from sparkgate.streaming.backoff import RetryPolicy, backoff_delay
 from sparkgate.web.paging import shown, window_of
 from sparkgate.web.templating import render, render_list, timestamp
@@ -51,6 +59,18 @@ def _page(service: Service, user: Principal, filters: dict[str, Any]) -> dict[st
     return shown("streams", page, stream_summary_view, filters)
 
 
+def _in_sessions(service: Service, user: Principal, filters: dict[str, Any]) -> list[Any]:
+    state = filters["state"]
+    if state and state not in {s.value for s in StreamQueryState}:
+        return []  # a state only stream jobs have
+    streams = service.streams.in_sessions(
+        user=user,
+        owner=filters["owner"] or None,
+        states=[StreamQueryState(state)] if state else None,
+    )
+    return [session_stream_view(s) for s in streams]
+
+
 @router.get("/streams")
 def streams_page(
     request: Request,
@@ -60,14 +80,16 @@ def streams_page(
     owner: str | None = None,
     after: str | None = None,
 ) -> HTMLResponse:
-    """The live list: the page, and the table alone for its poll (states, restarts and
-    errors change without a reload)."""
+    """The live list: the page, and the tables alone for its poll (states, restarts and
+    errors change without a reload). Stream jobs by name, a page at a time; then the queries
+    started in sessions, newest first."""
     filters = _filters(state, owner, after)
     return render_list(
         request,
         "streams.html",
         "_streams_table.html",
         page=_page(service, user, filters),
+        in_sessions=_in_sessions(service, user, filters),
         filters=filters,
         states=[s.value for s in StreamJobState],
     )
@@ -131,7 +153,10 @@ def stream_progress(
 ) -> dict[str, Any]:
     """The charts' data: each query's stored progress samples, oldest first, and a cursor.
     ``?after=<cursor>`` answers only the samples stored since, which the charts append."""
-    queries = service.streams.progress(name, user=user, after=after)
+    return _progress(service.streams.progress(name, user=user, after=after), after)
+
+
+def _progress(queries: list[QueryProgress], after: int) -> dict[str, Any]:
     cursor = max([after, *(p.id for q in queries for p in q.samples)])
     points = [
         {"name": q.name, "points": [stream_progress_view(p) for p in q.samples]} for q in queries
@@ -155,3 +180,62 @@ def start_stream(request: Request, name: str, service: ServiceDep, user: UserDep
             request, stream_detail_view(service.streams.get(name, user=user)), notice=exc.message
         )
     return _state(request, stream, notice=f"Starting {name} from its checkpoints.")
+
+
+# -- the streaming queries started in sessions (SAVE STREAM) -------------------------------
+
+
+def _session_stream(
+    service: Service, session_id: int, stream_id: int, user: Principal
+) -> dict[str, Any]:
+    stream, detail = service.streams.session_query(session_id, stream_id, user=user)
+    return session_stream_view(stream, detail)
+
+
+def _session_state(
+    request: Request, query: dict[str, Any], notice: str | None = None
+) -> HTMLResponse:
+    stoppable = {s.value for s in STOPPABLE_QUERY_STATES}
+    return render(
+        request, "_session_stream_state.html", query=query, stoppable=stoppable, notice=notice
+    )
+
+
+@router.get("/sessions/{session_id}/streams/{stream_id}")
+def session_stream_page(
+    request: Request, session_id: Id, stream_id: Id, service: ServiceDep, user: UserDep
+) -> HTMLResponse:
+    """A streaming query started in a session: its state, progress and chart."""
+    query = _session_stream(service, session_id, stream_id, user)
+    stoppable = {s.value for s in STOPPABLE_QUERY_STATES}
+    return render(request, "session_stream.html", query=query, stoppable=stoppable, notice=None)
+
+
+@router.get("/sessions/{session_id}/streams/{stream_id}/state")
+def session_stream_state(
+    request: Request, session_id: Id, stream_id: Id, service: ServiceDep, user: UserDep
+) -> HTMLResponse:
+    return _session_state(request, _session_stream(service, session_id, stream_id, user))
+
+
+@router.get("/sessions/{session_id}/streams/{stream_id}/progress")
+def session_stream_progress(
+    session_id: Id, stream_id: Id, service: ServiceDep, user: UserDep, after: Offset = 0
+) -> dict[str, Any]:
+    """The chart's data, as a stream job's (``/ui/streams/{name}/progress``)."""
+    progress = service.streams.session_progress(session_id, stream_id, user=user, after=after)
+    return _progress(progress, after)
+
+
+@router.post("/sessions/{session_id}/streams/{stream_id}/stop")
+def stop_session_stream(
+    request: Request, session_id: Id, stream_id: Id, service: ServiceDep, user: UserDep
+) -> HTMLResponse:
+    """``STOP STREAM`` in the query's session, as ``POST /v1/queries`` would submit it."""
+    statement = service.streams.stop_in_session(session_id, stream_id, user=user)
+    query = _session_stream(service, session_id, stream_id, user)
+    notice = (
+        f"Stopping {query['name']} at the end of its micro-batch (query {statement.id} in "
+        f"session {session_id})."
+    )
+    return _session_state(request, query, notice=notice)

@@ -35,6 +35,15 @@
     if (event.detail.successful) banner(null);
   });
 
+  // Polls (hx-trigger="every 2s") skip their turn while the tab is hidden: a tab left open in
+  // the background costs the server nothing. Done here rather than with an hx-trigger filter,
+  // which htmx would evaluate as code (the Content-Security-Policy allows no eval).
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    if (document.visibilityState === "visible") return;
+    const trigger = event.detail.elt.getAttribute("hx-trigger") || "";
+    if (/^\s*every\s/.test(trigger)) event.preventDefault();
+  });
+
   // "/" jumps to the page's first filter field, as in many list UIs.
   document.addEventListener("keydown", function (event) {
     if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) return;
