@@ -381,8 +381,14 @@ def test_the_password_file_and_the_access_file_are_reread_without_restart(env: E
                 original.replace("groups: {analysts: [bob]}", "groups: {analysts: [bob, frank]}")
             )
             assert frank.get("/v1/whoami").json()["rights"] == ["sql"]
-            PasswordFile(env.password_file).remove("frank")
-            assert frank.get("/v1/whoami").status_code == 401  # removed: no cache keeps him
+            # A changed password: the old one, verified and cached a moment ago, is refused on
+            # the very next request, and the new one works.
+            PasswordFile(env.password_file).set("frank", "frank-new")
+            assert frank.get("/v1/whoami").status_code == 401
+            with httpx.Client(base_url=env.url, auth=("frank", "frank-new"), timeout=30) as new:
+                assert new.get("/v1/whoami").json()["user"] == "frank"
+                PasswordFile(env.password_file).remove("frank")
+                assert new.get("/v1/whoami").status_code == 401  # removed: no cache keeps him
         finally:
             env.access_file.write_text(original)
 
