@@ -483,6 +483,39 @@ def test_proxy_user_is_honoured_only_for_impersonators(env: Env) -> None:
     assert ("airflow", "ok") in outcomes and ("bob", "denied") in outcomes
 
 
+def test_lists_show_what_an_impersonator_made_for_another_user(env: Env) -> None:
+    with env.client("airflow") as airflow:
+        made = airflow.post("/sessions", json={"kind": "sql", "proxyUser": "bob"})
+        assert made.status_code == 201, made.text
+        session_id = made.json()["id"]
+        try:
+            # Every page of airflow's list, one session a page: keyset paging finds it.
+            listed: list[int] = []
+            after = None
+            while True:
+                params: dict[str, Any] = {"limit": 1, **({"after": after} if after else {})}
+                page = airflow.get("/v1/sessions", params=params).json()
+                assert len(page["sessions"]) <= 1, page
+                listed += [s["id"] for s in page["sessions"]]
+                after = page.get("next")
+                if not after:
+                    break
+            assert session_id in listed
+            livy = airflow.get("/sessions", params={"size": 1000}).json()["sessions"]
+            assert session_id in [s["id"] for s in livy]
+            with env.client("bob") as bob:
+                bobs = bob.get("/v1/sessions", params={"limit": 1000}).json()["sessions"]
+                assert session_id in [s["id"] for s in bobs]
+            with env.client("alice") as alice:  # neither its owner nor its maker
+                alices = alice.get("/v1/sessions", params={"limit": 1000}).json()["sessions"]
+                assert session_id not in [s["id"] for s in alices]
+                livy = alice.get("/sessions", params={"size": 1000}).json()["sessions"]
+                assert session_id not in [s["id"] for s in livy]
+                assert alice.get(f"/v1/sessions/{session_id}").status_code == 404
+        finally:
+            airflow.delete(f"/v1/sessions/{session_id}")
+
+
 def test_two_users_sessions_never_share_an_engine(env: Env, alice_objects: dict[str, Any]) -> None:
     with env.client("bob") as bob:
         session = bob.post("/v1/sessions", json={"kind": "interactive"}).json()

@@ -222,6 +222,7 @@ class Users:
             rights=rules.rights_of(identity.name, groups),
             via=identity.via,
             address=address,
+            impersonator=identity.name in rules.impersonators,
         )
 
     def as_user(self, acting: Principal, name: str) -> Principal:
@@ -322,7 +323,7 @@ class Users:
                 raise error
 
     def check_impersonation(self, user: Principal, proxy_user: str, *, field: str) -> Principal:
-        if user.admin or user.name in self.rules().impersonators:
+        if user.admin or user.impersonator:
             self.audit(user, "impersonate", "ok", target=f"user:{proxy_user}")
             return self.as_user(user, proxy_user)
         error = Forbidden(
