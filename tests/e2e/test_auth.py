@@ -613,3 +613,46 @@ def test_the_cli_logs_in_with_a_token_and_out(env: Env, tmp_path: Path) -> None:
     assert sparkgate("whoami").returncode != 0  # logged out; the token is revoked too
     secret = json.loads(stored.read_text()) if stored.exists() else {}
     assert env.url not in secret
+
+
+def test_the_cli_takes_the_connection_options_before_or_after_the_command(
+    env: Env, tmp_path: Path
+) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SPARKGATE_")}
+    cli_env = {**base, "XDG_CONFIG_HOME": str(tmp_path / "config"), "SPARKGATE_PASSWORD": "af"}
+
+    def sparkgate(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sparkgate.cli.main", *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=cli_env,
+            timeout=120,
+        )
+
+    with env.client("airflow") as airflow:
+        expected = [s["id"] for s in airflow.get("/v1/sessions").json()["sessions"]]
+    for args in (
+        ("--server", env.url, "--user", "airflow", "sessions", "list", "--json"),
+        ("sessions", "list", "--server", env.url, "--user", "airflow", "--json"),
+        ("--user", "airflow", "sessions", "list", "--json", "--server", env.url),
+    ):
+        done = sparkgate(*args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert [s["id"] for s in json.loads(done.stdout)["sessions"]] == expected, args
+    me = sparkgate("whoami", "--server", env.url, "--user", "airflow", "--json")
+    assert me.returncode == 0 and json.loads(me.stdout)["user"] == "airflow", me.stderr
+    # Nothing reached the server with the wrong password: 401 and the hint, in one line.
+    wrong = sparkgate("whoami", "--server", env.url, "--user", "alice")
+    assert wrong.returncode == 1 and "sparkgate login --server" in wrong.stderr, wrong.stderr
+    host_only = env.url.removeprefix("http://")
+    bad = sparkgate("sessions", "list", "--server", host_only, "--user", "airflow")
+    assert bad.returncode == 2, bad.stderr
+    assert f"'{host_only}' is not a server URL" in " ".join(bad.stderr.split())
+    assert "Traceback" not in bad.stderr
