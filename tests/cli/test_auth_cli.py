@@ -384,7 +384,7 @@ def test_connection_options_before_or_after_the_command(fake: FakeServer) -> Non
     assert both.exit_code == 1 and "not both" in said(both)
 
 
-def test_a_bad_server_url_is_a_usage_error_quoting_it() -> None:
+def test_a_bad_server_url_is_a_usage_error_quoting_it(tmp_path: Path) -> None:
     for args, env in (
         ("sessions list --server gw:8998", {}),
         ("--server http:// sql 'SELECT 1'", {}),
@@ -396,6 +396,9 @@ def test_a_bad_server_url_is_a_usage_error_quoting_it() -> None:
         assert "is not a server URL" in said(done) and "http(s)://host:port" in said(done), args
         assert "Traceback" not in done.output
     assert "SPARKGATE_SERVER" in said(run("whoami", SPARKGATE_SERVER="gw.example.org"))
+    # Commands that talk to no server do not care what it says.
+    local = run(f"users list --password-file {tmp_path / 'p'}", SPARKGATE_SERVER="gw.example.org")
+    assert local.exit_code == 0, local.output
     assert "ftp://gw" in said(run("whoami --server http://ok:1,ftp://gw"))
 
 

@@ -87,9 +87,11 @@ def before_command(
         source = ctx.get_parameter_source(name)
         return source is not None and source.name == "COMMANDLINE"
 
-    # A bad URL from the environment is as much an error as a typed one: say which it was.
+    # A bad URL from the environment is as much an error as a typed one (say which it was),
+    # but only for a command that would use it.
     try:
-        connection.server = checked_server(server)
+        local = ctx.invoked_subcommand in LOCAL_COMMANDS
+        connection.server = server if local else checked_server(server)
     except typer.BadParameter as exc:
         where = "--server" if typed("server") else "SPARKGATE_SERVER"
         raise typer.BadParameter(f"{where}: {exc.message}") from None
