@@ -90,14 +90,28 @@ def test_lists_hold_ones_own_and_admins_choose(service: Service) -> None:
     assert [s.id for s in sessions] == [theirs.session_id]
 
 
-def test_an_impersonator_sees_the_session_it_made(service: Service, store: Store) -> None:
+def test_an_impersonator_sees_what_it_made_by_id_and_in_lists(
+    service: Service, store: Store
+) -> None:
     session, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
-    proxy = Principal("proxy", rights=ALL)
-    # Made by "proxy" for alice (Livy's proxyUser): proxy opens it by id; bob does not.
+    proxy = Principal("proxy", rights=ALL, impersonator=True)
+    # Made by "proxy" for alice (Livy's proxyUser): proxy opens it by id and lists it; bob
+    # does neither.
     force_state(store, "sessions", session.id, "idle", attributes={"created_by": "proxy"})
+    statement = service.gateway.submit("SELECT 1", user=ALICE, session_id=session.id)
+    own = service.gateway.submit("SELECT 2", user=proxy)
     assert service.gateway.session(session.id, user=proxy).id == session.id
-    with pytest.raises(SessionNotFound):
-        service.gateway.session(session.id, user=BOB)
+    assert service.queries.get(statement.id, user=proxy).id == statement.id
+    listed = [s.id for s in service.gateway.sessions(user=proxy).items]
+    assert listed == [session.id, own.session_id]
+    queries = [q.id for q in service.queries.list_page(user=proxy).items]
+    assert queries == [own.id, statement.id]
+    assert [s.id for s in service.gateway.sessions(user=ALICE).items] == [session.id]
+    for reader in (BOB, Principal("proxy", rights=ALL)):  # bob; proxy once no impersonator
+        with pytest.raises(SessionNotFound):
+            service.gateway.session(session.id, user=reader)
+        assert session.id not in [s.id for s in service.gateway.sessions(user=reader).items]
+        assert statement.id not in [q.id for q in service.queries.list_page(user=reader).items]
 
 
 # -- queries: waits and results ----------------------------------------------------------

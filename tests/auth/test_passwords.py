@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import bcrypt
@@ -41,6 +42,22 @@ def test_verify_add_remove_and_reread(tmp_path: Path) -> None:
     assert passwords.verify("bob", "bob-pw") is not None
     assert passwords.remove("bob") and not passwords.remove("bob")
     assert passwords.verify("bob", "bob-pw") is None
+
+
+def test_a_rewrite_in_place_that_keeps_size_and_mtime_is_read(tmp_path: Path) -> None:
+    path = tmp_path / "passwords"
+    first, second = hash_password("one", rounds=4), hash_password("two", rounds=4)
+    assert len(first) == len(second)  # bcrypt: a changed password keeps the file's size
+    path.write_text(f"alice:{first}\n")
+    passwords = PasswordFile(path)
+    assert passwords.hash_of("alice") == first
+    before = path.stat()
+    with path.open("r+") as out:  # same inode, same size
+        out.write(f"alice:{second}\n")
+    os.utime(path, ns=(before.st_atime_ns, before.st_mtime_ns))  # same timestamp tick
+    assert path.stat().st_mtime_ns == before.st_mtime_ns and path.stat().st_ino == before.st_ino
+    assert passwords.hash_of("alice") == second
+    assert passwords.verify("alice", "two") is not None and passwords.verify("alice", "one") is None
 
 
 def test_names_with_colons_or_spaces_are_refused(tmp_path: Path) -> None:

@@ -109,6 +109,32 @@ def test_verified_passwords_are_cached_but_a_removed_user_is_out_at_once(
         layer.authenticate(header, address=None)
 
 
+def test_a_changed_password_is_refused_at_once_and_other_logins_stay_cached(
+    users: tuple[Users, Clock], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    layer, _ = users
+    old, new = basic("bob", "bob-pw"), basic("bob", "bob-new")
+    layer.authenticate(old, address=None)
+    layer.authenticate(basic("alice", "alice-pw"), address=None)
+    PasswordFile(tmp_path / "passwords").set("bob", "bob-new")
+    calls: list[str] = []
+    import sparkgate.auth.passwords as module
+
+    real = module.check_password
+
+    def counting(password: str, hashed: str) -> bool:
+        calls.append(password)
+        return real(password, hashed)
+
+    monkeypatch.setattr(module, "check_password", counting)
+    with pytest.raises(Unauthenticated):  # cached a moment ago, well within the TTL
+        layer.authenticate(old, address=None)
+    assert calls == ["bob-pw"]  # verified again against the new hash, and refused
+    assert layer.authenticate(new, address=None).name == "bob"
+    assert layer.authenticate(basic("alice", "alice-pw"), address=None).name == "alice"
+    assert calls == ["bob-pw", "bob-new"]  # alice's hash did not change: still cached
+
+
 def test_tokens_expire_and_revoke(users: tuple[Users, Clock], store: Store) -> None:
     layer, clock = users
     record, secret = tokens.create(store, "bob", now=clock.now, name="ci", expires_in=60)

@@ -364,6 +364,44 @@ def test_audit_newest_first(fake: FakeServer) -> None:
     assert page["total"] == 2 and [e["id"] for e in page["events"]] == [2, 1]
 
 
+def test_connection_options_before_or_after_the_command(fake: FakeServer) -> None:
+    alice = {"SPARKGATE_PASSWORD": "pw"}
+    for args in (
+        f"--server {fake.url} --user alice whoami --json",
+        f"whoami --server {fake.url} --user alice --json",
+        f"--user alice whoami --json --server {fake.url}",
+        f"--server http://127.0.0.1:9 whoami --server {fake.url} --user alice --json",  # last wins
+    ):
+        done = run(args, **alice)
+        assert done.exit_code == 0, (args, done.output)
+        assert json.loads(done.stdout)["user"] == "alice", args
+    env = run("whoami --user alice --json", SPARKGATE_SERVER=fake.url, **alice)
+    assert env.exit_code == 0 and json.loads(env.stdout)["user"] == "alice", env.output
+    # audit's own --user filters events; the connection's goes before the command.
+    audit = run(f"--user alice audit --user alice --server {fake.url} --json", **alice)
+    assert audit.exit_code == 0 and json.loads(audit.stdout)["total"] == 2, audit.output
+    both = run(f"--user alice whoami --token x --server {fake.url}")
+    assert both.exit_code == 1 and "not both" in said(both)
+
+
+def test_a_bad_server_url_is_a_usage_error_quoting_it(tmp_path: Path) -> None:
+    for args, env in (
+        ("sessions list --server gw:8998", {}),
+        ("--server http:// sql 'SELECT 1'", {}),
+        ("whoami --server http://ok:1,ftp://gw", {}),
+        ("whoami", {"SPARKGATE_SERVER": "gw.example.org"}),
+    ):
+        done = run(args, **env)
+        assert done.exit_code == 2, (args, done.output)
+        assert "is not a server URL" in said(done) and "http(s)://host:port" in said(done), args
+        assert "Traceback" not in done.output
+    assert "SPARKGATE_SERVER" in said(run("whoami", SPARKGATE_SERVER="gw.example.org"))
+    # Commands that talk to no server do not care what it says.
+    local = run(f"users list --password-file {tmp_path / 'p'}", SPARKGATE_SERVER="gw.example.org")
+    assert local.exit_code == 0, local.output
+    assert "ftp://gw" in said(run("whoami --server http://ok:1,ftp://gw"))
+
+
 # -- sparkgate server ------------------------------------------------------------------
 
 

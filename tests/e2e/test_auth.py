@@ -391,8 +391,14 @@ def test_the_password_file_and_the_access_file_are_reread_without_restart(env: E
                 original.replace("groups: {analysts: [bob]}", "groups: {analysts: [bob, frank]}")
             )
             assert frank.get("/v1/whoami").json()["rights"] == ["sql"]
-            PasswordFile(env.password_file).remove("frank")
-            assert frank.get("/v1/whoami").status_code == 401  # removed: no cache keeps him
+            # A changed password: the old one, verified and cached a moment ago, is refused on
+            # the very next request, and the new one works.
+            PasswordFile(env.password_file).set("frank", "frank-new")
+            assert frank.get("/v1/whoami").status_code == 401
+            with httpx.Client(base_url=env.url, auth=("frank", "frank-new"), timeout=30) as new:
+                assert new.get("/v1/whoami").json()["user"] == "frank"
+                PasswordFile(env.password_file).remove("frank")
+                assert new.get("/v1/whoami").status_code == 401  # removed: no cache keeps him
         finally:
             env.access_file.write_text(original)
 
@@ -485,6 +491,39 @@ def test_proxy_user_is_honoured_only_for_impersonators(env: Env) -> None:
         events = carol.get("/v1/audit", params={"action": "impersonate"}).json()["events"]
     outcomes = {(e["user"], e["outcome"]) for e in events}
     assert ("airflow", "ok") in outcomes and ("bob", "denied") in outcomes
+
+
+def test_lists_show_what_an_impersonator_made_for_another_user(env: Env) -> None:
+    with env.client("airflow") as airflow:
+        made = airflow.post("/sessions", json={"kind": "sql", "proxyUser": "bob"})
+        assert made.status_code == 201, made.text
+        session_id = made.json()["id"]
+        try:
+            # Every page of airflow's list, one session a page: keyset paging finds it.
+            listed: list[int] = []
+            after = None
+            while True:
+                params: dict[str, Any] = {"limit": 1, **({"after": after} if after else {})}
+                page = airflow.get("/v1/sessions", params=params).json()
+                assert len(page["sessions"]) <= 1, page
+                listed += [s["id"] for s in page["sessions"]]
+                after = page.get("next")
+                if not after:
+                    break
+            assert session_id in listed
+            livy = airflow.get("/sessions", params={"size": 1000}).json()["sessions"]
+            assert session_id in [s["id"] for s in livy]
+            with env.client("bob") as bob:
+                bobs = bob.get("/v1/sessions", params={"limit": 1000}).json()["sessions"]
+                assert session_id in [s["id"] for s in bobs]
+            with env.client("alice") as alice:  # neither its owner nor its maker
+                alices = alice.get("/v1/sessions", params={"limit": 1000}).json()["sessions"]
+                assert session_id not in [s["id"] for s in alices]
+                livy = alice.get("/sessions", params={"size": 1000}).json()["sessions"]
+                assert session_id not in [s["id"] for s in livy]
+                assert alice.get(f"/v1/sessions/{session_id}").status_code == 404
+        finally:
+            airflow.delete(f"/v1/sessions/{session_id}")
 
 
 def test_two_users_sessions_never_share_an_engine(env: Env, alice_objects: dict[str, Any]) -> None:
@@ -584,3 +623,46 @@ def test_the_cli_logs_in_with_a_token_and_out(env: Env, tmp_path: Path) -> None:
     assert sparkgate("whoami").returncode != 0  # logged out; the token is revoked too
     secret = json.loads(stored.read_text()) if stored.exists() else {}
     assert env.url not in secret
+
+
+def test_the_cli_takes_the_connection_options_before_or_after_the_command(
+    env: Env, tmp_path: Path
+) -> None:
+    import json
+    import os
+    import subprocess
+    import sys
+
+    base = {k: v for k, v in os.environ.items() if not k.startswith("SPARKGATE_")}
+    cli_env = {**base, "XDG_CONFIG_HOME": str(tmp_path / "config"), "SPARKGATE_PASSWORD": "af"}
+
+    def sparkgate(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sparkgate.cli.main", *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=cli_env,
+            timeout=120,
+        )
+
+    with env.client("airflow") as airflow:
+        expected = [s["id"] for s in airflow.get("/v1/sessions").json()["sessions"]]
+    for args in (
+        ("--server", env.url, "--user", "airflow", "sessions", "list", "--json"),
+        ("sessions", "list", "--server", env.url, "--user", "airflow", "--json"),
+        ("--user", "airflow", "sessions", "list", "--json", "--server", env.url),
+    ):
+        done = sparkgate(*args)
+        assert done.returncode == 0, (args, done.stderr)
+        assert [s["id"] for s in json.loads(done.stdout)["sessions"]] == expected, args
+    me = sparkgate("whoami", "--server", env.url, "--user", "airflow", "--json")
+    assert me.returncode == 0 and json.loads(me.stdout)["user"] == "airflow", me.stderr
+    # Nothing reached the server with the wrong password: 401 and the hint, in one line.
+    wrong = sparkgate("whoami", "--server", env.url, "--user", "alice")
+    assert wrong.returncode == 1 and "sparkgate login --server" in wrong.stderr, wrong.stderr
+    host_only = env.url.removeprefix("http://")
+    bad = sparkgate("sessions", "list", "--server", host_only, "--user", "airflow")
+    assert bad.returncode == 2, bad.stderr
+    assert f"'{host_only}' is not a server URL" in " ".join(bad.stderr.split())
+    assert "Traceback" not in bad.stderr

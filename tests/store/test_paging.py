@@ -85,6 +85,44 @@ def test_sessions_page_by_cursor(store: Store) -> None:
     assert store.sessions.list_page(owner="bob", after=made[0]).total == 5
 
 
+def test_sessions_and_statements_an_impersonator_made_page_with_its_own(store: Store) -> None:
+    """``creator=``: what a user made for others is listed with what it owns, by cursor."""
+    made = {"created_by": "airflow"}
+    ids = [
+        store.sessions.add(SessionKind.BATCH, now=NOW, owner=owner, attributes=attributes).id
+        for owner, attributes in (
+            ("airflow", {}),
+            ("bob", made),
+            ("carol", {}),
+            ("bob", {}),
+            ("carol", made),
+            ("airflow", {"created_by": "someone"}),
+        )
+    ]
+    for session_id in ids:
+        force_state(store, "sessions", session_id, SessionState.IDLE.value)
+    queries = {sid: store.statements.add(sid, "SELECT 1", now=NOW).id for sid in ids}
+    airflows = [ids[0], ids[1], ids[4], ids[5]]
+
+    def sessions(after: Any) -> Page[Any]:
+        return store.sessions.list_page(owner="airflow", creator="airflow", limit=3, after=after)
+
+    assert walk(sessions, lambda s: s.id) == [airflows[:3], airflows[3:]]
+    assert sessions(None).total == 4
+    assert [s.id for s in store.sessions.list_page(owner="bob").items] == [ids[1], ids[3]]
+    assert [s.id for s in store.sessions.list_page(creator="airflow").items] == [ids[1], ids[4]]
+
+    def statements(after: Any) -> Page[Any]:
+        return store.statements.list_page(
+            owner="airflow", creator="airflow", newest_first=True, limit=3, after=after
+        )
+
+    newest = [queries[sid] for sid in reversed(airflows)]
+    assert walk(statements, lambda q: q.id) == [newest[:3], newest[3:]]
+    assert statements(None).total == 4
+    assert [q.owner for q in statements(None).items] == ["airflow", "carol", "bob"]
+
+
 def test_stream_jobs_page_by_name(store: Store) -> None:
     for name in ("c", "a", "d", "b"):
         store.stream_jobs.add(name, "SAVE STREAM v TO console", now=NOW)

@@ -1,15 +1,18 @@
 """The password file: ``user:bcrypt-hash`` lines, as ``htpasswd -B`` writes them.
 
-Re-read when its modification time or size changes, so users are added and removed without a
-restart. ``$2a$``, ``$2b$`` and ``$2y$`` hashes all verify (``$2y$`` is PHP's and Apache's name
-for what bcrypt calls ``$2b$``).
+Re-read when it changes (another inode, modification time or size; and, while it was written
+too recently for its timestamp to tell two writes apart, on every read), so users are added,
+changed and removed without a restart. ``$2a$``, ``$2b$`` and ``$2y$`` hashes all verify
+(``$2y$`` is PHP's and Apache's name for what bcrypt calls ``$2b$``).
 """
 
 from __future__ import annotations
 
+import hashlib
 import os
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 import bcrypt
@@ -20,6 +23,11 @@ from sparkgate.errors import ConfigurationError
 # A hash to compare against for unknown users, so that an unknown name costs as much time as a
 # wrong password and the two cannot be told apart.
 _DUMMY_HASH = bcrypt.hashpw(b"sparkgate-no-such-user", bcrypt.gensalt(rounds=10))
+
+# A file modified this recently may be rewritten in place within the same timestamp tick (the
+# kernel's clock for file times is coarse) at the same size (bcrypt hashes are all 60
+# characters): its stamp cannot tell, so it is read again until it is older than this.
+_RACY_NS = 2_000_000_000
 
 
 def hash_password(password: str, *, rounds: int = 12) -> str:
@@ -57,24 +65,39 @@ class PasswordFile:
     def __init__(self, path: Path) -> None:
         self.path = path
         self._lock = threading.Lock()
-        self._stamp: tuple[int, int] | None = None
+        self._stamp: tuple[int, int, int] | None = None  # (inode, mtime_ns, size) when read
+        self._racy = False  # read while recent enough that a rewrite could keep the stamp
+        self._digest: bytes | None = None  # of the content parsed, so a touch parses nothing
         self._users: dict[str, str] = {}
 
     def users(self) -> dict[str, str]:
         """The file's users and hashes, re-read when the file changed."""
+        return dict(self._current())
+
+    def hash_of(self, name: str) -> str | None:
+        """The user's hash as the file holds it now (None: not a user): what a credential
+        verified against it stays valid for."""
+        return self._current().get(name)
+
+    def _current(self) -> dict[str, str]:
         try:
             stat = self.path.stat()
         except FileNotFoundError:
             return {}
-        stamp = (stat.st_mtime_ns, stat.st_size)
+        stamp = (stat.st_ino, stat.st_mtime_ns, stat.st_size)
         with self._lock:
-            if stamp != self._stamp:
-                self._users = parse(self.path.read_text(), str(self.path))
+            if stamp != self._stamp or self._racy:
+                raw = self.path.read_bytes()
+                digest = hashlib.sha256(raw).digest()
+                if digest != self._digest:
+                    self._users = parse(raw.decode(), str(self.path))
+                    self._digest = digest
                 self._stamp = stamp
-            return dict(self._users)
+                self._racy = time.time_ns() - stat.st_mtime_ns < _RACY_NS
+            return self._users
 
     def verify(self, name: str, password: str) -> Identity | None:
-        hashed = self.users().get(name)
+        hashed = self.hash_of(name)
         if hashed is None:
             check_password(password, _DUMMY_HASH.decode())
             return None

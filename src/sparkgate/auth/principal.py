@@ -26,16 +26,9 @@ class Principal:
     rights: frozenset[str] = field(default_factory=frozenset)
     via: str = "none"
     address: str | None = None  # the client's address, for the audit
-
-    def owns(self, owner: str | None) -> bool:
-        """True if this user may see an object owned by ``owner`` (admins see everything)."""
-        return self.admin or owner == self.name
-
-    def owner_filter(self, requested: str | None = None) -> str | None:
-        """The owner a list is limited to: one's own, or for admins ``?owner=`` (or all)."""
-        if self.admin:
-            return requested
-        return self.name
+    # Listed as an impersonator: may act for other users (and see what it made for them; what
+    # anyone may see is ``service/visibility.py``'s).
+    impersonator: bool = False
 
 
 def share_key(

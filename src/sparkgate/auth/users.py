@@ -97,7 +97,9 @@ class Users:
                 self._bearer.append(JwtAuthenticator(settings, clock=clock))
         self.access = Access(settings.access_file, settings.admins)
         self._lock = threading.Lock()
-        self._cache: dict[str, tuple[float, Identity]] = {}
+        # sha256(Authorization header) -> (expires at, identity, the password file's hash of
+        # the user when verified against it: the entry holds only while the file still does)
+        self._cache: dict[str, tuple[float, Identity, str | None]] = {}
         self._failures: dict[str, deque[float]] = {}
 
     @staticmethod
@@ -166,17 +168,29 @@ class Users:
         now = self.clock()
         with self._lock:
             hit = self._cache.get(key)
-        if hit is not None and hit[0] > now and self._still_listed(hit[1]):
+        if hit is not None and hit[0] > now and self._still_valid(hit[1], hit[2]):
             return hit[1]
+        # Read before verifying: if the file changes in between, the entry names the older
+        # hash and the next request verifies again (never the other way round).
+        hashed = self.password_file.hash_of(name) if self.password_file is not None else None
         for check in self._password:
             identity = check.verify(name, password)
             if identity is not None:
+                held = hashed if identity.via == "password" else None
                 with self._lock:
                     if len(self._cache) > 10_000:
                         self._cache.clear()
-                    self._cache[key] = (now + self.settings.auth_cache_ttl, identity)
+                    self._cache[key] = (now + self.settings.auth_cache_ttl, identity, held)
                 return identity
         return None
+
+    def _still_valid(self, identity: Identity, hashed: str | None) -> bool:
+        """A cached password-file login holds while the file holds the same hash for the user:
+        a changed password or a removed user is refused on the next request (the file is
+        re-read when it changes; this is a dict lookup). LDAP logins hold for the TTL."""
+        if identity.via != "password" or self.password_file is None:
+            return True
+        return hashed is not None and self.password_file.hash_of(identity.name) == hashed
 
     def _current(self, identity: Identity | None) -> Identity | None:
         """A token's owner, if still a user: when the password file is the only source of
@@ -188,11 +202,9 @@ class Users:
         return identity if listed else None
 
     def _still_listed(self, identity: Identity) -> bool:
-        # A user removed from the password file loses access at once, cache or not (the file
-        # is re-read when it changes; this is a dict lookup).
         if identity.via != "password" or self.password_file is None:
             return True
-        return identity.name in self.password_file.users()
+        return self.password_file.hash_of(identity.name) is not None
 
     def principal(self, identity: Identity, *, address: str | None = None) -> Principal:
         if not self.enabled:
@@ -210,6 +222,7 @@ class Users:
             rights=rules.rights_of(identity.name, groups),
             via=identity.via,
             address=address,
+            impersonator=identity.name in rules.impersonators,
         )
 
     def as_user(self, acting: Principal, name: str) -> Principal:
@@ -310,7 +323,7 @@ class Users:
                 raise error
 
     def check_impersonation(self, user: Principal, proxy_user: str, *, field: str) -> Principal:
-        if user.admin or user.name in self.rules().impersonators:
+        if user.admin or user.impersonator:
             self.audit(user, "impersonate", "ok", target=f"user:{proxy_user}")
             return self.as_user(user, proxy_user)
         error = Forbidden(

@@ -9,7 +9,6 @@ import typer
 
 from sparkgate.cli.common import (
     JsonOption,
-    ServerOption,
     client,
     console,
     err_console,
@@ -17,12 +16,10 @@ from sparkgate.cli.common import (
     print_json,
 )
 from sparkgate.cli.render import cell, table
-from sparkgate.client import DEFAULT_SERVER
 from sparkgate.sql.durations import parse_duration
 
 
 def audit(
-    server: ServerOption = DEFAULT_SERVER,
     user: Annotated[str | None, typer.Option("--user", help="Only this user's events.")] = None,
     action: Annotated[
         str | None,
@@ -52,7 +49,7 @@ def audit(
             since_epoch = time.time() - parse_duration(since)
         except ValueError as exc:
             fail(f"--since: {exc}")
-    with client(server) as sg:
+    with client() as sg:
         page = sg.audit(
             user=user,
             action=action,

@@ -11,20 +11,19 @@ import typer
 from sparkgate import credentials
 from sparkgate.cli.common import (
     JsonOption,
-    ServerOption,
     ask_password,
     client,
+    connection,
     console,
     describe_client_error,
     err_console,
     fail,
-    login_options,
     make_client,
     print_json,
     stdin_is_tty,
 )
 from sparkgate.cli.render import table
-from sparkgate.client import DEFAULT_SERVER, Client, ClientError
+from sparkgate.client import Client, ClientError
 from sparkgate.credentials import CredentialsError
 from sparkgate.sql.durations import COMPACT_HELP, parse_duration
 
@@ -56,11 +55,6 @@ def describe(me: dict[str, Any]) -> str:
 
 
 def login(
-    server: ServerOption = DEFAULT_SERVER,
-    user: Annotated[
-        str | None,
-        typer.Option("--user", help="Who to log in as (default: the global --user, or asked)."),
-    ] = None,
     name: NameOption = None,
     expires: ExpiresOption = None,
     password_stdin: Annotated[
@@ -72,8 +66,9 @@ def login(
 
     Example: sparkgate login --user alice --expires 30d
     """
+    server = connection.server
     expires_in = expires_seconds(expires)
-    user = user or login_options.user
+    user = connection.user  # --user, or SPARKGATE_USER
     if not user:
         if not stdin_is_tty():
             fail("which user? pass --user (or set SPARKGATE_USER).")
@@ -106,9 +101,10 @@ def login(
     )
 
 
-def logout(server: ServerOption = DEFAULT_SERVER) -> None:
+def logout() -> None:
     """Revoke the token `sparkgate login` stored for this server (if the server can be
     reached) and forget it."""
+    server = connection.server
     try:
         stored = credentials.load(server)
     except CredentialsError as exc:
@@ -141,9 +137,10 @@ def _revoke_quietly(server: str, stored: credentials.StoredCredentials) -> bool:
     return True
 
 
-def whoami(server: ServerOption = DEFAULT_SERVER, as_json: JsonOption = False) -> None:
+def whoami(as_json: JsonOption = False) -> None:
     """Who the server takes you for, and which credentials said so."""
-    with client(server) as sg:
+    server = connection.server
+    with client() as sg:
         me = sg.whoami()
         source = sg.auth_source
     if as_json:
@@ -161,7 +158,6 @@ def whoami(server: ServerOption = DEFAULT_SERVER, as_json: JsonOption = False) -
 
 @app.command("create")
 def create_token(
-    server: ServerOption = DEFAULT_SERVER,
     name: NameOption = None,
     expires: ExpiresOption = None,
     as_json: JsonOption = False,
@@ -171,11 +167,12 @@ def create_token(
 
     Example: sparkgate tokens create --name ci --expires 90d
     """
+    server = connection.server
     expires_in = expires_seconds(expires)
     sg = make_client(server)
     if sg.uses_personal_token:
         # A token cannot create tokens (a stolen one must not outlive its revocation).
-        user = login_options.user or sg.auth_user
+        user = connection.user or sg.auth_user
         sg.close()
         if not user:
             fail(
@@ -204,14 +201,13 @@ def create_token(
 
 @app.command("list")
 def list_tokens(
-    server: ServerOption = DEFAULT_SERVER,
     owner: Annotated[
         str | None, typer.Option("--owner", help="Another user's tokens (admins).")
     ] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Your tokens (never their secrets)."""
-    with client(server) as sg:
+    with client() as sg:
         tokens = sg.tokens(owner)["tokens"]
     if as_json:
         print_json(tokens)
@@ -234,9 +230,10 @@ def list_tokens(
 
 
 @app.command("revoke")
-def revoke_token(token_id: str, server: ServerOption = DEFAULT_SERVER) -> None:
+def revoke_token(token_id: str) -> None:
     """Revoke a token: it stops working at once."""
-    with client(server) as sg:
+    server = connection.server
+    with client() as sg:
         token = sg.revoke_token(token_id)
     console.print(
         f"token {token_id}: revoked at {token.get('revoked_at')}", highlight=False, soft_wrap=True

@@ -1,5 +1,5 @@
-"""What every CLI command shares: the server option, credentials, the client, and failing
-clearly."""
+"""What every CLI command shares: where to connect and as whom (``connection``, which
+``connection.py`` fills from the options), credentials, the client, and failing clearly."""
 
 from __future__ import annotations
 
@@ -21,38 +21,16 @@ from sparkgate.credentials import CredentialsError
 console = Console()
 err_console = Console(stderr=True)
 
-ServerOption = Annotated[
-    str,
-    typer.Option(
-        "--server",
-        envvar="SPARKGATE_SERVER",
-        help="The sparkgate server to talk to (several nodes: their URLs, comma-separated).",
-    ),
-]
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
-UserOption = Annotated[
-    str | None,
-    typer.Option(
-        "--user",
-        envvar="SPARKGATE_USER",
-        help="Log in as this user (password from SPARKGATE_PASSWORD, or asked for).",
-    ),
-]
-TokenOption = Annotated[
-    str | None,
-    typer.Option(
-        "--token", envvar="SPARKGATE_TOKEN", help="A personal access token (sgp_...) or a JWT."
-    ),
-]
-
-DEFAULT = DEFAULT_SERVER
 
 
 @dataclass
-class Login:
-    """The global ``--user``/``--token`` options, and whether they were typed (which beats
-    the environment and the stored token) or came from the environment."""
+class Connection:
+    """Where commands connect and with which credentials; ``*_typed``: typed on the command
+    line (which beats the environment and the stored token) rather than from the
+    environment."""
 
+    server: str = DEFAULT_SERVER
     user: str | None = None
     token: str | None = None
     user_typed: bool = False
@@ -60,16 +38,8 @@ class Login:
     password: str | None = None  # once asked for, not asked again in the same command
 
 
-login_options = Login()
-
-
-def set_login(user: str | None, token: str | None, *, user_typed: bool, token_typed: bool) -> None:
-    if user_typed and token_typed:
-        fail("pass --user or --token, not both.")
-    # Changed in place: commands imported ``login_options`` itself.
-    login_options.user, login_options.token = user, token
-    login_options.user_typed, login_options.token_typed = user_typed, token_typed
-    login_options.password = None
+# Changed in place, never replaced: commands imported it.
+connection = Connection()
 
 
 def fail(message: str, code: int = 1) -> NoReturn:
@@ -103,7 +73,7 @@ class ClientCredentials(TypedDict, total=False):
 def client_credentials(server: str) -> ClientCredentials:
     """The Client keyword arguments the global options call for; {} leaves the choice to the
     Client (SPARKGATE_TOKEN, SPARKGATE_USER + SPARKGATE_PASSWORD, then the stored token)."""
-    opts = login_options
+    opts = connection
     if opts.user_typed and opts.user:
         opts.password = opts.password or ask_password(opts.user)
         return {"user": opts.user, "password": opts.password}
@@ -128,8 +98,10 @@ def unauthenticated_hint(server: str) -> str:
     )
 
 
-def make_client(server: str) -> Client:
-    """A client with the command's credentials (see ``client_credentials``)."""
+def make_client(server: str | None = None) -> Client:
+    """A client for the command's server (or ``server``) with its credentials (see
+    ``client_credentials``)."""
+    server = server or connection.server
     try:
         return Client(server, **client_credentials(server))
     except CredentialsError as exc:
@@ -144,9 +116,10 @@ def describe_client_error(exc: ClientError, server: str) -> str:
 
 
 @contextmanager
-def client(server: str) -> Iterator[Client]:
-    """A client with the command's credentials whose errors end the command with one clear
-    line and a non-zero exit."""
+def client(server: str | None = None) -> Iterator[Client]:
+    """A client for the command's server (or ``server``) with its credentials, whose errors
+    end the command with one clear line and a non-zero exit."""
+    server = server or connection.server
     try:
         with make_client(server) as c:
             yield c

@@ -13,7 +13,7 @@ from rich.table import Table
 
 from sparkgate.cli.common import (
     JsonOption,
-    ServerOption,
+    connection,
     console,
     describe_client_error,
     err_console,
@@ -22,7 +22,7 @@ from sparkgate.cli.common import (
     print_json,
 )
 from sparkgate.cli.render import describe_error, table, versions_text
-from sparkgate.client import DEFAULT_SERVER, Client, ClientError
+from sparkgate.client import Client, ClientError
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 _ACTION_STYLES = {
@@ -59,7 +59,6 @@ def deploy(
     timeout: Annotated[
         float, typer.Option(help="Give up waiting for the deployment after this many seconds.")
     ] = 1800.0,
-    server: ServerOption = DEFAULT_SERVER,
     as_json: JsonOption = False,
 ) -> None:
     """Compare every manifest with the deployed job and act: start new jobs with clean state,
@@ -74,7 +73,7 @@ def deploy(
         fail(f"no manifests (*.yaml, *.yml) in {', '.join(map(str, paths))}")
     body_template = _file(template) if template is not None else None
     body_definitions = [_file(p) for p in definitions or []]
-    with make_client(server) as sg:
+    with make_client() as sg:
         try:
             deployment = sg.deploy(
                 manifests,
@@ -90,7 +89,7 @@ def deploy(
             elif not plan:
                 deployment = sg.wait_deployment(deployment["id"], timeout)
         except ClientError as exc:
-            _refused(exc, server)
+            _refused(exc)
     if as_json:
         print_json(deployment)
     elif plan:
@@ -161,7 +160,7 @@ def _follow(sg: Client, deployment: dict[str, Any], timeout: float) -> dict[str,
     return deployment
 
 
-def _refused(exc: ClientError, server: str) -> None:
+def _refused(exc: ClientError) -> None:
     error = exc.body.get("error", {}) if isinstance(exc.body, dict) else {}
     problems = error.get("errors")
     if exc.code == "MANIFESTS_INVALID" and isinstance(problems, list):
@@ -170,7 +169,7 @@ def _refused(exc: ClientError, server: str) -> None:
             field = f" [bold]{p['field']}[/]:" if p.get("field") else ""
             err_console.print(f"{where}:{field} {p['message']}", highlight=False, soft_wrap=True)
         fail(f"nothing was deployed: {len(problems)} problem(s) in the manifests")
-    fail(describe_client_error(exc, server))
+    fail(describe_client_error(exc, connection.server))
 
 
 def _file(path: Path) -> dict[str, str]:

@@ -6,9 +6,8 @@ from typing import Annotated
 
 import typer
 
-from sparkgate.cli.common import JsonOption, ServerOption, client, console, fail, print_json
+from sparkgate.cli.common import JsonOption, client, console, fail, print_json
 from sparkgate.cli.render import table
-from sparkgate.client import DEFAULT_SERVER
 from sparkgate.errors import SparkgateError
 
 app = typer.Typer(help="Engines (Spark drivers): list, stop.", no_args_is_help=True)
@@ -16,12 +15,11 @@ app = typer.Typer(help="Engines (Spark drivers): list, stop.", no_args_is_help=T
 
 @app.command("list")
 def list_engines(
-    server: ServerOption = DEFAULT_SERVER,
     all_: Annotated[bool, typer.Option("--all", help="Include ended engines.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """The engines: kind, state, the session a dedicated one serves, process, heartbeat."""
-    with client(server) as sg:
+    with client() as sg:
         engines = sg.engines(all=all_)["engines"]
     if as_json:
         print_json(engines)
@@ -44,9 +42,9 @@ def list_engines(
 
 
 @app.command("stop")
-def stop_engine(engine_id: int, server: ServerOption = DEFAULT_SERVER) -> None:
+def stop_engine(engine_id: int) -> None:
     """Stop an engine gracefully (its running statements finish; its sessions end)."""
-    with client(server) as sg:
+    with client() as sg:
         engine = sg.stop_engine(engine_id)
     console.print(f"engine {engine_id}: {engine['state']}")
 

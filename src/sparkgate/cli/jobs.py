@@ -10,7 +10,6 @@ from rich.table import Table
 
 from sparkgate.cli.common import (
     JsonOption,
-    ServerOption,
     client,
     console,
     err_console,
@@ -19,19 +18,17 @@ from sparkgate.cli.common import (
     show_page,
 )
 from sparkgate.cli.render import describe_error, short_error, table, versions_text
-from sparkgate.client import DEFAULT_SERVER
 
 app = typer.Typer(help="Deployed jobs: list, show, history, run.", no_args_is_help=True)
 
 
 @app.command("list")
 def list_jobs(
-    server: ServerOption = DEFAULT_SERVER,
     removed: Annotated[bool, typer.Option("--removed", help="Pruned jobs too.")] = False,
     as_json: JsonOption = False,
 ) -> None:
     """Jobs by name, with their version and state."""
-    with client(server) as sg:
+    with client() as sg:
         show_page(sg.jobs(removed=removed), "jobs", jobs_table, as_json)
 
 
@@ -51,9 +48,9 @@ def jobs_table(jobs: list[dict[str, Any]]) -> Table:
 
 
 @app.command("show")
-def show_job(name: str, server: ServerOption = DEFAULT_SERVER, as_json: JsonOption = False) -> None:
+def show_job(name: str, as_json: JsonOption = False) -> None:
     """One job: version, state, query id, its latest decisions and runs."""
-    with client(server) as sg:
+    with client() as sg:
         job = sg.job(name)
     if as_json:
         print_json(job)
@@ -79,11 +76,9 @@ def show_job(name: str, server: ServerOption = DEFAULT_SERVER, as_json: JsonOpti
 
 
 @app.command("history")
-def job_history(
-    name: str, server: ServerOption = DEFAULT_SERVER, as_json: JsonOption = False
-) -> None:
+def job_history(name: str, as_json: JsonOption = False) -> None:
     """Every version of a job, and every deploy decision about it."""
-    with client(server) as sg:
+    with client() as sg:
         history = sg.job_history(name)
     if as_json:
         print_json(history)
@@ -104,7 +99,6 @@ def job_history(
 @app.command("run")
 def run_job(
     name: str,
-    server: ServerOption = DEFAULT_SERVER,
     wait: Annotated[
         bool, typer.Option("--wait/--no-wait", help="Wait for the run to end, showing its state.")
     ] = True,
@@ -116,7 +110,7 @@ def run_job(
 
     Example: sparkgate jobs run daily_totals
     """
-    with client(server) as sg:
+    with client() as sg:
         run = sg.run_job(name)
         if wait:
             deadline = time.monotonic() + timeout

@@ -8,31 +8,18 @@ import typer
 
 from sparkgate.cli import auth, engines, jobs, queries, sessions, streams, users
 from sparkgate.cli.audit import audit
-from sparkgate.cli.common import TokenOption, UserOption, set_login
+from sparkgate.cli.connection import Sparkgate, before_command
 from sparkgate.cli.deploy import deploy
 from sparkgate.cli.server import server
 from sparkgate.cli.sql import sql
 
 app = typer.Typer(
+    cls=Sparkgate,  # the connection options, before the command and after it
     help="sparkgate: a SQL gateway and job supervisor for Apache Spark.",
     no_args_is_help=True,
     pretty_exceptions_enable=False,
 )
-
-
-@app.callback()
-def credentials_options(
-    ctx: typer.Context, user: UserOption = None, token: TokenOption = None
-) -> None:
-    # Typed options beat the environment and the token ``sparkgate login`` stored. By name:
-    # typer has its own copy of click, whose ParameterSource is not click's.
-    def typed(name: str) -> bool:
-        source = ctx.get_parameter_source(name)
-        return source is not None and source.name == "COMMANDLINE"
-
-    set_login(user, token, user_typed=typed("user"), token_typed=typed("token"))
-
-
+app.callback()(before_command)
 app.command()(server)
 app.command()(sql)
 app.command()(deploy)

@@ -8,7 +8,6 @@ import typer
 
 from sparkgate.cli.common import (
     JsonOption,
-    ServerOption,
     client,
     console,
     print_fields,
@@ -16,14 +15,12 @@ from sparkgate.cli.common import (
     show_page,
 )
 from sparkgate.cli.render import describe_error, output_text, queries_table
-from sparkgate.client import DEFAULT_SERVER
 
 app = typer.Typer(help="Queries: list, show, cancel.", no_args_is_help=True)
 
 
 @app.command("list")
 def list_queries(
-    server: ServerOption = DEFAULT_SERVER,
     session: Annotated[int | None, typer.Option(help="Only this session's queries.")] = None,
     state: Annotated[list[str] | None, typer.Option(help="Only queries in this state.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
@@ -33,17 +30,15 @@ def list_queries(
     as_json: JsonOption = False,
 ) -> None:
     """The newest queries first; older ones with ``--after`` and the cursor printed last."""
-    with client(server) as sg:
+    with client() as sg:
         page = sg.queries(session_id=session, state=state, limit=limit, after=after)
     show_page(page, "queries", queries_table, as_json)
 
 
 @app.command("show")
-def show_query(
-    query_id: int, server: ServerOption = DEFAULT_SERVER, as_json: JsonOption = False
-) -> None:
+def show_query(query_id: int, as_json: JsonOption = False) -> None:
     """One query: state, times, error or result shape."""
-    with client(server) as sg:
+    with client() as sg:
         query = sg.query(query_id)
     if as_json:
         print_json(query)
@@ -76,8 +71,8 @@ def show_query(
 
 
 @app.command("cancel")
-def cancel_query(query_id: int, server: ServerOption = DEFAULT_SERVER) -> None:
+def cancel_query(query_id: int) -> None:
     """Cancel a waiting or running query."""
-    with client(server) as sg:
+    with client() as sg:
         query = sg.cancel(query_id)
     console.print(f"query {query_id}: {query['state']}")

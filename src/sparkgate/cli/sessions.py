@@ -8,7 +8,6 @@ import typer
 
 from sparkgate.cli.common import (
     JsonOption,
-    ServerOption,
     client,
     console,
     print_fields,
@@ -16,14 +15,12 @@ from sparkgate.cli.common import (
     show_page,
 )
 from sparkgate.cli.render import describe_error, sessions_table
-from sparkgate.client import DEFAULT_SERVER
 
 app = typer.Typer(help="Sessions: list, show, kill.", no_args_is_help=True)
 
 
 @app.command("list")
 def list_sessions(
-    server: ServerOption = DEFAULT_SERVER,
     state: Annotated[list[str] | None, typer.Option(help="Only sessions in this state.")] = None,
     limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
     after: Annotated[
@@ -32,17 +29,15 @@ def list_sessions(
     as_json: JsonOption = False,
 ) -> None:
     """Sessions, oldest first; newer ones with ``--after`` and the cursor printed last."""
-    with client(server) as sg:
+    with client() as sg:
         page = sg.sessions(state=state, limit=limit, after=after)
     show_page(page, "sessions", sessions_table, as_json)
 
 
 @app.command("show")
-def show_session(
-    session_id: int, server: ServerOption = DEFAULT_SERVER, as_json: JsonOption = False
-) -> None:
+def show_session(session_id: int, as_json: JsonOption = False) -> None:
     """One session."""
-    with client(server) as sg:
+    with client() as sg:
         session = sg.session(session_id)
     if as_json:
         print_json(session)
@@ -67,8 +62,8 @@ def show_session(
 
 
 @app.command("kill")
-def kill_session(session_id: int, server: ServerOption = DEFAULT_SERVER) -> None:
+def kill_session(session_id: int) -> None:
     """End a session; its running query is cancelled."""
-    with client(server) as sg:
+    with client() as sg:
         session = sg.kill_session(session_id)
     console.print(f"session {session_id}: {session['state']}")

@@ -8,7 +8,6 @@ import typer
 
 from sparkgate.cli.common import (
     JsonOption,
-    ServerOption,
     client,
     console,
     err_console,
@@ -16,12 +15,11 @@ from sparkgate.cli.common import (
     print_json,
 )
 from sparkgate.cli.render import describe_error, result_table
-from sparkgate.client import DEFAULT_SERVER, FINAL_STATES
+from sparkgate.client import FINAL_STATES
 
 
 def sql(
     query: Annotated[str, typer.Argument(help="The SQL to run.")],
-    server: ServerOption = DEFAULT_SERVER,
     session: Annotated[
         int | None, typer.Option("--session", help="Run in this session (else as a batch).")
     ] = None,
@@ -39,7 +37,7 @@ def sql(
 
     Example: sparkgate sql "SELECT id, id % 3 AS r FROM range(10)"
     """
-    with client(server) as sg:
+    with client() as sg:
         # Held up to a second: a short query answers, first page and all, in this one request.
         submitted = sg.submit(query, session_id=session, isolation=isolation, wait=1, limit=limit)
         query_id = submitted["id"]

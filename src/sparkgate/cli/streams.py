@@ -13,7 +13,6 @@ from rich.table import Table
 
 from sparkgate.cli.common import (
     JsonOption,
-    ServerOption,
     client,
     console,
     err_console,
@@ -22,7 +21,7 @@ from sparkgate.cli.common import (
     show_page,
 )
 from sparkgate.cli.render import cell, describe_error, short_error, table
-from sparkgate.client import DEFAULT_SERVER, Client
+from sparkgate.client import Client
 
 app = typer.Typer(
     help="Stream jobs: list, show, create, stop, start, delete.", no_args_is_help=True
@@ -36,12 +35,11 @@ TimeoutOption = Annotated[float, typer.Option(help="Give up waiting after this m
 
 @app.command("list")
 def list_streams(
-    server: ServerOption = DEFAULT_SERVER,
     state: Annotated[list[str] | None, typer.Option(help="Only jobs in this state.")] = None,
     as_json: JsonOption = False,
 ) -> None:
     """Stream jobs by name, with their queries' states."""
-    with client(server) as sg:
+    with client() as sg:
         show_page(sg.streams(state=state), "streams", streams_table, as_json)
 
 
@@ -62,11 +60,9 @@ def streams_table(jobs: list[dict[str, Any]]) -> Table:
 
 
 @app.command("show")
-def show_stream(
-    name: str, server: ServerOption = DEFAULT_SERVER, as_json: JsonOption = False
-) -> None:
+def show_stream(name: str, as_json: JsonOption = False) -> None:
     """One stream job: state, restarts, next restart, last error, and its queries' progress."""
-    with client(server) as sg:
+    with client() as sg:
         job = sg.stream(name)
     if as_json:
         print_json(job)
@@ -99,7 +95,6 @@ def _query_row(query: dict[str, Any]) -> tuple[str, ...]:
 def create_stream(
     name: str,
     script: Annotated[str, typer.Argument(help="A file with the job's SQL, or - for stdin.")],
-    server: ServerOption = DEFAULT_SERVER,
     conf: Annotated[
         list[str] | None, typer.Option(help="Spark conf of the job's session, KEY=VALUE.")
     ] = None,
@@ -119,7 +114,7 @@ def create_stream(
         if not sep:
             fail(f"--conf {entry}: expected KEY=VALUE")
         settings[key.strip()] = value.strip()
-    with client(server) as sg:
+    with client() as sg:
         job = sg.create_stream(name, sql, conf=settings, checkpoint_root=checkpoint_root)
     if as_json:
         print_json(job)
@@ -130,24 +125,22 @@ def create_stream(
 @app.command("stop")
 def stop_stream(
     name: str,
-    server: ServerOption = DEFAULT_SERVER,
     wait: WaitOption = True,
     timeout: TimeoutOption = 300,
 ) -> None:
     """Stop a job at a micro-batch boundary (its checkpoints stay consistent)."""
-    _change(server, name, Client.stop_stream, {"stopped", "failed"} if wait else None, timeout)
+    _change(name, Client.stop_stream, {"stopped", "failed"} if wait else None, timeout)
 
 
 @app.command("start")
 def start_stream(
     name: str,
-    server: ServerOption = DEFAULT_SERVER,
     wait: WaitOption = False,
     timeout: TimeoutOption = 300,
 ) -> None:
     """Start a stopped or failed job again; its queries resume from their checkpoints."""
     until = {"running", "failed", "stopped"} if wait else None
-    job = _change(server, name, Client.start_stream, until, timeout)
+    job = _change(name, Client.start_stream, until, timeout)
     if job["state"] == "failed":
         fail(describe_error(job["last_error"]))
 
@@ -155,7 +148,6 @@ def start_stream(
 @app.command("delete")
 def delete_stream(
     name: str,
-    server: ServerOption = DEFAULT_SERVER,
     stop: Annotated[bool, typer.Option("--stop", help="Stop it first if it runs.")] = False,
     keep_checkpoints: Annotated[
         bool, typer.Option("--keep-checkpoints", help="Keep its checkpoint directories.")
@@ -163,7 +155,7 @@ def delete_stream(
     timeout: TimeoutOption = 300,
 ) -> None:
     """Delete a stopped or failed job (with --stop, stop it first)."""
-    with client(server) as sg:
+    with client() as sg:
         if stop and sg.stream(name)["state"] not in ("stopped", "failed"):
             sg.stop_stream(name)
             _wait(sg, name, {"stopped", "failed"}, timeout)
@@ -172,7 +164,6 @@ def delete_stream(
 
 
 def _change(
-    server: str,
     name: str,
     change: Callable[[Client, str], dict[str, Any]],
     until: set[str] | None,
@@ -180,7 +171,7 @@ def _change(
 ) -> dict[str, Any]:
     """Ask for a change of the job, wait (if ``until``) for one of those states, say where
     it got."""
-    with client(server) as sg:
+    with client() as sg:
         job = change(sg, name)
         if until:
             job = _wait(sg, name, until, timeout)

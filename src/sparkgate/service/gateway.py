@@ -25,7 +25,7 @@ from sparkgate.auth.principal import share_key as owner_share_key
 from sparkgate.auth.users import Users
 from sparkgate.errors import MissingRight, QueryFinished, QueryNotFound, SessionNotFound
 from sparkgate.launcher.placement import Placement, needs_own_engine
-from sparkgate.service.visibility import list_owner, sees_session
+from sparkgate.service.visibility import scope, sees_session
 from sparkgate.settings import Settings
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
@@ -86,13 +86,15 @@ class Gateway:
         ended_since: float | None = None,
         window: Window = Window(),
     ) -> Page[SessionRecord]:
-        """The user's sessions (admins: ``owner``'s, or everyone's), oldest first;
+        """The sessions the user may see (admins: ``owner``'s, or everyone's), oldest first;
         ``ended_since``: only active ones and those ended since then."""
+        visible = scope(user, owner)
         return self.store.sessions.list_page(
             states=states,
             kinds=kinds,
             ended_since=ended_since,
-            owner=list_owner(user, owner),
+            owner=visible.owner,
+            creator=visible.creator,
             **window.kwargs(),
         )
 

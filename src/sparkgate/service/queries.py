@@ -20,7 +20,7 @@ from sparkgate import results
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import ResultGone, ResultNotReady
 from sparkgate.service.gateway import Gateway
-from sparkgate.service.visibility import list_owner
+from sparkgate.service.visibility import scope
 from sparkgate.service.watcher import StatementWatcher
 from sparkgate.settings import Settings
 from sparkgate.states import TERMINAL_STATEMENT_STATES, StatementState
@@ -73,11 +73,13 @@ class Queries:
         states: Iterable[StatementState] | None = None,
         window: Window = Window(),
     ) -> Page[StatementRecord]:
-        """The user's queries (admins: ``owner``'s, or everyone's), newest first."""
+        """The queries the user may see (admins: ``owner``'s, or everyone's), newest first."""
+        visible = scope(user, owner)
         return self.store.statements.list_page(
             session_id=session_id,
             states=states,
-            owner=list_owner(user, owner),
+            owner=visible.owner,
+            creator=visible.creator,
             newest_first=True,
             **window.kwargs(),
         )

@@ -1,19 +1,29 @@
 """Who may see what: the one rule every door's reads, lists and changes go through.
 
-A user sees what they own; an impersonator also sees what it created for the user it acted
-for (``created_by``); admins see everything. Whatever a user may not see is reported exactly as
-an id that does not exist, so ids of other users' objects tell nothing.
+A user sees what they own; an impersonator also sees what it created for another user
+(``created_by``), by id and in lists, for as long as it is an impersonator; admins see
+everything. Whatever a user may not see is reported exactly as an id that does not exist, so ids
+of other users' objects tell nothing.
 """
 
 from __future__ import annotations
 
 from sparkgate.auth.principal import Principal
-from sparkgate.store.records import SessionRecord
+from sparkgate.store.records import Scope, SessionRecord
+
+
+def scope(user: Principal, requested: str | None = None) -> Scope:
+    """What ``user`` may see: everyone's (admins; or ``?owner=``'s), else their own and, for
+    an impersonator, what it made for others. Only impersonators get the second part: it is
+    the one a list cannot read through the owner index."""
+    if user.admin:
+        return Scope(owner=requested)
+    return Scope(owner=user.name, creator=user.name if user.impersonator else None)
 
 
 def sees(user: Principal, owner: str | None, *, created_by: object = None) -> bool:
     """Whether ``user`` may see an object owned by ``owner`` (made by ``created_by``)."""
-    return user.owns(owner) or (created_by is not None and created_by == user.name)
+    return scope(user).admits(owner, created_by)
 
 
 def sees_session(user: Principal, session: SessionRecord) -> bool:
@@ -21,8 +31,6 @@ def sees_session(user: Principal, session: SessionRecord) -> bool:
 
 
 def list_owner(user: Principal, requested: str | None = None) -> str | None:
-    """The owner a list is limited to: one's own, or for admins ``?owner=`` (or everyone's).
-
-    Lists show what a user owns: sessions an impersonator made for others are opened by id
-    (``sees_session``), not listed among its own."""
-    return user.owner_filter(requested)
+    """The owner a list of things no one makes for another (tokens, stream jobs,
+    deployments) is limited to: one's own, or for admins ``?owner=`` (or everyone's)."""
+    return scope(user, requested).owner

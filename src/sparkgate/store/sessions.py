@@ -16,6 +16,22 @@ from sparkgate.store.records import Page, SessionRecord, StatementRecord
 from sparkgate.store.schema import sessions, statements
 
 
+def in_scope(owner: str | None, creator: str | None) -> list[sa.ColumnElement[bool]]:
+    """The WHERE clause of ``Scope(owner, creator)`` over sessions (``Scope.admits`` in SQL).
+
+    Owned rows are found through the owner index. What a creator made for others is found by
+    reading ``attributes.created_by`` (``->>`` on PostgreSQL, ``json_extract`` on SQLite),
+    which no index serves: only impersonators' lists ask for it."""
+    if owner is None and creator is None:
+        return []
+    terms: list[sa.ColumnElement[bool]] = []
+    if owner is not None:
+        terms.append(sessions.c.owner == owner)
+    if creator is not None:
+        terms.append(sessions.c.attributes["created_by"].as_string() == creator)
+    return [sa.or_(*terms)]
+
+
 class Sessions:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -81,19 +97,19 @@ class Sessions:
         engine_id: int | None = None,
         ended_since: float | None = None,
         owner: str | None = None,
+        creator: str | None = None,
         offset: int = 0,
         limit: int = 100,
         after: int | None = None,
         count: bool = True,
     ) -> Page[SessionRecord]:
-        """Sessions by id; ``ended_since``: only active ones and those ended since then.
+        """Sessions by id; ``ended_since``: only active ones and those ended since then;
+        ``owner``/``creator``: only those a ``Scope`` with them admits.
 
         ``after``: keyset paging, the sessions after that id (the page's ``next_after`` is the
         one to pass for the following page). ``count=False`` leaves ``total`` None.
         """
-        where: list[sa.ColumnElement[bool]] = []
-        if owner is not None:
-            where.append(sessions.c.owner == owner)
+        where = in_scope(owner, creator)
         if states is not None:
             where.append(sessions.c.state.in_([s.value for s in states]))
         if kinds is not None:

@@ -21,6 +21,7 @@ from sparkgate.store.hints import engine_channel
 from sparkgate.store.pages import read_page
 from sparkgate.store.records import Page, SessionRecord, StatementRecord
 from sparkgate.store.schema import sessions, statements
+from sparkgate.store.sessions import in_scope
 
 # A statement is its session's owner's: lists and long polls read the two together.
 _WITH_SESSION = statements.join(sessions, statements.c.session_id == sessions.c.id)
@@ -167,6 +168,7 @@ class Statements:
         session_id: int | None = None,
         states: Iterable[StatementState] | None = None,
         owner: str | None = None,
+        creator: str | None = None,
         offset: int = 0,
         limit: int = 100,
         newest_first: bool = False,
@@ -180,12 +182,12 @@ class Statements:
         whatever the list's length, where ``offset`` reads every row it skips. ``count=False``
         leaves ``total`` None, sparing a count of every matching row.
         """
-        where: list[sa.ColumnElement[bool]] = []
-        if owner is not None:
-            # A statement is its session's owner's. The planner picks the order of the join:
-            # the owner's sessions first (ix_sessions_owner_id) when they are few, else the
-            # statements in id order, each with its session.
-            where.append(sessions.c.owner == owner)
+        # A statement is its session's: seen as the session is (``owner``/``creator``, see
+        # ``in_scope``). The planner picks the order of the join: the owner's sessions first
+        # (ix_sessions_owner_id) when they are few, else the statements in id order, each with
+        # its session.
+        scoped = in_scope(owner, creator)
+        where = list(scoped)
         if session_id is not None:
             where.append(statements.c.session_id == session_id)
         if states is not None:
@@ -195,7 +197,7 @@ class Statements:
         if after is not None:
             past = statements.c.id < after if newest_first else statements.c.id > after
             query = query.where(past)
-        counted = _WITH_SESSION if owner is not None else statements
+        counted = _WITH_SESSION if scoped else statements
         return read_page(
             self._db,
             query.order_by(order),
