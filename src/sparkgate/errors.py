@@ -347,12 +347,14 @@ class MissingRight(Forbidden):
 class DeniedSetting(Forbidden):
     code = "SETTING_DENIED"
 
-    def __init__(self, key: str, pattern: str) -> None:
+    def __init__(self, key: str, pattern: str, where: str | None = None) -> None:
+        place = f" ({where})" if where else ""
         super().__init__(
-            f"The Spark setting '{key}' may not be set by users (denied by '{pattern}' in the "
-            "access rules); the server's value applies.",
+            f"The Spark setting '{key}'{place} may not be set by users (denied by '{pattern}' "
+            "in the access rules); the server's value applies.",
             key=key,
             pattern=pattern,
+            **({"where": where} if where else {}),
         )
 
 

@@ -123,6 +123,11 @@ class Gateway:
                 attributes = {**(attributes or {}), "created_by": acting.name}
             if first_statement is not None:
                 self.users.require_statement(user, *first_statement)
+                if first_statement[0] is StatementKind.FILE:
+                    # Only the engine reads a batch file: it checks the file's SETs against
+                    # the settings denied now (engine.batch_files.check_settings).
+                    denied = self.users.denied_settings(user)
+                    attributes = {**(attributes or {}), "conf_deny": denied}
             elif not user.rights & {SQL, CODE}:
                 error = MissingRight(user.name, SQL, "start a session")
                 self.users.denied(user, "session.create", error)
@@ -168,6 +173,23 @@ class Gateway:
                     self.audit_submit(user, statement, conn)
         placed = self.place(session, fresh=True)
         return placed or self.store.sessions.get(session.id), statement
+
+    def check_settings(
+        self,
+        user: Principal,
+        *,
+        conf: dict[str, str] | None = None,
+        sql: Iterable[str] = (),
+        target: str | None = None,
+        where: str | None = None,
+    ) -> None:
+        """Refuse (audited) denied Spark settings among ``conf``'s keys and in a ``SET`` of
+        ``sql``, all at once: for a door that applies settings as several statements
+        (HiveServer2's OpenSession configuration and confOverlay), so that a denied one is
+        refused before any of them runs."""
+        self.users.check_conf(user, conf or {}, target=target, where=where)
+        for text in sql:
+            self.users.check_sql_settings(user, text, target=target, where=where)
 
     def audit_submit(self, user: Principal, statement: StatementRecord, conn: Any) -> None:
         self.users.audit(
