@@ -31,7 +31,7 @@ from sparkgate.states import SessionKind, SessionState, StatementKind, Statement
 from sparkgate.store import Store
 from sparkgate.store.records import StatementRecord
 from sparkgate.store.tokens import TokenNotFound
-from tests.conftest import force_state, make_service, run_async, succeeded, write_result
+from tests.conftest import NOW, force_state, make_service, run_async, succeeded, write_result
 
 ALL = frozenset({"sql", "code", "streams", "jobs"})
 ALICE = Principal("alice", rights=ALL)
@@ -206,6 +206,24 @@ def test_a_batch_file_carries_the_settings_its_owner_may_not_set(service: Servic
     assert "spark.master" in mine.attributes["conf_deny"]
     admins, _ = service.gateway.create_session(SessionKind.BATCH, user=ADMIN, first_statement=file)
     assert admins.attributes["conf_deny"] == []
+
+
+def test_a_session_placed_while_engines_back_off_errors_with_the_reason(
+    service: Service, store: Store
+) -> None:
+    from sparkgate.states import EngineKind, EngineState
+
+    failed = store.engines.add(EngineKind.DEDICATED, now=NOW - 5)
+    error = {"code": "NO_EXECUTORS", "message": "no executor"}
+    store.transitions.engine(failed.id, EngineState.FAILED, now=NOW - 5, error=error)
+    statement = service.gateway.submit("SELECT 1", user=ALICE, isolation="engine")
+    session = store.sessions.get(statement.session_id)
+    assert session.state is SessionState.ERROR and session.error is not None
+    assert session.error["code"] == "ENGINE_BACKOFF"
+    assert session.error["next_attempt_at"] == NOW + 5
+    assert "the next may start at" in session.error["message"]
+    assert store.statements.get(statement.id).state is StatementState.FAILED
+    assert len(store.engines.list_all()) == 1  # nothing launched
 
 
 def test_only_impersonators_act_for_others(authed: Service, store: Store) -> None:

@@ -23,7 +23,13 @@ from sparkgate.auth.access import CODE, SQL
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.principal import share_key as owner_share_key
 from sparkgate.auth.users import Users
-from sparkgate.errors import MissingRight, QueryFinished, QueryNotFound, SessionNotFound
+from sparkgate.errors import (
+    EngineBackoff,
+    MissingRight,
+    QueryFinished,
+    QueryNotFound,
+    SessionNotFound,
+)
 from sparkgate.launcher.placement import Placement, needs_own_engine
 from sparkgate.service.visibility import list_owner, sees_session
 from sparkgate.settings import Settings
@@ -206,26 +212,31 @@ class Gateway:
         The session as placed, or None (placed by someone else, ended, or failed)."""
         try:
             return self.placement.place(session, fresh=fresh)
+        except EngineBackoff as exc:
+            # Engines of its placement keep failing NO_EXECUTORS: the session says so, and
+            # when the next may start, rather than waiting on a launch that would fail again.
+            log.warning("session %s not placed: %s", session.id, exc)
+            error = exc.to_dict()
         except Exception as exc:
             log.exception("placing session %s failed", session.id)
             error = {
                 "code": "ENGINE_LAUNCH_FAILED",
                 "message": f"No engine could be started for session {session.id}: {exc}",
             }
-            now = self.clock()
-            with self.store.db.begin() as conn:
-                self.store.transitions.session(
-                    session.id, SessionState.ERROR, now=now, error=error, conn=conn
-                )
-                self.store.transitions.statements_of_session(
-                    session.id,
-                    StatementState.FAILED,
-                    now=now,
-                    expected=[StatementState.WAITING],
-                    error=error,
-                    conn=conn,
-                )
-            return None
+        now = self.clock()
+        with self.store.db.begin() as conn:
+            self.store.transitions.session(
+                session.id, SessionState.ERROR, now=now, error=error, conn=conn
+            )
+            self.store.transitions.statements_of_session(
+                session.id,
+                StatementState.FAILED,
+                now=now,
+                expected=[StatementState.WAITING],
+                error=error,
+                conn=conn,
+            )
+        return None
 
     def kill_session(self, session_id: int, *, user: Principal | None = None) -> SessionRecord:
         """End a session: ``killed``; waiting statements cancelled, a running one cancelling.
