@@ -158,3 +158,20 @@ def test_placement_backs_off_after_no_executors_and_resets_on_a_start(
     place.keep_warm()
     store.transitions.engine(launcher.launched[-1].id, EngineState.RUNNING, now=clock[0])
     assert place.backoff(EngineKind.DEDICATED, None) is None
+
+
+def test_the_shared_engine_is_kept_only_outside_its_backoff(store: Store) -> None:
+    clock = [NOW]
+    launcher = NoProcesses()
+    settings = Settings(shared_engine=True, engine_backoff_min=10)
+    place = Placement(settings, store, launcher, "node-a", clock=lambda: clock[0])
+    place.keep_shared()
+    place.keep_shared()  # one is starting: nothing more
+    assert [e.kind for e in launcher.launched] == [EngineKind.SHARED]
+    _fail_no_executors(store, launcher.launched[0].id, NOW)
+    clock[0] = NOW + 9.5
+    place.keep_shared()
+    assert len(launcher.launched) == 1
+    clock[0] = NOW + 10
+    place.keep_shared()
+    assert len(launcher.launched) == 2

@@ -169,8 +169,11 @@ class Placement:
         """Keep one shared engine running for interactive sessions, if the settings ask."""
         if not self.settings.shared_engine:
             return
+        room = self.settings.shared_engine_max_sessions
+        if self.store.engines.shared_with_room(room, EngineKind.SHARED, None) is not None:
+            return  # the usual tick: one read
         if self.backoff(EngineKind.SHARED, None) is not None:
-            return  # (a running shared engine, newer than any failure, means no backoff)
+            return
         engine, new = self.store.engines.shared_or_add(
             self.settings.shared_engine_max_sessions,
             EngineKind.SHARED,
