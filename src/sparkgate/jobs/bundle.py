@@ -59,11 +59,6 @@ class DeclaredJob:
             return batch_steps(self.manifest, self.definitions, metadata)
         return streaming_steps(self.manifest, self.definitions, metadata, checkpoint)
 
-    def sql_steps(self) -> list[JobStep]:
-        """The SQL steps, with placeholder metadata: what checks read before a deploy."""
-        placeholder = Metadata(self.name, self.manifest.description, "0" * 32, 1, 0.0)
-        return [s for s in self.steps(placeholder) if s.kind is StatementKind.SQL]
-
 
 @dataclass
 class Bundle:
@@ -112,7 +107,8 @@ def _check_stream_script(
     one: LoadedManifest, job: DeclaredJob, retry: RetryPolicy
 ) -> list[ManifestError]:
     """The stream job's SQL, checked as a stream job's script is (sinks, options, names)."""
-    sql_steps = job.sql_steps()
+    placeholder = Metadata(job.name, job.manifest.description, "0" * 32, 1, 0.0)
+    sql_steps = [s for s in job.steps(placeholder) if s.kind is StatementKind.SQL]
     script = ";\n".join(s.code for s in sql_steps)
     inference = job.manifest.properties.get("spark.sql.streaming.schemaInference", "false")
     try:
