@@ -15,6 +15,7 @@ from sparkgate.errors import (
     DeploymentNotFound,
     Forbidden,
     JobRunNotFound,
+    ManifestsInvalid,
     MissingRight,
     QueryFinished,
     QueryNotFound,
@@ -28,7 +29,13 @@ from sparkgate.errors import (
 )
 from sparkgate.service import Service
 from sparkgate.settings import Settings
-from sparkgate.states import SessionKind, SessionState, StatementState, StreamQueryState
+from sparkgate.states import (
+    SessionKind,
+    SessionState,
+    StatementKind,
+    StatementState,
+    StreamQueryState,
+)
 from sparkgate.store import Store
 from sparkgate.store.records import StatementRecord
 from sparkgate.store.tokens import TokenNotFound
@@ -192,6 +199,53 @@ def test_a_session_needs_sql_or_code_and_no_denied_setting(service: Service, sto
         service.gateway.submit("SET spark.master=local[8]", user=ALICE)
     assert store.sessions.list_page().items == []  # nothing was recorded
     assert [e.outcome for e in store.audit.list_page().items] == ["denied"] * 3
+
+
+def test_settings_applied_in_steps_are_all_checked_before_any_runs(
+    service: Service, store: Store
+) -> None:
+    session, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    overlay = ["SET spark.sql.shuffle.partitions=3", "SET spark.master=local[8]"]
+    with pytest.raises(DeniedSetting) as refused:
+        service.gateway.check_settings(
+            ALICE, sql=overlay, target=f"session:{session.id}", where="confOverlay"
+        )
+    assert refused.value.params == {
+        "key": "spark.master",
+        "pattern": "spark.master",
+        "where": "confOverlay",
+    }
+    assert "'spark.master' (confOverlay)" in refused.value.message
+    assert audited(store, "set spark.master") == [("alice", "denied")]
+    with pytest.raises(DeniedSetting):  # a denied key hidden in a value is found too
+        service.gateway.check_settings(ALICE, sql=["SET a=1; SET spark.jars=x.jar"])
+    service.gateway.check_settings(ADMIN, conf={"spark.master": "x"}, sql=overlay)
+
+
+def test_a_batch_file_carries_the_settings_its_owner_may_not_set(service: Service) -> None:
+    file = (StatementKind.FILE, "/jobs/etl.sql")
+    mine, _ = service.gateway.create_session(SessionKind.BATCH, user=ALICE, first_statement=file)
+    assert "spark.master" in mine.attributes["conf_deny"]
+    admins, _ = service.gateway.create_session(SessionKind.BATCH, user=ADMIN, first_statement=file)
+    assert admins.attributes["conf_deny"] == []
+
+
+def test_a_session_placed_while_engines_back_off_errors_with_the_reason(
+    service: Service, store: Store
+) -> None:
+    from sparkgate.states import EngineKind, EngineState
+
+    failed = store.engines.add(EngineKind.DEDICATED, now=NOW - 5)
+    error = {"code": "NO_EXECUTORS", "message": "no executor"}
+    store.transitions.engine(failed.id, EngineState.FAILED, now=NOW - 5, error=error)
+    statement = service.gateway.submit("SELECT 1", user=ALICE, isolation="engine")
+    session = store.sessions.get(statement.session_id)
+    assert session.state is SessionState.ERROR and session.error is not None
+    assert session.error["code"] == "ENGINE_BACKOFF"
+    assert session.error["next_attempt_at"] == NOW + 5
+    assert "the next may start at" in session.error["message"]
+    assert store.statements.get(statement.id).state is StatementState.FAILED
+    assert len(store.engines.list_all()) == 1  # nothing launched
 
 
 def test_only_impersonators_act_for_others(authed: Service, store: Store) -> None:
@@ -369,6 +423,27 @@ def test_deployments_are_their_deployers(service: Service, tmp_path: Path) -> No
     assert [d.deployment.id for d in service.jobs.deployments(user=ALICE).items] == [deployment_id]
     with pytest.raises(JobRunNotFound):
         service.jobs.job_run("daily", 424242, user=ALICE)
+
+
+def test_a_manifest_cannot_set_a_denied_setting_and_nothing_is_deployed(
+    service: Service, store: Store
+) -> None:
+    from sparkgate.jobs.files import SourceFile
+
+    head = "name: a\nmode: batch\nsql: SELECT 1\ntarget-table: ta\n"
+    with pytest.raises(DeniedSetting) as refused:
+        properties = SourceFile("a.yaml", head + "properties: {spark.jars: x.jar}\n")
+        service.jobs.deploy([properties], None, [], user=ALICE)
+    assert refused.value.params["where"] == "properties of job a (a.yaml)"
+    # SQL steps cannot SET anything: sources and definitions are definitions.
+    in_sources = SourceFile("a.yaml", head + "sources: ['SET spark.master=local[8]']\n")
+    with pytest.raises(ManifestsInvalid, match=r"a\.yaml:\d+: sources\.0: not a definition"):
+        service.jobs.deploy([in_sources], None, [], user=ALICE)
+    in_definitions = SourceFile("shared.sql", "SET spark.master=local[8]")
+    with pytest.raises(ManifestsInvalid, match=r"shared\.sql"):
+        service.jobs.deploy([SourceFile("a.yaml", head)], None, [in_definitions], user=ALICE)
+    assert store.deployments.list_page(owner=None).items == []
+    assert audited(store, "set spark.jars") == [("alice", "denied")]
 
 
 def test_every_refusal_has_a_stable_code() -> None:

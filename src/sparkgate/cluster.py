@@ -144,10 +144,16 @@ def _wait(check: Any, timeout: float, what: str, pid: int, log: Path) -> None:
 
 
 def start(
-    directory: Path, *, cores: int | None = None, memory: str = "4g", timeout: float = 120
+    directory: Path,
+    *,
+    cores: int | None = None,
+    memory: str = "4g",
+    timeout: float = 120,
+    worker: bool = True,
 ) -> ClusterInfo:
     """Start a master and a worker (or return the running ones); waits until the worker is
-    ALIVE at the master."""
+    ALIVE at the master. ``worker=False``: the master alone (a cluster with no cores, where
+    engines fail NO_EXECUTORS)."""
     directory = directory.resolve()
     directory.mkdir(parents=True, exist_ok=True)
     running = status(directory)
@@ -185,7 +191,8 @@ def start(
         master_pid,
         directory / "master.log",
     )
-    start_worker(directory, cores=cores, memory=memory, timeout=timeout)
+    if worker:
+        start_worker(directory, cores=cores, memory=memory, timeout=timeout)
     info = status(directory)
     assert info is not None
     return info

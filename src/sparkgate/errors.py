@@ -4,6 +4,7 @@ was tried, what the state is, and what to do. Only the API layer maps them to HT
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 
@@ -52,6 +53,23 @@ class EngineNotFound(NotFound):
 
     def __init__(self, engine_id: int) -> None:
         super().__init__(f"Engine {engine_id} does not exist.", engine_id=engine_id)
+
+
+class EngineBackoff(SparkgateError):
+    """Engines of this placement failed NO_EXECUTORS in a row: the next waits (engine.backoff)."""
+
+    code = "ENGINE_BACKOFF"
+
+    def __init__(self, placement: str, attempt: int, next_at: float, now: float) -> None:
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(next_at))
+        super().__init__(
+            f"No engine is started for {placement} now: the cluster gave the last {attempt} "
+            f"engine(s) no executor in time (NO_EXECUTORS); the next may start at {when} (in "
+            f"{max(0.0, next_at - now):.0f}s). Free cores on the cluster, or try again then.",
+            placement=placement,
+            attempt=attempt,
+            next_attempt_at=next_at,
+        )
 
 
 class Conflict(SparkgateError):
@@ -373,12 +391,14 @@ class MissingRight(Forbidden):
 class DeniedSetting(Forbidden):
     code = "SETTING_DENIED"
 
-    def __init__(self, key: str, pattern: str) -> None:
+    def __init__(self, key: str, pattern: str, where: str | None = None) -> None:
+        place = f" ({where})" if where else ""
         super().__init__(
-            f"The Spark setting '{key}' may not be set by users (denied by '{pattern}' in the "
-            "access rules); the server's value applies.",
+            f"The Spark setting '{key}'{place} may not be set by users (denied by '{pattern}' "
+            "in the access rules); the server's value applies.",
             key=key,
             pattern=pattern,
+            **({"where": where} if where else {}),
         )
 
 

@@ -108,6 +108,10 @@ class Settings(BaseSettings):
     # How long an engine on a cluster waits for its first executor before it fails with
     # NO_EXECUTORS (less than engine_start_timeout, so the reason given is that one).
     engine_executor_timeout: float = 120.0
+    # After engines of one placement (kind and share key) fail NO_EXECUTORS in a row, the next
+    # waits this long after the last failure, doubling with each, up to the max.
+    engine_backoff_min: float = Field(default=10.0, ge=0)
+    engine_backoff_max: float = Field(default=600.0, ge=0)
     # Engines and long polls act on wake-up hints from the store's writers (store/hints.py);
     # this is how often they look anyway, should a hint be lost. False: no hints at all (only
     # for testing that the safety poll alone is enough).

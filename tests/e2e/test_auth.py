@@ -473,6 +473,94 @@ def test_denied_spark_settings_are_refused_in_conf_and_in_set(env: Env) -> None:
         )
 
 
+def test_denied_settings_in_manifests_and_stream_job_scripts_are_refused(env: Env) -> None:
+    manifest = "name: denied_job\nmode: batch\ntarget-table: auth_e2e.denied\nsql: SELECT 1\n"
+    with env.client("alice") as alice:
+        deployments = alice.get("/v1/deployments").json()["total"]
+        jobs = alice.get("/v1/jobs").json()
+
+        def deploy(text: str) -> httpx.Response:
+            body = {"manifests": [{"path": "denied.yaml", "content": text}]}
+            return alice.post("/v1/deployments", json=body)
+
+        properties = deploy(manifest + "properties: {spark.driver.extraJavaOptions: -X}\n")
+        assert properties.status_code == 403, properties.text
+        error = properties.json()["error"]
+        assert error["code"] == "SETTING_DENIED"
+        assert error["key"] == "spark.driver.extraJavaOptions"
+        assert error["where"] == "properties of job denied_job (denied.yaml)"
+        # A job's SQL cannot SET at all: sources are definitions (refused, with the line).
+        in_sources = deploy(manifest + "sources: ['SET spark.master=local[8]']\n")
+        assert in_sources.status_code == 422, in_sources.text
+        assert "denied.yaml:5: sources.0: not a definition" in in_sources.text
+        assert alice.get("/v1/deployments").json()["total"] == deployments  # nothing deployed
+        assert alice.get("/v1/jobs").json() == jobs
+
+        script = "SET spark.master=local[8];\nCREATE STREAM r USING rate;\nSAVE STREAM r TO noop"
+        stream = alice.post("/v1/streams", json={"name": "denied_stream", "sql": script})
+        assert stream.status_code == 403, stream.text
+        error = stream.json()["error"]
+        assert (error["key"], error["where"]) == (
+            "spark.master",
+            "script of stream job denied_stream",
+        )
+        conf = alice.post(
+            "/v1/streams",
+            json={
+                "name": "denied_stream",
+                "sql": "CREATE STREAM r USING rate; SAVE STREAM r TO noop",
+                "conf": {"spark.jars.packages": "org.evil:x:1"},
+            },
+        )
+        assert conf.status_code == 403 and conf.json()["error"]["key"] == "spark.jars.packages"
+        assert alice.get("/v1/streams/denied_stream").status_code == 404  # nothing made
+    with env.client("carol") as carol:
+        events = carol.get("/v1/audit", params={"user": "alice", "outcome": "denied"}).json()
+    targets = {(e["action"], e["target"]) for e in events["events"]}
+    assert ("set spark.driver.extraJavaOptions", "job:denied_job") in targets
+    assert ("set spark.master", "stream:denied_stream") in targets
+    assert ("set spark.jars.packages", "stream:denied_stream") in targets
+
+
+def test_a_batch_sql_file_with_a_denied_set_runs_none_of_its_statements(
+    env: Env, alice_objects: dict[str, Any]
+) -> None:
+    """Only the engine reads a batch file, so the engine checks it, before its first
+    statement, against the settings denied to its owner when it was submitted."""
+    script = env.home / "denied_batch.sql"
+    script.write_text(
+        "CREATE TABLE denied_batch_marker (x INT) USING parquet;\n"
+        "SET spark.sql.shuffle.partitions=3;\n"
+        "SET spark.hadoop.fs.defaultFS=file:///elsewhere;\n"
+        "SELECT 1\n"
+    )
+    with env.client("alice") as alice:
+        made = alice.post("/batches", json={"file": str(script)})
+        assert made.status_code == 201, made.text
+        batch_id = made.json()["id"]
+        eventually(
+            lambda: alice.get(f"/batches/{batch_id}/state").json()["state"] == "dead",
+            timeout=240,
+            what="the batch ended",
+        )
+        queries = alice.get("/v1/queries", params={"session_id": batch_id}).json()["queries"]
+        assert [q["state"] for q in queries] == ["failed"]
+        error = queries[0]["error"]
+        assert error["code"] == "SETTING_DENIED", error
+        assert error["key"] == "spark.hadoop.fs.defaultFS"
+        assert error["where"] == f"{script}, line 3"
+        # Its first statement never ran: no table.
+        tables = _run(alice, "SHOW TABLES LIKE 'denied_batch_marker'", alice_objects["session"])
+        assert tables["state"] == "success" and tables["result"]["row_count"] == 0, tables
+    with env.client("carol") as carol:
+        events = carol.get(
+            "/v1/audit", params={"user": "alice", "action": "set spark.hadoop.fs.defaultFS"}
+        ).json()["events"]
+    assert [(e["outcome"], e["target"]) for e in events] == [
+        ("denied", f"query:{queries[0]['id']}")
+    ]
+
+
 def test_proxy_user_is_honoured_only_for_impersonators(env: Env) -> None:
     with env.client("bob") as bob:
         refused = bob.post("/sessions", json={"kind": "sql", "proxyUser": "alice"})

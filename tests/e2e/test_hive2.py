@@ -264,6 +264,39 @@ def test_session_settings_database_and_variables(env: Env) -> None:
         env.connect(configuration=denied)
 
 
+def test_denied_settings_in_open_session_and_conf_overlay_change_nothing(env: Env) -> None:
+    with env.api() as api:
+        sessions = api.get("/v1/sessions").json()["total"]
+    for configuration in (
+        # A variable is SET like a setting: one named after a denied setting is one.
+        {"set:hivevar:spark.master": "local[8]"},
+        {"set:hiveconf:spark.sql.shuffle.partitions": "3", "set:hiveconf:spark.jars": "x.jar"},
+    ):
+        with pytest.raises(hive.OperationalError, match=r"SETTING_DENIED.*spark\.(master|jars)"):
+            env.connect(configuration=configuration)
+    with env.api() as api:
+        assert api.get("/v1/sessions").json()["total"] == sessions  # no session was made
+    with env.connect() as conn, conn.cursor() as cursor:
+        cursor.execute("SET spark.sql.shuffle.partitions")
+        before = cursor.fetchall()
+        with env.api() as api:
+            queries = api.get("/v1/queries").json()["queries"]
+        # The allowed setting sorts (and would have been SET) before the denied one.
+        overlay = {"spark.sql.shuffle.partitions": "7", "spark.sql.warehouse.dir": "/elsewhere"}
+        response = conn.client.ExecuteStatement(
+            ttypes.TExecuteStatementReq(
+                sessionHandle=conn._sessionHandle, statement="SELECT 1", confOverlay=overlay
+            )
+        )
+        assert response.status.statusCode == ttypes.TStatusCode.ERROR_STATUS
+        assert "SETTING_DENIED" in response.status.errorMessage
+        assert "'spark.sql.warehouse.dir' (confOverlay)" in response.status.errorMessage
+        with env.api() as api:
+            assert api.get("/v1/queries").json()["queries"] == queries  # nothing submitted
+        cursor.execute("SET spark.sql.shuffle.partitions")
+        assert cursor.fetchall() == before
+
+
 def test_wrong_password_and_nosasl_are_refused_with_a_reason(env: Env) -> None:
     with pytest.raises(TTransportException, match="Authentication failed"):
         hive.connect(

@@ -178,3 +178,47 @@ def test_sql_script_failure_names_statement_and_line(spark: Any, tmp_path: Path)
     assert error["code"].startswith("UNRESOLVED_COLUMN")
     assert (error["statement"], error["line"], error["position"]) == (3, 3, 18)
     assert error["message"].startswith("Statement 3 of 3 (line 3, position 18) failed:")
+
+
+class _Audit:
+    def __init__(self) -> None:
+        self.events: list[tuple[str, str, str | None, str | None]] = []
+
+    def add(self, action: str, outcome: str, *, user: str | None, **more: Any) -> None:
+        self.events.append((action, outcome, user, more.get("target")))
+
+
+def test_a_sql_script_setting_a_denied_key_is_refused_before_its_first_statement(
+    tmp_path: Path,
+) -> None:
+    now = time.time()
+    attributes = {"conf_deny": ["spark.master", "spark.hadoop.*"]}
+    session = SessionRecord(
+        1, SessionKind.BATCH, None, SessionState.BUSY, 1, {}, "alice", None, attributes, None,
+        1, 1, now, now, None, now, now,
+    )  # fmt: skip
+    statement = StatementRecord(
+        7, 1, 0, StatementKind.FILE, "etl.sql", StatementState.RUNNING, None, None, None,
+        0.0, 1, now, now, None, now,
+    )  # fmt: skip
+    audit = _Audit()
+    store = cast(Store, type("FakeStore", (), {"audit": audit})())
+    # No Spark at all: a statement that ran would fail on the missing SparkSession.
+    ctx = ExecutionContext(
+        OpenSession(session, cast(Any, None)),
+        statement,
+        Settings(home=tmp_path, results_dir=tmp_path / "results"),
+        store,
+        1,
+        threading.Event(),
+    )
+    script = (
+        "CREATE TABLE t (x INT);\nSET spark.sql.shuffle.partitions=4;\n\nSET `spark.hadoop.x`=1"
+    )
+    with pytest.raises(DescribedError) as raised:
+        run_sql_script(ctx, script, "hdfs:///jobs/etl.sql")
+    error = raised.value.error
+    assert error["code"] == "SETTING_DENIED" and error["key"] == "spark.hadoop.x"
+    assert error["where"] == "hdfs:///jobs/etl.sql, line 4"
+    assert "'spark.hadoop.x' (hdfs:///jobs/etl.sql, line 4)" in error["message"]
+    assert audit.events == [("set spark.hadoop.x", "denied", "alice", "query:7")]

@@ -6,6 +6,7 @@ from typing import Any
 
 import pytest
 
+from sparkgate.errors import EngineBackoff
 from sparkgate.launcher.placement import Placement, needs_own_engine
 from sparkgate.settings import Settings
 from sparkgate.states import EngineKind, EngineState, SessionKind, SessionState
@@ -115,3 +116,62 @@ def test_launch_failure_marks_the_engine_failed(store: Store, make_session: Any)
     [engine] = store.engines.list_all()
     assert engine.state is EngineState.FAILED and engine.error
     assert engine.error["code"] == "ENGINE_LAUNCH_FAILED"
+
+
+def _fail_no_executors(store: Store, engine_id: int, now: float) -> None:
+    error = {"code": "NO_EXECUTORS", "message": "no executor"}
+    store.transitions.engine(engine_id, EngineState.FAILED, now=now, error=error)
+
+
+def test_placement_backs_off_after_no_executors_and_resets_on_a_start(
+    store: Store, make_session: Any
+) -> None:
+    """The warm pool's loop (start, wait, fail NO_EXECUTORS, start again) with a fake clock."""
+    clock = [NOW]
+    launcher = NoProcesses()
+    settings = Settings(warm_engines=1, engine_backoff_min=10, engine_backoff_max=25)
+    place = Placement(settings, store, launcher, "node-a", clock=lambda: clock[0])
+    launched_at = []
+    for tick in range(80):  # the placement duty, every second
+        clock[0] = NOW + tick
+        before = len(launcher.launched)
+        place.keep_warm()
+        if len(launcher.launched) > before:
+            launched_at.append(tick)
+            # The new warm engine gets no executor (its wait fast-forwarded): it fails.
+            _fail_no_executors(store, launcher.launched[-1].id, clock[0])
+    # 10 s after the first failure, 20 s after the second, then the cap: 25 s.
+    assert launched_at == [0, 10, 30, 55]
+    # A batch needing a new engine meanwhile is told why, and when the next may start.
+    with pytest.raises(EngineBackoff) as waiting:
+        place.place(make_session(state=SessionState.NOT_STARTED, kind=SessionKind.BATCH))
+    assert waiting.value.code == "ENGINE_BACKOFF"
+    assert waiting.value.params["attempt"] == 4
+    assert waiting.value.params["next_attempt_at"] == NOW + 80
+    assert "in 1s" in waiting.value.message
+    # Interactive sessions use another placement (the shared engines): not held back.
+    place.place(make_session(state=SessionState.NOT_STARTED))
+    shared = launcher.launched[-1]
+    assert shared.kind is EngineKind.SHARED
+    # An engine of the placement that starts ends the backoff.
+    clock[0] = NOW + 80
+    place.keep_warm()
+    store.transitions.engine(launcher.launched[-1].id, EngineState.RUNNING, now=clock[0])
+    assert place.backoff(EngineKind.DEDICATED, None) is None
+
+
+def test_the_shared_engine_is_kept_only_outside_its_backoff(store: Store) -> None:
+    clock = [NOW]
+    launcher = NoProcesses()
+    settings = Settings(shared_engine=True, engine_backoff_min=10)
+    place = Placement(settings, store, launcher, "node-a", clock=lambda: clock[0])
+    place.keep_shared()
+    place.keep_shared()  # one is starting: nothing more
+    assert [e.kind for e in launcher.launched] == [EngineKind.SHARED]
+    _fail_no_executors(store, launcher.launched[0].id, NOW)
+    clock[0] = NOW + 9.5
+    place.keep_shared()
+    assert len(launcher.launched) == 1
+    clock[0] = NOW + 10
+    place.keep_shared()
+    assert len(launcher.launched) == 2

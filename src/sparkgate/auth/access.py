@@ -21,6 +21,7 @@ from __future__ import annotations
 import fnmatch
 import logging
 import threading
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,7 +29,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from sparkgate.errors import ConfigurationError
+from sparkgate.errors import ConfigurationError, DeniedSetting
 
 log = logging.getLogger("sparkgate.auth")
 
@@ -147,6 +148,16 @@ class AccessRules:
             if fnmatch.fnmatchcase(lowered, pattern.lower()):
                 return pattern
         return None
+
+    def check_settings(self, keys: Iterable[str], *, where: str | None = None) -> None:
+        """Raise DeniedSetting for the first of ``keys`` the rules deny; ``where``: where it
+        was written, for the message (``step sql of job clicks (clicks.yaml)``). The one check
+        of Spark settings: the users layer calls it for every door, the engine for the SQL
+        files only it can read."""
+        for key in keys:
+            pattern = self.denied_pattern(key)
+            if pattern is not None:
+                raise DeniedSetting(key, pattern, where)
 
 
 def parse_access(text: str, source: str = "access file") -> AccessRules:

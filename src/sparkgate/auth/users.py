@@ -299,7 +299,9 @@ class Users:
         self.require(user, SQL, "run SQL", target=target)
         self.check_sql(user, code, target=target)
 
-    def check_sql(self, user: Principal, code: str, *, target: str | None = None) -> None:
+    def check_sql(
+        self, user: Principal, code: str, *, target: str | None = None, where: str | None = None
+    ) -> None:
         """What SQL text asks beyond running SQL: ``streams`` for stream statements, and no
         denied setting in a ``SET key=value``."""
         if user.admin:
@@ -307,20 +309,41 @@ class Users:
         needs = sql_needs(code)
         if needs.streams:
             self.require(user, STREAMS, "start or stop streams", target=target)
-        self.check_conf(user, dict.fromkeys(needs.settings, ""), target=target)
+        self.check_conf(user, dict.fromkeys(needs.settings, ""), target=target, where=where)
 
-    def check_conf(
-        self, user: Principal, conf: Mapping[str, str], *, target: str | None = None
+    def check_sql_settings(
+        self, user: Principal, code: str, *, target: str | None = None, where: str | None = None
     ) -> None:
+        """No denied setting in a ``SET key=value`` of SQL text the gateway wrote around the
+        user's (a deployed job's steps: its stream statements are the gateway's)."""
         if user.admin:
             return
-        rules = self.rules()
-        for key in conf:
-            pattern = rules.denied_pattern(key)
-            if pattern is not None:
-                error = DeniedSetting(key, pattern)
-                self.denied(user, "set " + key, error, target=target)
-                raise error
+        self.check_conf(
+            user, dict.fromkeys(sql_needs(code).settings, ""), target=target, where=where
+        )
+
+    def check_conf(
+        self,
+        user: Principal,
+        conf: Mapping[str, str],
+        *,
+        target: str | None = None,
+        where: str | None = None,
+    ) -> None:
+        """No denied Spark setting among ``conf``'s keys (admins may set anything); a denied
+        one is audited and raised (``where``: where the user wrote it, for the message)."""
+        if user.admin:
+            return
+        try:
+            self.rules().check_settings(conf, where=where)
+        except DeniedSetting as error:
+            self.denied(user, "set " + error.params["key"], error, target=target)
+            raise
+
+    def denied_settings(self, user: Principal) -> list[str]:
+        """The deny patterns of Spark settings that apply to ``user`` now (none for admins):
+        for the engine, which alone reads a batch file's SQL, to check it with."""
+        return [] if user.admin else list(self.rules().conf_deny)
 
     def check_impersonation(self, user: Principal, proxy_user: str, *, field: str) -> Principal:
         if user.admin or user.impersonator:

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+import time
+from typing import Annotated, Any
 
 import typer
 
@@ -33,12 +34,24 @@ def list_engines(
             e["host"] or "",
             str(e["pid"] or ""),
             e["heartbeat_at"] or "",
+            _error(e.get("error")),
             e["log_path"] or "",
         )
         for e in engines
     )
-    columns = ("id", "kind", "state", "session", "host", "pid", "heartbeat", "log")
+    columns = ("id", "kind", "state", "session", "host", "pid", "heartbeat", "error", "log")
     console.print(table(columns, rows, fold=False))
+
+
+def _error(error: dict[str, Any] | None) -> str:
+    """An ended engine's error code; after NO_EXECUTORS, the attempt and the next one's time."""
+    if not error:
+        return ""
+    text = str(error.get("code", ""))
+    if "next_attempt_at" in error:
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(float(error["next_attempt_at"])))
+        text += f" (attempt {error.get('attempt')}, next {when})"
+    return text
 
 
 @app.command("stop")

@@ -23,6 +23,7 @@ import shlex
 import socket
 import sys
 import threading
+import time
 import traceback
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -30,8 +31,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+from sparkgate.auth.access import AccessRules
+from sparkgate.auth.sql import sql_needs
 from sparkgate.engine.sql_handlers import SQL_HANDLERS, run_sql
-from sparkgate.engine.sql_script import shift_error, split_sql
+from sparkgate.engine.sql_script import SqlPiece, shift_error, split_sql
 from sparkgate.engine.user_code import (
     Capture,
     StatementInterrupted,
@@ -39,6 +42,7 @@ from sparkgate.engine.user_code import (
     clean_text,
     interruptible,
 )
+from sparkgate.errors import DeniedSetting
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.runtime.failures import DescribedError, describe_failure
 
@@ -150,7 +154,7 @@ def run_file(ctx: ExecutionContext) -> ExecResult:
         if suffix == ".py":
             run_python_script(path, source, args)
         elif suffix == ".sql":
-            result = run_sql_script(ctx, source)
+            result = run_sql_script(ctx, source, path)
         else:
             raise DescribedError(
                 {
@@ -231,12 +235,15 @@ def _script_traceback(exc: BaseException, filename: str) -> list[str]:
     return traceback.format_exception(type(exc), exc, tb)
 
 
-def run_sql_script(ctx: ExecutionContext, source: str) -> dict[str, Any] | None:
+def run_sql_script(
+    ctx: ExecutionContext, source: str, path: str = "the SQL script"
+) -> dict[str, Any] | None:
     pieces = split_sql(source)
     if not pieces:
         raise DescribedError(
             {"code": "SQL_SCRIPT_EMPTY", "message": "The SQL script has no statements."}
         )
+    check_settings(ctx, path, pieces)
     result: dict[str, Any] | None = None
     for index, piece in enumerate(pieces, start=1):
         preview = " ".join(piece.text.split())
@@ -264,6 +271,40 @@ def run_sql_script(ctx: ExecutionContext, source: str) -> dict[str, Any] | None:
             )
             raise DescribedError(error) from exc
     return result
+
+
+def check_settings(ctx: ExecutionContext, path: str, pieces: list[SqlPiece]) -> None:
+    """Refuse the whole script, before its first statement runs, if a ``SET`` in it gives a
+    Spark setting the access rules deny its owner. Only the engine reads a batch file (it may
+    be on storage the server nodes cannot reach, and it could change between a server's read
+    and the engine's), so the server records the deny patterns in force at submit time in the
+    session (``conf_deny``; absent for admins) and the check is made here, on the text that
+    runs, with the same function as every other door's."""
+    patterns = ctx.session.record.attributes.get("conf_deny")
+    if not patterns:
+        return
+    rules = AccessRules(conf_deny=tuple(patterns))
+    for piece in pieces:
+        try:
+            rules.check_settings(sql_needs(piece.text).settings, where=f"{path}, line {piece.line}")
+        except DeniedSetting as error:
+            _audit_denied(ctx, error)
+            raise DescribedError(error.to_dict()) from error
+
+
+def _audit_denied(ctx: ExecutionContext, error: DeniedSetting) -> None:
+    """The audit event the server writes for a denied setting, written by the engine."""
+    try:
+        ctx.store.audit.add(
+            "set " + error.params["key"],
+            "denied",
+            now=time.time(),
+            user=ctx.session.record.owner,
+            target=f"query:{ctx.statement.id}",
+            detail=error.to_dict(),
+        )
+    except Exception:
+        print("sparkgate: recording the denied setting in the audit failed", file=sys.__stderr__)
 
 
 def _run_intermediate(sub: ExecutionContext) -> None:

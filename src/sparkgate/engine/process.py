@@ -280,9 +280,34 @@ class Engine:
 
         code = NoExecutors.code if isinstance(exc, NoExecutors) else "ENGINE_START_FAILED"
         error = {**describe_failure(exc), "code": code}
+        if isinstance(exc, NoExecutors) and self.record is not None:
+            error = self._with_backoff(error, self.record, now)
         self.store.transitions.engine(self.engine_id, EngineState.FAILED, now=now, error=error)
         for session in self.store.sessions.of_engine(self.engine_id):
             self._end_session(session.id, SessionState.ERROR, error)
+
+    def _with_backoff(
+        self, error: dict[str, Any], record: EngineRecord, now: float
+    ) -> dict[str, Any]:
+        """The NO_EXECUTORS error with its attempt and the next attempt's time (placement
+        waits until then before launching another engine like this one)."""
+        from sparkgate.engine.backoff import HISTORY, no_executors_error
+
+        try:
+            earlier = self.store.engines.recent(
+                record.kind, record.share_key, limit=HISTORY, before=record.id
+            )
+        except Exception:
+            log.exception("engine %s: reading earlier engines failed", self.engine_id)
+            return error
+        return no_executors_error(
+            error,
+            record,
+            earlier,
+            now=now,
+            minimum=self.settings.engine_backoff_min,
+            maximum=self.settings.engine_backoff_max,
+        )
 
     def _install_signal_handlers(self) -> None:
         if threading.current_thread() is not threading.main_thread():

@@ -118,6 +118,11 @@ class HiveService:
     async def _OpenSession(self, req: Any, user: Principal) -> Any:
         protocol = min(int(req.client_protocol or 0), SERVER_PROTOCOL)
         conf, setup, proxy_user = _session_settings(req.configuration or {})
+        # Every setting is checked before the session exists: a denied one (in a Spark
+        # setting or in a variable's SET) leaves nothing behind.
+        await asyncio.to_thread(
+            self.gateway.check_settings, user, conf=conf, sql=setup, where="OpenSession"
+        )
         session, _ = await asyncio.to_thread(
             self.gateway.create_session,
             SessionKind.INTERACTIVE,
@@ -186,12 +191,18 @@ class HiveService:
 
     async def _ExecuteStatement(self, req: Any, user: Principal) -> Any:
         session = await self._session(req.sessionHandle, user)
-        # A statement's own settings (confOverlay) are SET first, in the session, where the
-        # gateway checks them against the denied settings like any other SET.
-        for key, value in sorted((req.confOverlay or {}).items()):
-            await asyncio.to_thread(
-                self.gateway.submit, f"SET {key}={value}", user=user, session_id=session.id
-            )
+        # A statement's own settings (confOverlay) are SET first, in the session; all of them
+        # are checked against the denied settings before the first runs.
+        overlay = [f"SET {key}={value}" for key, value in sorted((req.confOverlay or {}).items())]
+        await asyncio.to_thread(
+            self.gateway.check_settings,
+            user,
+            sql=overlay,
+            target=f"session:{session.id}",
+            where="confOverlay",
+        )
+        for code in overlay:
+            await asyncio.to_thread(self.gateway.submit, code, user=user, session_id=session.id)
         statement = await asyncio.to_thread(
             self.gateway.submit, req.statement, user=user, session_id=session.id
         )

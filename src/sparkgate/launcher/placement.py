@@ -12,6 +12,11 @@
 - A batch session, or a session asking for static conf (driver memory, executors, jars, ...),
   gets a dedicated engine: one from the warm pool when its conf allows, else a new process.
 
+After engines of a placement (kind and share key) fail ``NO_EXECUTORS`` one after another,
+no engine of it is launched until its backoff ends (``engine.backoff``): the warm pool and the
+shared engine wait quietly; a session that needs a new engine then ends ``error`` at once with
+``ENGINE_BACKOFF``, saying how many failed and when the next may start.
+
 Placement is one compare-and-set (``not_started -> starting`` with the engine id), so two
 nodes placing the same session cannot both win; the loser's freshly launched dedicated engine
 is told to stop.
@@ -24,6 +29,8 @@ import logging
 import time
 from collections.abc import Callable
 
+from sparkgate.engine.backoff import HISTORY, Backoff, no_executors_backoff
+from sparkgate.errors import EngineBackoff
 from sparkgate.launcher.base import Launcher
 from sparkgate.settings import Settings
 from sparkgate.states import EngineKind, EngineState, SessionKind, SessionState
@@ -143,6 +150,7 @@ class Placement:
                 self.keep_shared()  # the next user finds a warm engine too
         if engine is not None:
             return engine
+        self.check_backoff(kind, share_key)
         # Checked and added in one serialised transaction: nodes placing at once share one.
         engine, new = self.store.engines.shared_or_add(
             room, kind, share_key, now=self.clock(), node_id=self.node_id
@@ -152,12 +160,19 @@ class Placement:
     def keep_warm(self) -> None:
         """Keep ``warm_engines`` dedicated engines started and unassigned."""
         missing = self.settings.warm_engines - self.store.engines.warm_count()
+        if missing > 0 and self.backoff(EngineKind.DEDICATED, None) is not None:
+            return
         for _ in range(max(missing, 0)):
             self._launch(EngineKind.DEDICATED)
 
     def keep_shared(self) -> None:
         """Keep one shared engine running for interactive sessions, if the settings ask."""
         if not self.settings.shared_engine:
+            return
+        room = self.settings.shared_engine_max_sessions
+        if self.store.engines.shared_with_room(room, EngineKind.SHARED, None) is not None:
+            return  # the usual tick: one read
+        if self.backoff(EngineKind.SHARED, None) is not None:
             return
         engine, new = self.store.engines.shared_or_add(
             self.settings.shared_engine_max_sessions,
@@ -168,6 +183,23 @@ class Placement:
         )
         if new:
             self._start(engine)
+
+    def backoff(self, kind: EngineKind, share_key: str | None) -> Backoff | None:
+        """The backoff this placement is in now after NO_EXECUTORS failures, if any."""
+        history = self.store.engines.recent(kind, share_key, limit=HISTORY)
+        backoff = no_executors_backoff(
+            history,
+            minimum=self.settings.engine_backoff_min,
+            maximum=self.settings.engine_backoff_max,
+        )
+        return None if backoff is None or backoff.allows(self.clock()) else backoff
+
+    def check_backoff(self, kind: EngineKind, share_key: str | None) -> None:
+        """Raise EngineBackoff rather than launch an engine of a placement backing off."""
+        backoff = self.backoff(kind, share_key)
+        if backoff is not None:
+            placement = f"{kind.value} engines" + (f" of {share_key}" if share_key else "")
+            raise EngineBackoff(placement, backoff.attempt, backoff.next_at, self.clock())
 
     def stop_engine(self, engine_id: int) -> None:
         self.store.transitions.engine(
@@ -185,6 +217,7 @@ class Placement:
         conf: dict[str, str] | None = None,
         share_key: str | None = None,
     ) -> EngineRecord:
+        self.check_backoff(kind, share_key)
         engine = self.store.engines.add(
             kind,
             now=self.clock(),

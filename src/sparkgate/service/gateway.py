@@ -23,7 +23,13 @@ from sparkgate.auth.access import CODE, SQL
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.principal import share_key as owner_share_key
 from sparkgate.auth.users import Users
-from sparkgate.errors import MissingRight, QueryFinished, QueryNotFound, SessionNotFound
+from sparkgate.errors import (
+    EngineBackoff,
+    MissingRight,
+    QueryFinished,
+    QueryNotFound,
+    SessionNotFound,
+)
 from sparkgate.launcher.placement import Placement, needs_own_engine
 from sparkgate.service.visibility import scope, sees_session
 from sparkgate.settings import Settings
@@ -128,6 +134,11 @@ class Gateway:
                 attributes = {**(attributes or {}), "created_by": acting.name}
             if first_statement is not None:
                 self.users.require_statement(user, *first_statement)
+                if first_statement[0] is StatementKind.FILE:
+                    # Only the engine reads a batch file: it checks the file's SETs against
+                    # the settings denied now (engine.batch_files.check_settings).
+                    denied = self.users.denied_settings(user)
+                    attributes = {**(attributes or {}), "conf_deny": denied}
             elif not user.rights & {SQL, CODE}:
                 error = MissingRight(user.name, SQL, "start a session")
                 self.users.denied(user, "session.create", error)
@@ -193,6 +204,23 @@ class Gateway:
             conn=conn,
         )
 
+    def check_settings(
+        self,
+        user: Principal,
+        *,
+        conf: dict[str, str] | None = None,
+        sql: Iterable[str] = (),
+        target: str | None = None,
+        where: str | None = None,
+    ) -> None:
+        """Refuse (audited) denied Spark settings among ``conf``'s keys and in a ``SET`` of
+        ``sql``, all at once: for a door that applies settings as several statements
+        (HiveServer2's OpenSession configuration and confOverlay), so that a denied one is
+        refused before any of them runs."""
+        self.users.check_conf(user, conf or {}, target=target, where=where)
+        for text in sql:
+            self.users.check_sql_settings(user, text, target=target, where=where)
+
     def audit_submit(self, user: Principal, statement: StatementRecord, conn: Any) -> None:
         self.users.audit(
             user,
@@ -208,26 +236,31 @@ class Gateway:
         The session as placed, or None (placed by someone else, ended, or failed)."""
         try:
             return self.placement.place(session, fresh=fresh)
+        except EngineBackoff as exc:
+            # Engines of its placement keep failing NO_EXECUTORS: the session says so, and
+            # when the next may start, rather than waiting on a launch that would fail again.
+            log.warning("session %s not placed: %s", session.id, exc)
+            error = exc.to_dict()
         except Exception as exc:
             log.exception("placing session %s failed", session.id)
             error = {
                 "code": "ENGINE_LAUNCH_FAILED",
                 "message": f"No engine could be started for session {session.id}: {exc}",
             }
-            now = self.clock()
-            with self.store.db.begin() as conn:
-                self.store.transitions.session(
-                    session.id, SessionState.ERROR, now=now, error=error, conn=conn
-                )
-                self.store.transitions.statements_of_session(
-                    session.id,
-                    StatementState.FAILED,
-                    now=now,
-                    expected=[StatementState.WAITING],
-                    error=error,
-                    conn=conn,
-                )
-            return None
+        now = self.clock()
+        with self.store.db.begin() as conn:
+            self.store.transitions.session(
+                session.id, SessionState.ERROR, now=now, error=error, conn=conn
+            )
+            self.store.transitions.statements_of_session(
+                session.id,
+                StatementState.FAILED,
+                now=now,
+                expected=[StatementState.WAITING],
+                error=error,
+                conn=conn,
+            )
+        return None
 
     def kill_session(self, session_id: int, *, user: Principal | None = None) -> SessionRecord:
         """End a session: ``killed``; waiting statements cancelled, a running one cancelling.

@@ -85,9 +85,14 @@ class JobService:
         self.users.require(user, JOBS, "deploy jobs")
 
         def check(bundle: Bundle) -> None:
+            # Denied Spark settings, in a job's properties. Its SQL cannot set any: sources
+            # and definitions are definitions, and sql is one query (jobs.manifest refuses a
+            # SET there, naming the file, field and line).
             for job in bundle.jobs:
-                properties = dict(job.manifest.properties)
-                self.users.check_conf(user, properties, target=f"job:{job.name}")
+                where = f"properties of job {job.name} ({job.file})"
+                self.users.check_conf(
+                    user, job.manifest.properties, target=f"job:{job.name}", where=where
+                )
 
         submitted = self.deployer.submit(
             manifests,

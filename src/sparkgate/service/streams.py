@@ -113,8 +113,8 @@ class StreamService:
     ) -> StreamDetail:
         target = f"stream:{name}"
         self.users.require(user, STREAMS, "start stream jobs", target=target)
-        self.users.check_conf(user, conf, target=target)
-        self.users.check_sql(user, sql, target=target)
+        self.users.check_conf(user, conf, target=target, where=f"conf of stream job {name}")
+        self.users.check_sql(user, sql, target=target, where=f"script of stream job {name}")
         job = self.streams.create(
             name, sql, conf=conf, checkpoint_root=checkpoint_root, owner=user.name
         )

@@ -81,6 +81,24 @@ class Engines:
         with self._db.read() as conn:
             return [EngineRecord.from_row(r) for r in conn.execute(query).mappings()]
 
+    def recent(
+        self, kind: EngineKind, share_key: str | None, *, limit: int, before: int | None = None
+    ) -> list[EngineRecord]:
+        """The latest engines of a placement (``kind`` and ``share_key``), newest first;
+        ``before``: only those older than this engine id."""
+        key = engines.c.share_key
+        query = (
+            sa.select(engines)
+            .where(engines.c.kind == kind.value)
+            .where(key.is_(None) if share_key is None else key == share_key)
+            .order_by(engines.c.id.desc())
+            .limit(limit)
+        )
+        if before is not None:
+            query = query.where(engines.c.id < before)
+        with self._db.read() as conn:
+            return [EngineRecord.from_row(r) for r in conn.execute(query).mappings()]
+
     def set_process(
         self, engine_id: int, *, pid: int, host: str, log_path: str, now: float
     ) -> None:
