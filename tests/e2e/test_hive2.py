@@ -23,9 +23,9 @@ from TCLIService import ttypes
 from thrift.transport.TTransport import TTransportException
 
 from sparkgate.auth.passwords import PasswordFile
-from sparkgate.catalog.metastore import java_executable, pyspark_jars
 from sparkgate.testing import (
     ServerProcess,
+    beeline,
     eventually,
     free_port,
     kill_engines,
@@ -557,34 +557,6 @@ def test_sqlalchemy_hive_dialect_inspects_tables(env: Env) -> None:
 # -- beeline and the Hive JDBC driver ------------------------------------------------------
 
 
-def _beeline(url: str, user: str, password: str, sql: str, home: Path) -> str:
-    jars = pyspark_jars()
-    env = {**os.environ, "HOME": str(home)}
-    done = subprocess.run(
-        [
-            java_executable(),
-            "-cp",
-            f"{jars}/*",
-            "org.apache.hive.beeline.BeeLine",
-            "-u",
-            url,
-            "-n",
-            user,
-            "-p",
-            password,
-            "--silent=false",
-            "-e",
-            sql,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    return done.stdout + done.stderr
-
-
 @pytest.mark.parametrize("transport", ["binary", "http"])
 def test_beeline_over_both_transports(env: Env, transport: str, tmp_path: Path) -> None:
     if transport == "binary":
@@ -593,15 +565,15 @@ def test_beeline_over_both_transports(env: Env, transport: str, tmp_path: Path) 
         url = (
             f"jdbc:hive2://127.0.0.1:{env.http_port}/default;transportMode=http;httpPath=cliservice"
         )
-    out = _beeline(url, "alice", PASSWORDS["alice"], "SELECT 40 + 2 AS answer;", tmp_path)
+    out = beeline(url, "alice", PASSWORDS["alice"], "SELECT 40 + 2 AS answer;", tmp_path)
     assert "answer" in out and "42" in out and "1 row selected" in out, out
     # A query that runs for seconds: beeline polls its status and draws its progress.
     slow = "SELECT java_method('java.lang.Thread', 'sleep', 2000L) IS NULL AS slept, 7 AS n;"
-    out = _beeline(url, "alice", PASSWORDS["alice"], slow, tmp_path)
+    out = beeline(url, "alice", PASSWORDS["alice"], slow, tmp_path)
     assert "Exception" not in out and "| false" in out, out
-    out = _beeline(url, "alice", PASSWORDS["alice"], "SELECT * FROM no_such_table;", tmp_path)
+    out = beeline(url, "alice", PASSWORDS["alice"], "SELECT * FROM no_such_table;", tmp_path)
     assert "TABLE_OR_VIEW_NOT_FOUND" in out, out
-    out = _beeline(url, "alice", "wrong", "SELECT 1;", tmp_path)
+    out = beeline(url, "alice", "wrong", "SELECT 1;", tmp_path)
     assert "row selected" not in out, out  # nothing ran (beeline prints this after a result)
     if transport == "binary":
         assert "Authentication failed" in out, out
