@@ -420,6 +420,9 @@ def _until_closed(sock: socket.socket) -> bytes:
             received += chunk
     except ConnectionResetError:
         pass
+    except TimeoutError:
+        said = f"the connection is still open; the server said {received!r}"
+        raise AssertionError(said) from None
     return received
 
 
