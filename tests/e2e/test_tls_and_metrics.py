@@ -118,6 +118,10 @@ def test_https_with_credentials(tls_server: tuple[ServerProcess, Path]) -> None:
         assert client.get("/metrics").status_code == 401
         metrics = client.get("/metrics", auth=("alice", "alice-pw"))
         assert metrics.status_code == 200 and "sparkgate_sessions" in metrics.text
+        # HiveServer2's HTTP transport is a route like the others: HTTPS, credentials first.
+        assert client.post("/cliservice", content=b"x").status_code == 401
+        garbage = client.post("/cliservice", content=b"x", auth=("alice", "alice-pw"))
+        assert garbage.status_code == 422 and "Not a HiveServer2 Thrift call" in garbage.text
     with pytest.raises(httpx.TransportError):  # plain HTTP is not served
         httpx.get(f"http://127.0.0.1:{server.port}/healthz", timeout=5)
 
