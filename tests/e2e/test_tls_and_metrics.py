@@ -253,6 +253,7 @@ def test_password_auth_off_loopback_without_tls_is_refused_unless_insecure(
         tmp_path / "home",
         host="0.0.0.0",
         catalog="in-memory",
+        shared_engine=False,
         warm_engines=0,
         auth="password",
         auth_password_file=tmp_path / "passwords",
@@ -287,6 +288,7 @@ def test_password_auth_off_loopback_without_tls_is_refused_unless_insecure(
         except subprocess.TimeoutExpired:
             os.killpg(started.pid, signal.SIGKILL)
             started.wait(timeout=10)
+        kill_engines(settings)  # none should have started: in case one did
 
 
 def _wait_for_sasl_login(settings: Settings, process: subprocess.Popen[bytes]) -> None:
