@@ -458,7 +458,16 @@ def test_server_refuses_an_open_address_without_auth(
     # Spark Connect sends its token in every call: in plain text it needs --insecure.
     connect = run("server", "--host", "0.0.0.0", SPARKGATE_AUTH="password")
     assert connect.exit_code == 1 and "Spark Connect in plain text" in said(connect)
-    authed = run("server", "--host", "0.0.0.0", "--connect-port", "0", SPARKGATE_AUTH="password")
+    authed = run(
+        "server",
+        "--host",
+        "0.0.0.0",
+        "--connect-port",
+        "0",
+        "--thrift-port",
+        "0",
+        SPARKGATE_AUTH="password",
+    )
     assert authed.exit_code == 0 and "plain HTTP" in said(authed)
     assert [c["host"] for c in no_start] == ["0.0.0.0", "0.0.0.0", "127.0.0.1", "0.0.0.0"]
     assert all("ssl_certfile" not in c for c in no_start)

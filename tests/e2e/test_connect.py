@@ -177,6 +177,88 @@ def test_a_missing_or_wrong_token_is_refused_and_audited(env: Env) -> None:
     assert failed, "a refused Connect call is a failed login in the audit log"
 
 
+def _walk_call(channel: Any, method: Any, request: Any, metadata: list[tuple[str, str]]) -> Any:
+    """Call one method of the service as a client would (streams included); its status code
+    (OK when it answered)."""
+    import grpc
+
+    from sparkgate.enginelink import SERVICE_NAME
+
+    path = f"/{SERVICE_NAME}/{method.name}"
+    kinds = {"request_serializer": type(request).SerializeToString}
+    try:
+        if method.client_streaming:
+            channel.stream_unary(path, **kinds)(iter([request]), metadata=metadata, timeout=60)
+        elif method.server_streaming:
+            list(channel.unary_stream(path, **kinds)(request, metadata=metadata, timeout=60))
+        else:
+            channel.unary_unary(path, **kinds)(request, metadata=metadata, timeout=60)
+    except grpc.RpcError as exc:
+        return exc.code()
+    return grpc.StatusCode.OK
+
+
+def _walk_request(method: str, session_id: str) -> Any:
+    """A request of ``method`` on alice's session that would change something if it were let
+    through: a query, a setting, the session released."""
+    from pyspark.sql.connect.proto import base_pb2
+
+    from sparkgate.enginelink import request_class
+
+    request: Any = request_class(method)()
+    request.session_id = session_id
+    request.user_context.user_id = "alice"
+    if method == "ExecutePlan":
+        request.plan.root.sql.query = "SELECT 'walked' AS w"
+    elif method == "Config":
+        pair = request.operation.set.pairs.add()
+        pair.key, pair.value = "spark.sql.shuffle.partitions", "7"
+    elif method == "Interrupt":
+        request.interrupt_type = base_pb2.InterruptRequest.INTERRUPT_TYPE_ALL
+    elif method == "AddArtifacts":
+        chunk = request.batch.artifacts.add()
+        chunk.name, chunk.data.data = "files/walked.txt", b"walked"
+    return request
+
+
+def test_every_method_without_a_token_or_with_a_wrong_one_is_unauthenticated(env: Env) -> None:
+    """The method walk: every method of SparkConnectService (from pyspark's descriptor, as the
+    door builds its handlers, so a new method is walked without anyone adding it here) made
+    on alice's session without a token and with a wrong one answers UNAUTHENTICATED, and
+    alice's session carries on untouched: no query ran, no setting changed."""
+    import grpc
+
+    from sparkgate.enginelink import SERVICE
+    from sparkgate.testing.proxy import TcpProxy
+
+    methods = list(SERVICE.methods)
+    assert {"ExecutePlan", "Config", "ReleaseSession", "AddArtifacts"} <= {m.name for m in methods}
+    with env.spark("alice") as spark:
+        assert spark.range(3).count() == 3
+        before = len(_queries(env))
+        for number, method in enumerate(methods):
+            request = _walk_request(method.name, spark.session_id)
+            with grpc.insecure_channel(f"127.0.0.1:{env.connect_port}") as channel:
+                code = _walk_call(channel, method, request, [])
+            assert code is grpc.StatusCode.UNAUTHENTICATED, (method.name, code)
+            # A wrong token counts against its address: each from one of its own, so that
+            # 127.0.0.1 stays unslowed for the tests after this one.
+            proxy = TcpProxy(("127.0.0.1", env.connect_port), source=f"127.0.0.{20 + number}")
+            proxy.start()
+            try:
+                with grpc.insecure_channel(f"127.0.0.1:{proxy.port}") as channel:
+                    wrong = [("authorization", "Bearer sgp_not_a_token")]
+                    code = _walk_call(channel, method, request, wrong)
+            finally:
+                proxy.stop()
+            assert code is grpc.StatusCode.UNAUTHENTICATED, (method.name, code)
+        assert spark.conf.get("spark.sql.shuffle.partitions") != "7"
+        assert spark.range(4).count() == 4  # the session was not released
+    after = _queries(env)
+    assert not [q for q in after if "walked" in q["query"]], after
+    assert len(after) == before + 1  # alice's count above, and nothing of the walk's
+
+
 def test_errors_keep_spark_error_class_and_are_recorded(env: Env) -> None:
     from pyspark.errors import AnalysisException
 

@@ -7,6 +7,7 @@ One server for the module: password authentication, one shared engine for everyo
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import struct
@@ -21,11 +22,15 @@ import pytest
 from pyhive import hive
 from TCLIService import ttypes
 from thrift.transport.TTransport import TTransportException
+from thriftpy2.protocol import binary as thrift_binary
+from thriftpy2.thrift import TApplicationException, TMessageType
+from thriftpy2.transport import memory as thrift_memory
 
 from sparkgate.auth.passwords import PasswordFile
-from sparkgate.catalog.metastore import java_executable, pyspark_jars
+from sparkgate.hive2.idl import T
 from sparkgate.testing import (
     ServerProcess,
+    beeline,
     eventually,
     free_port,
     kill_engines,
@@ -35,6 +40,11 @@ from sparkgate.testing import (
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
 PASSWORDS = {"alice": "alice-secret", "bob": "bob-secret"}
+
+# thriftpy2's pure-Python protocol, for calls PyHive's generated client does not know (the
+# server's IDL has more): untyped, so held as Any.
+TBinaryProtocol: Any = thrift_binary.TBinaryProtocol
+TMemoryBuffer: Any = thrift_memory.TMemoryBuffer
 
 
 class Env:
@@ -360,44 +370,182 @@ def test_handles_naming_ids_beyond_the_store_are_invalid(env: Env) -> None:
     assert "Traceback" not in env.server.log_path.read_text()
 
 
+# -- the call walks: every call the door serves, read from its IDL ---------------------------
+#
+# The calls come from the service sparkgate loads (``T.TCLIService``), not from a client's
+# list or a hand-written one, so a call added to the IDL is walked without anyone adding it
+# here. Handles are alice's real ones: a refusal that let a call through would show up as her
+# session closed, her query cancelled or a statement run.
+
 # Calls that do not look at handles: sparkgate refuses them outright.
 _UNSUPPORTED = {"GetDelegationToken", "CancelDelegationToken", "RenewDelegationToken", "GetLog"}
+_WALKED = "SELECT 'walked' AS w"  # the statement every walked ExecuteStatement carries
+
+
+def _served_calls() -> list[str]:
+    calls = sorted(T.TCLIService.thrift_services)
+    assert {"OpenSession", "ExecuteStatement", "FetchResults", "GetQueryId"} <= set(calls)
+    assert len(calls) >= 24, calls
+    return calls
+
+
+def _server_handles(session: Any, operation: Any) -> dict[str, Any]:
+    """PyHive's handles (its own generated classes) as the server's IDL's structs."""
+
+    def identifier(handle: Any) -> Any:
+        return T.THandleIdentifier(guid=handle.guid, secret=handle.secret)
+
+    return {
+        "sessionHandle": T.TSessionHandle(sessionId=identifier(session.sessionId)),
+        "operationHandle": T.TOperationHandle(
+            operationId=identifier(operation.operationId),
+            operationType=operation.operationType,
+            hasResultSet=operation.hasResultSet,
+        ),
+    }
+
+
+def _request(call: str, handles: dict[str, Any]) -> Any:
+    request = getattr(T, f"T{call}Req")()
+    for spec in request.thrift_spec.values():
+        if spec[1] in handles:
+            setattr(request, spec[1], handles[spec[1]])
+    if call == "OpenSession":
+        request.client_protocol = T.TProtocolVersion.HIVE_CLI_SERVICE_PROTOCOL_V10
+        request.username = "alice"
+    if call == "ExecuteStatement":
+        request.statement = _WALKED
+    if call == "FetchResults":
+        request.orientation, request.maxRows = 0, 10
+    if call == "GetInfo":
+        request.infoType = T.TGetInfoType.CLI_SERVER_NAME
+    return request
+
+
+def _encode_call(call: str, request: Any) -> bytes:
+    buffer = TMemoryBuffer()
+    protocol = TBinaryProtocol(buffer)
+    protocol.write_message_begin(call, TMessageType.CALL, 1)
+    protocol.write_struct(getattr(T.TCLIService, f"{call}_args")(req=request))
+    protocol.write_message_end()
+    return bytes(buffer.getvalue())
+
+
+def _decode_reply(call: str, data: bytes) -> Any:
+    """The call's response, or the TApplicationException the server answered with."""
+    protocol = TBinaryProtocol(TMemoryBuffer(data))
+    name, kind, _ = protocol.read_message_begin()
+    assert name == call, (name, call)
+    if kind == TMessageType.EXCEPTION:
+        error: Any = TApplicationException()
+        protocol.read_struct(error)
+        return error
+    result = getattr(T.TCLIService, f"{call}_result")()
+    protocol.read_struct(result)
+    return result.success
+
+
+def _until_closed(sock: socket.socket) -> bytes:
+    """What the server says until it closes (a reset counts: it closed with bytes unread)."""
+    received = b""
+    try:
+        while chunk := sock.recv(65536):
+            received += chunk
+    except ConnectionResetError:
+        pass
+    except TimeoutError:
+        said = f"the connection is still open; the server said {received!r}"
+        raise AssertionError(said) from None
+    return received
+
+
+def _framed(sock: socket.socket, message: bytes) -> bytes:
+    sock.sendall(struct.pack(">I", len(message)) + message)
+    (length,) = struct.unpack(">I", _recv_exactly(sock, 4))
+    return _recv_exactly(sock, length)
+
+
+def _alices_queries(env: Env) -> list[str]:
+    with env.api() as api:
+        return [q["query"] for q in api.get("/v1/queries", params={"limit": 500}).json()["queries"]]
+
+
+def test_every_call_without_a_login_is_refused_and_changes_nothing(env: Env) -> None:
+    """The walk without credentials, over both transports: on the binary port, after a SASL
+    login with a wrong password no call gets an answer, and a call sent without SASL (NOSASL)
+    is refused with how to log in; over HTTP, /cliservice answers 401 without credentials (and
+    with wrong ones). Alice's session and query carry on, and no walked statement ran."""
+    calls = _served_calls()
+    before = _alices_queries(env)
+    # Wrong passwords count against their address: from another loopback address, so that
+    # 127.0.0.1 stays unslowed for the tests after this one.
+    elsewhere = httpx.Client(transport=httpx.HTTPTransport(local_address="127.0.0.9"), timeout=30)
+    with elsewhere, env.connect("alice") as alice, alice.cursor() as cursor:
+        cursor.execute("SELECT 'secret'", async_=True)
+        handles = _server_handles(alice.sessionHandle, cursor._operationHandle)
+        messages = {call: _encode_call(call, _request(call, handles)) for call in calls}
+
+        with socket.create_connection(
+            ("127.0.0.1", env.thrift_port), timeout=30, source_address=("127.0.0.9", 0)
+        ) as sock:
+            _sasl(sock, 1, b"PLAIN")
+            _sasl(sock, 2, b"\0alice\0not-her-password")
+            status, reason = _sasl_reply(sock)
+            assert status == 3 and b"Authentication failed" in reason, reason
+            with contextlib.suppress(OSError):  # it may be closed already
+                for message in messages.values():
+                    sock.sendall(struct.pack(">I", len(message)) + message)
+            assert _until_closed(sock) == b""  # not one call answered
+
+        for call, message in messages.items():
+            with socket.create_connection(("127.0.0.1", env.thrift_port), timeout=30) as sock:
+                sock.sendall(message)  # NOSASL: the bare call
+                answer = _decode_reply(call, _until_closed(sock))
+            text = answer.status.errorMessage if call == "OpenSession" else answer.message
+            assert "requires authentication" in text, (call, answer)
+
+            anonymous = httpx.post(f"{env.url}/cliservice", content=message, timeout=30)
+            assert anonymous.status_code == 401, (call, anonymous.status_code, anonymous.text)
+            if call in {"ExecuteStatement", "CloseSession", "CancelOperation"}:
+                wrong = elsewhere.post(
+                    f"{env.url}/cliservice", content=message, auth=("alice", "not-her-password")
+                )
+                assert wrong.status_code == 401, (call, wrong.status_code, wrong.text)
+        assert cursor.fetchall() == [("secret",)]
+        cursor.execute("SELECT 'still open'")
+        assert cursor.fetchall() == [("still open",)]
+    assert not [q for q in _alices_queries(env) if q not in before and "walked" in q]
+    assert "Traceback" not in env.server.log_path.read_text()
 
 
 def test_every_call_with_another_users_handles_is_refused_and_changes_nothing(env: Env) -> None:
-    """The call walk: every TCLIService call the client knows that takes a handle, made by bob
-    with alice's session and operation, answers as for handles that do not exist, and alice's
-    session and query carry on. A new call that forgot the ownership check fails here."""
-    from TCLIService import TCLIService
-
-    calls = [n for n in dir(TCLIService.Iface) if not n.startswith("_") and n != "OpenSession"]
-    assert len(calls) >= 20
+    """The walk with another user's handles: every call that takes a handle, made by bob (logged
+    in) with alice's session and operation, answers as for handles that do not exist, and
+    alice's session and query carry on. A new call that forgot the ownership check fails."""
+    calls = [call for call in _served_calls() if call != "OpenSession"]
+    before = _alices_queries(env)
     with env.connect("alice") as alice, alice.cursor() as cursor:
         cursor.execute("SELECT 'secret'", async_=True)
-        handles = {
-            "sessionHandle": alice.sessionHandle,
-            "operationHandle": cursor._operationHandle,
-        }
-        with env.connect("bob") as bob:
+        handles = _server_handles(alice.sessionHandle, cursor._operationHandle)
+        with socket.create_connection(("127.0.0.1", env.thrift_port), timeout=60) as bob:
+            _sasl(bob, 1, b"PLAIN")
+            _sasl(bob, 2, b"\0bob\0" + PASSWORDS["bob"].encode())
+            assert _sasl_reply(bob)[0] == 5  # COMPLETE
             for call in calls:
-                request = getattr(ttypes, f"T{call}Req")()
-                fields = [spec[2] for spec in request.thrift_spec if spec]
-                for field in fields:
-                    setattr(request, field, handles.get(field))
-                if call == "ExecuteStatement":
-                    request.statement = "SELECT 1"
-                if call == "FetchResults":
-                    request.orientation, request.maxRows = 0, 10
-                if call == "GetInfo":
-                    request.infoType = ttypes.TGetInfoType.CLI_SERVER_NAME
-                answer = getattr(bob.client, call)(request)
+                answer = _decode_reply(
+                    call, _framed(bob, _encode_call(call, _request(call, handles)))
+                )
+                if call == "GetQueryId":  # its response has no status: an exception
+                    assert "QUERY_NOT_FOUND" in answer.message, (call, answer)
+                    continue
                 expected = (
-                    ttypes.TStatusCode.ERROR_STATUS
+                    T.TStatusCode.ERROR_STATUS
                     if call in _UNSUPPORTED
-                    else ttypes.TStatusCode.INVALID_HANDLE_STATUS
+                    else T.TStatusCode.INVALID_HANDLE_STATUS
                 )
                 assert answer.status.statusCode == expected, (call, answer.status)
         assert cursor.fetchall() == [("secret",)]
+    assert not [q for q in _alices_queries(env) if q not in before and "walked" in q]
 
 
 def test_metadata_calls_answer_with_jdbc_layouts(env: Env) -> None:
@@ -590,34 +738,6 @@ def test_sqlalchemy_hive_dialect_inspects_tables(env: Env) -> None:
 # -- beeline and the Hive JDBC driver ------------------------------------------------------
 
 
-def _beeline(url: str, user: str, password: str, sql: str, home: Path) -> str:
-    jars = pyspark_jars()
-    env = {**os.environ, "HOME": str(home)}
-    done = subprocess.run(
-        [
-            java_executable(),
-            "-cp",
-            f"{jars}/*",
-            "org.apache.hive.beeline.BeeLine",
-            "-u",
-            url,
-            "-n",
-            user,
-            "-p",
-            password,
-            "--silent=false",
-            "-e",
-            sql,
-        ],
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env=env,
-        check=False,
-    )
-    return done.stdout + done.stderr
-
-
 @pytest.mark.parametrize("transport", ["binary", "http"])
 def test_beeline_over_both_transports(env: Env, transport: str, tmp_path: Path) -> None:
     if transport == "binary":
@@ -626,15 +746,15 @@ def test_beeline_over_both_transports(env: Env, transport: str, tmp_path: Path) 
         url = (
             f"jdbc:hive2://127.0.0.1:{env.http_port}/default;transportMode=http;httpPath=cliservice"
         )
-    out = _beeline(url, "alice", PASSWORDS["alice"], "SELECT 40 + 2 AS answer;", tmp_path)
+    out = beeline(url, "alice", PASSWORDS["alice"], "SELECT 40 + 2 AS answer;", tmp_path)
     assert "answer" in out and "42" in out and "1 row selected" in out, out
     # A query that runs for seconds: beeline polls its status and draws its progress.
     slow = "SELECT java_method('java.lang.Thread', 'sleep', 2000L) IS NULL AS slept, 7 AS n;"
-    out = _beeline(url, "alice", PASSWORDS["alice"], slow, tmp_path)
+    out = beeline(url, "alice", PASSWORDS["alice"], slow, tmp_path)
     assert "Exception" not in out and "| false" in out, out
-    out = _beeline(url, "alice", PASSWORDS["alice"], "SELECT * FROM no_such_table;", tmp_path)
+    out = beeline(url, "alice", PASSWORDS["alice"], "SELECT * FROM no_such_table;", tmp_path)
     assert "TABLE_OR_VIEW_NOT_FOUND" in out, out
-    out = _beeline(url, "alice", "wrong", "SELECT 1;", tmp_path)
+    out = beeline(url, "alice", "wrong", "SELECT 1;", tmp_path)
     assert "row selected" not in out, out  # nothing ran (beeline prints this after a result)
     if transport == "binary":
         assert "Authentication failed" in out, out

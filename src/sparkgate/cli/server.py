@@ -57,6 +57,20 @@ def listen_problem(settings: Settings) -> str | None:
             "cross the network readable. Pass --ssl-certfile/--ssl-keyfile, turn the Connect "
             "door off with --connect-port 0, or pass --insecure."
         )
+    if (
+        settings.thrift_port
+        and settings.auth_methods
+        and certfile is None
+        and not settings.insecure
+        and not is_loopback(settings.host)
+    ):
+        # SASL PLAIN sends the password (or token) as it is, once per connection.
+        return (
+            f"refusing to serve HiveServer2's binary port in plain text on {settings.host}: "
+            "passwords and tokens would cross the network readable. Pass "
+            "--ssl-certfile/--ssl-keyfile, turn the port off with --thrift-port 0, or pass "
+            "--insecure."
+        )
     for option, path in (("--ssl-certfile", certfile), ("--ssl-keyfile", keyfile)):
         if path is not None and not path.expanduser().is_file():
             return f"{option}: no such file {path}."
@@ -86,8 +100,8 @@ def server(
         bool,
         typer.Option(
             "--insecure",
-            help="Allow SPARKGATE_AUTH=none, or Spark Connect without TLS, on an address "
-            "other than loopback.",
+            help="Allow SPARKGATE_AUTH=none, or Spark Connect or the HiveServer2 binary port "
+            "without TLS, on an address other than loopback.",
         ),
     ] = False,
     ssl_certfile: Annotated[

@@ -171,6 +171,36 @@ def kill_engines(settings: Settings, sig: int = signal.SIGKILL) -> None:
             os.killpg(engine.pid, sig)
 
 
+def beeline(url: str, user: str, password: str, sql: str, home: Path) -> str:
+    """Run ``sql`` with beeline (Hive's JDBC shell, from the jars pyspark ships); its output.
+    ``home`` is beeline's $HOME (it writes its history there)."""
+    from sparkgate.catalog.metastore import java_executable, pyspark_jars
+
+    done = subprocess.run(
+        [
+            java_executable(),
+            "-cp",
+            f"{pyspark_jars()}/*",
+            "org.apache.hive.beeline.BeeLine",
+            "-u",
+            url,
+            "-n",
+            user,
+            "-p",
+            password,
+            "--silent=false",
+            "-e",
+            sql,
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, "HOME": str(home)},
+        check=False,
+    )
+    return done.stdout + done.stderr
+
+
 def wait_pids_gone(pids: list[int], timeout: float = 30.0) -> None:
     def gone() -> bool:
         for pid in pids:

@@ -12,8 +12,13 @@ import threading
 
 
 class TcpProxy:
-    def __init__(self, target: tuple[str, int], host: str = "127.0.0.1") -> None:
+    def __init__(
+        self, target: tuple[str, int], host: str = "127.0.0.1", *, source: str | None = None
+    ) -> None:
         self.target = target
+        # The address it connects from (another loopback address, 127.0.0.x, makes the
+        # server see another client address: failed logins are counted by address).
+        self.source = source
         self._listener = socket.create_server((host, 0))
         self.port: int = self._listener.getsockname()[1]
         self._paused = threading.Event()
@@ -41,6 +46,9 @@ class TcpProxy:
     def stop(self) -> None:
         self._stopped.set()
         with contextlib.suppress(OSError):
+            # Wakes the thread waiting in accept() (closing alone does not, on Linux).
+            self._listener.shutdown(socket.SHUT_RDWR)
+        with contextlib.suppress(OSError):
             self._listener.close()
         self._cut_all()
         self._thread.join(timeout=5)
@@ -67,7 +75,8 @@ class TcpProxy:
                 client.close()
                 continue
             try:
-                upstream = socket.create_connection(self.target, timeout=5)
+                source = (self.source, 0) if self.source else None
+                upstream = socket.create_connection(self.target, timeout=5, source_address=source)
             except OSError:
                 client.close()
                 continue
