@@ -8,7 +8,6 @@ and stopping one is a ``STOP STREAM`` statement in it, submitted as any other.
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -17,7 +16,7 @@ from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.errors import StreamJobNotFound, StreamQueryNotFound, StreamQueryNotRunning
 from sparkgate.service.gateway import Gateway
-from sparkgate.service.visibility import list_owner, sees
+from sparkgate.service.visibility import list_owner, scope, sees
 from sparkgate.settings import Settings
 from sparkgate.states import ACTIVE_STREAM_QUERY_STATES, StreamJobState, StreamQueryState
 from sparkgate.store import Store
@@ -37,7 +36,6 @@ RECENT = 20  # progress samples and restarts shown per query
 # A session's streams are listed while it is active, and this long after it ended (its
 # queries stopped with it): a list of every stream ever started would only grow.
 SESSION_STREAMS_KEPT = 3600.0
-_SESSIONS_READ = 500  # sessions read per page while looking for their streams
 # What STOP STREAM acts on (one already stopping is on its way; the supervisor refuses it).
 STOPPABLE_QUERY_STATES = ACTIVE_STREAM_QUERY_STATES - {StreamQueryState.STOPPING}
 
@@ -170,26 +168,16 @@ class StreamService:
         """The streaming queries started in the sessions the user may list (admins: ``owner``'s,
         or everyone's): of active sessions, and of sessions ended in the last
         ``SESSION_STREAMS_KEPT`` seconds; newest first."""
-        since = (time.time() if now is None else now) - SESSION_STREAMS_KEPT
-        sessions: dict[int, SessionRecord] = {}
-        after: int | str | None = None
-        while True:
-            page = self.gateway.sessions(
-                user=user,
-                owner=owner,
-                ended_since=since,
-                window=Window(limit=_SESSIONS_READ, after=after, count=False),
-            )
-            sessions.update((s.id, s) for s in page.items)
-            if page.next_after is None:
-                break
-            after = page.next_after
-        wanted = None if states is None else frozenset(states)
-        queries = self.store.stream_queries.started_in_sessions(sessions.keys())
+        since = (self.gateway.clock() if now is None else now) - SESSION_STREAMS_KEPT
+        visible = scope(user, owner)
+        queries = self.store.stream_queries.started_in_sessions(
+            owner=visible.owner, creator=visible.creator, ended_since=since, states=states
+        )
+        sessions = self.store.sessions.by_ids({q.session_id for q in queries})
         return [
             SessionStream(sessions[q.session_id], q)
             for q in reversed(queries)
-            if wanted is None or q.state in wanted
+            if q.session_id in sessions
         ]
 
     def in_session(self, session_id: int, query_id: int, *, user: Principal) -> SessionStream:

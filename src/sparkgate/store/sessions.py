@@ -32,6 +32,14 @@ def in_scope(owner: str | None, creator: str | None) -> list[sa.ColumnElement[bo
     return [sa.or_(*terms)]
 
 
+def active_or_ended_since(since: float) -> sa.ColumnElement[bool]:
+    """The WHERE clause of the sessions that are active, or ended at ``since`` or later."""
+    return sa.or_(
+        sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]),
+        sessions.c.finished_at >= since,
+    )
+
+
 class Sessions:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -83,6 +91,16 @@ class Sessions:
             )
         return None if row is None else SessionRecord.from_row(row)
 
+    def by_ids(self, session_ids: Iterable[int]) -> dict[int, SessionRecord]:
+        """The sessions of these ids that exist, by id."""
+        ids = list(session_ids)
+        if not ids:
+            return {}
+        query = sa.select(sessions).where(sessions.c.id.in_(ids))
+        with self._db.read() as conn:
+            found = [SessionRecord.from_row(r) for r in conn.execute(query).mappings()]
+        return {session.id: session for session in found}
+
     def get(self, session_id: int) -> SessionRecord:
         record = self.find(session_id)
         if record is None:
@@ -117,12 +135,7 @@ class Sessions:
         if engine_id is not None:
             where.append(sessions.c.engine_id == engine_id)
         if ended_since is not None:
-            where.append(
-                sa.or_(
-                    sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]),
-                    sessions.c.finished_at >= ended_since,
-                )
-            )
+            where.append(active_or_ended_since(ended_since))
         query = sa.select(sessions).where(*where)
         if after is not None:
             query = query.where(sessions.c.id > after)

@@ -47,6 +47,7 @@ from sparkgate.store.schema import (
     stream_queries,
     stream_restarts,
 )
+from sparkgate.store.sessions import active_or_ended_since, in_scope
 from sparkgate.store.transitions import Transitions
 
 _ACTIVE_QUERY = [s.value for s in ACTIVE_STREAM_QUERY_STATES]
@@ -266,12 +267,24 @@ class StreamQueries:
     def of_session(self, session_id: int) -> list[StreamQueryRecord]:
         return self._where(stream_queries.c.session_id == session_id)
 
-    def started_in_sessions(self, session_ids: Iterable[int]) -> list[StreamQueryRecord]:
-        """The queries SAVE STREAM started in these sessions (not a stream job's), by id."""
-        ids = list(session_ids)
-        if not ids:
-            return []
-        return self._where(stream_queries.c.session_id.in_(ids), stream_queries.c.job_id.is_(None))
+    def started_in_sessions(
+        self,
+        *,
+        owner: str | None,
+        creator: str | None,
+        ended_since: float,
+        states: Iterable[StreamQueryState] | None = None,
+    ) -> list[StreamQueryRecord]:
+        """The queries SAVE STREAM started (not a stream job's) in the sessions a
+        ``Scope(owner, creator)`` admits that are active or ended since ``ended_since``, by id:
+        one read, however many sessions those are."""
+        visible = sa.select(sessions.c.id).where(
+            *in_scope(owner, creator), active_or_ended_since(ended_since)
+        )
+        where = [stream_queries.c.job_id.is_(None), stream_queries.c.session_id.in_(visible)]
+        if states is not None:
+            where.append(stream_queries.c.state.in_([s.value for s in states]))
+        return self._where(*where)
 
     def _where(self, *where: sa.ColumnElement[bool]) -> list[StreamQueryRecord]:
         query = sa.select(stream_queries).where(*where).order_by(stream_queries.c.id)
