@@ -43,34 +43,36 @@ def listen_problem(settings: Settings) -> str | None:
             "SPARKGATE_SSL_KEYFILE)."
         )
     if (
-        settings.connect_port
-        and settings.auth_methods
+        settings.auth_methods
         and certfile is None
         and not settings.insecure
         and not is_loopback(settings.host)
     ):
-        # Spark's client sends its token in every call: in plain text, anyone on the path
-        # reads it. (The HTTP door only warns: browsers and HTTP clients sit behind TLS
-        # proxies far more often than gRPC clients do.)
-        return (
-            f"refusing to serve Spark Connect in plain text on {settings.host}: tokens would "
-            "cross the network readable. Pass --ssl-certfile/--ssl-keyfile, turn the Connect "
-            "door off with --connect-port 0, or pass --insecure."
-        )
-    if (
-        settings.thrift_port
-        and settings.auth_methods
-        and certfile is None
-        and not settings.insecure
-        and not is_loopback(settings.host)
-    ):
-        # SASL PLAIN sends the password (or token) as it is, once per connection.
-        return (
-            f"refusing to serve HiveServer2's binary port in plain text on {settings.host}: "
-            "passwords and tokens would cross the network readable. Pass "
-            "--ssl-certfile/--ssl-keyfile, turn the port off with --thrift-port 0, or pass "
-            "--insecure."
-        )
+        # The doors whose clients send credentials in every call or connection, so that in
+        # plain text anyone on the path reads them: Spark's client sends its token in every
+        # call; SASL PLAIN sends the password (or token) as it is, once per connection. (The
+        # HTTP door only warns: browsers and HTTP clients sit behind TLS proxies far more
+        # often than gRPC and Thrift clients do.)
+        for port, door, sent, off in (
+            (
+                settings.connect_port,
+                "Spark Connect",
+                "tokens",
+                "the Connect door off with --connect-port 0",
+            ),
+            (
+                settings.thrift_port,
+                "HiveServer2's binary port",
+                "passwords and tokens",
+                "the port off with --thrift-port 0",
+            ),
+        ):
+            if port:
+                return (
+                    f"refusing to serve {door} in plain text on {settings.host}: {sent} "
+                    "would cross the network readable. Pass --ssl-certfile/--ssl-keyfile, "
+                    f"turn {off}, or pass --insecure."
+                )
     for option, path in (("--ssl-certfile", certfile), ("--ssl-keyfile", keyfile)):
         if path is not None and not path.expanduser().is_file():
             return f"{option}: no such file {path}."
