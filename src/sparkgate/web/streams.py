@@ -184,6 +184,9 @@ def start_stream(request: Request, name: str, service: ServiceDep, user: UserDep
 
 # -- the streaming queries started in sessions (SAVE STREAM) -------------------------------
 
+# The states in which a session's query shows a Stop button (a stream job's: STOPPABLE).
+QUERY_STOPPABLE = frozenset(s.value for s in STOPPABLE_QUERY_STATES)
+
 
 def _session_stream(
     service: Service, session_id: int, stream_id: int, user: Principal
@@ -195,9 +198,8 @@ def _session_stream(
 def _session_state(
     request: Request, query: dict[str, Any], notice: str | None = None
 ) -> HTMLResponse:
-    stoppable = {s.value for s in STOPPABLE_QUERY_STATES}
     return render(
-        request, "_session_stream_state.html", query=query, stoppable=stoppable, notice=notice
+        request, "_session_stream_state.html", query=query, stoppable=QUERY_STOPPABLE, notice=notice
     )
 
 
@@ -207,8 +209,9 @@ def session_stream_page(
 ) -> HTMLResponse:
     """A streaming query started in a session: its state, progress and chart."""
     query = _session_stream(service, session_id, stream_id, user)
-    stoppable = {s.value for s in STOPPABLE_QUERY_STATES}
-    return render(request, "session_stream.html", query=query, stoppable=stoppable, notice=None)
+    return render(
+        request, "session_stream.html", query=query, stoppable=QUERY_STOPPABLE, notice=None
+    )
 
 
 @router.get("/sessions/{session_id}/streams/{stream_id}/state")
