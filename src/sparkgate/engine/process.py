@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkgate import logs
+from sparkgate.engine.backoff import HISTORY, no_executors_error
 from sparkgate.engine.executors import EXECUTORS
 from sparkgate.engine.udfs import register_udfs
 from sparkgate.results import delete as delete_result
@@ -291,8 +292,6 @@ class Engine:
     ) -> dict[str, Any]:
         """The NO_EXECUTORS error with its attempt and the next attempt's time (placement
         waits until then before launching another engine like this one)."""
-        from sparkgate.engine.backoff import HISTORY, no_executors_error
-
         try:
             earlier = self.store.engines.recent(
                 record.kind, record.share_key, limit=HISTORY, before=record.id
