@@ -23,7 +23,6 @@ from fastapi.dependencies.models import Dependant
 from fastapi.dependencies.utils import get_flat_params
 from fastapi.routing import APIRoute
 
-from sparkgate.auth.passwords import PasswordFile
 from sparkgate.server import create_app
 from sparkgate.settings import Settings
 from sparkgate.store.schema import tokens
@@ -33,6 +32,7 @@ from sparkgate.testing import (
     fuzz_api,
     kill_engines,
     local_test_settings,
+    user_files,
 )
 from tests.concurrency import race
 
@@ -48,16 +48,12 @@ CI_SEED = 20261125
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[ServerProcess]:
     home = tmp_path_factory.mktemp("contract-home")
-    passwords = PasswordFile(home / "passwords")
-    for name, password in PASSWORDS.items():
-        passwords.set(name, password)
-    (home / "access.yaml").write_text(ACCESS)
+    users = user_files(home, PASSWORDS, ACCESS)
     settings = local_test_settings(
         home,
         metastore_uri=metastore_uri,
         auth="password",
-        auth_password_file=home / "passwords",
-        access_file=home / "access.yaml",
+        **users,
         warm_engines=0,
     )
     server = ServerProcess(settings).start()

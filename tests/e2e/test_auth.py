@@ -30,7 +30,13 @@ from starlette.routing import Mount
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.settings import Settings
 from sparkgate.store.schema import stream_jobs, stream_queries
-from sparkgate.testing import ServerProcess, eventually, kill_engines, local_test_settings
+from sparkgate.testing import (
+    ServerProcess,
+    eventually,
+    kill_engines,
+    local_test_settings,
+    user_files,
+)
 from sparkgate.testing.jwt import JwtIssuer
 from sparkgate.testing.slapd import LDAP_USERS, SlapdServer, slapd_unavailable
 
@@ -71,10 +77,7 @@ class Env:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[Env]:
     home = tmp_path_factory.mktemp("auth-home")
-    passwords = PasswordFile(home / "passwords")
-    for name, password in PASSWORDS.items():
-        passwords.set(name, password)
-    (home / "access.yaml").write_text(ACCESS)
+    users = user_files(home, PASSWORDS, ACCESS)
     issuer = JwtIssuer()
     issuer.write_jwks(home / "jwks.json")
     methods = ["password", "jwt"]
@@ -92,9 +95,8 @@ def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterato
         home,
         metastore_uri=metastore_uri,
         auth=",".join(methods),
-        auth_password_file=home / "passwords",
+        **users,
         auth_jwt_jwks=str(home / "jwks.json"),
-        access_file=home / "access.yaml",
         warm_engines=0,
         shared_engine=False,
         **ldap_settings,

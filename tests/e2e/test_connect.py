@@ -18,7 +18,6 @@ from typing import Any
 import httpx
 import pytest
 
-from sparkgate.auth.passwords import PasswordFile
 from sparkgate.testing import (
     TEST_SPARK_CONF,
     ServerProcess,
@@ -26,6 +25,7 @@ from sparkgate.testing import (
     free_port,
     kill_engines,
     local_test_settings,
+    user_files,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
@@ -82,17 +82,13 @@ class Env:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[Env]:
     home = tmp_path_factory.mktemp("connect-home")
-    passwords = PasswordFile(home / "passwords")
-    for name, password in PASSWORDS.items():
-        passwords.set(name, password)
-    (home / "access.yaml").write_text(ACCESS)
+    users = user_files(home, PASSWORDS, ACCESS)
     connect_port = free_port()
     settings = local_test_settings(
         home,
         metastore_uri=metastore_uri,
         auth="password",
-        auth_password_file=home / "passwords",
-        access_file=home / "access.yaml",
+        **users,
         connect_port=connect_port,
         warm_engines=0,
         # Spark ends a result stream after this long (default 2 min; the client reattaches),

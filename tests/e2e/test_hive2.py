@@ -26,7 +26,6 @@ from thriftpy2.protocol import binary as thrift_binary
 from thriftpy2.thrift import TApplicationException, TMessageType
 from thriftpy2.transport import memory as thrift_memory
 
-from sparkgate.auth.passwords import PasswordFile
 from sparkgate.hive2.idl import T
 from sparkgate.testing import (
     ServerProcess,
@@ -35,6 +34,7 @@ from sparkgate.testing import (
     free_port,
     kill_engines,
     local_test_settings,
+    user_files,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
@@ -79,15 +79,13 @@ class Env:
 @pytest.fixture(scope="module")
 def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[Env]:
     home = tmp_path_factory.mktemp("hive2-home")
-    passwords = PasswordFile(home / "passwords")
-    for name, password in PASSWORDS.items():
-        passwords.set(name, password)
+    users = user_files(home, PASSWORDS)
     thrift_port = free_port()
     settings = local_test_settings(
         home,
         metastore_uri=metastore_uri,
         auth="password",
-        auth_password_file=home / "passwords",
+        **users,
         thrift_port=thrift_port,
         warm_engines=0,
         engine_share_level="server",  # one engine for both users: two cores

@@ -22,8 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from sparkgate.auth.passwords import PasswordFile
-from sparkgate.testing import ServerProcess, kill_engines, local_test_settings
+from sparkgate.testing import ServerProcess, kill_engines, local_test_settings, user_files
 
 pytestmark = pytest.mark.spark
 
@@ -93,16 +92,12 @@ class Dashboard:
 @pytest.fixture(scope="session")
 def dashboard(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[Dashboard]:
     home = tmp_path_factory.mktemp("web-home")
-    passwords = PasswordFile(home / "passwords")
-    for name, password in PASSWORDS.items():
-        passwords.set(name, password)
-    (home / "access.yaml").write_text(ACCESS)
+    users = user_files(home, PASSWORDS, ACCESS)
     settings = local_test_settings(
         home,
         metastore_uri=metastore_uri,
         auth="password",
-        auth_password_file=home / "passwords",
-        access_file=home / "access.yaml",
+        **users,
         # Every user's sessions on the one shared engine (each its own SparkSession): the
         # suite needs no JVM per user.
         engine_share_level="server",

@@ -17,12 +17,13 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
 
+from sparkgate.auth.passwords import PasswordFile
 from sparkgate.client import Client
 from sparkgate.settings import Settings
 from sparkgate.states import LIVE_ENGINE_STATES
@@ -36,6 +37,21 @@ TEST_SPARK_CONF = {
     "spark.sql.shuffle.partitions": "2",
     "spark.driver.memory": "768m",
 }
+
+
+def user_files(
+    home: Path, passwords: Mapping[str, str], access: str | None = None
+) -> dict[str, Path]:
+    """A test server's users: a password file of ``passwords`` in ``home`` (and an access file
+    holding ``access``), and the settings that name them, for ``local_test_settings``."""
+    password_file = PasswordFile(home / "passwords")
+    for name, password in passwords.items():
+        password_file.set(name, password)
+    files = {"auth_password_file": password_file.path}
+    if access is not None:
+        (home / "access.yaml").write_text(access)
+        files["access_file"] = home / "access.yaml"
+    return files
 
 
 def free_port() -> int:
