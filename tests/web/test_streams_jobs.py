@@ -85,14 +85,7 @@ def test_a_stream_jobs_page_charts_its_progress_live_and_stops_it(
         page.wait_for_url(f"**/ui/streams/{STREAM}")
         page.evaluate("window.stillTheSamePage = true")  # a reload would wipe it out
         expect(page.get_by_test_id("stream-state")).to_have_text("running")
-        charts = page.locator("#stream-charts")
-        expect(charts).not_to_have_attribute("data-points", "0", timeout=SLOW)
-        drawn = int(charts.get_attribute("data-points") or 0)
-        page.wait_for_function(
-            "n => Number(document.getElementById('stream-charts').dataset.points) > n",
-            arg=drawn,
-            timeout=SLOW,
-        )
+        _charts_grow(page)
         assert page.evaluate("window.stillTheSamePage") is True
         for metric in ("input_rows_per_second", "batch_duration_ms", "state_rows"):
             expect(page.locator(f'[data-metric="{metric}"] canvas')).to_be_visible(timeout=SLOW)
@@ -124,6 +117,18 @@ def test_a_stream_jobs_page_charts_its_progress_live_and_stops_it(
         screenshot(page, "stream-stopped")
     finally:
         _stop(alice, STREAM)
+
+
+def _charts_grow(page: Any) -> None:
+    """The stream page's charts get points, then more of them, as batches finish."""
+    charts = page.locator("#stream-charts")
+    expect(charts).not_to_have_attribute("data-points", "0", timeout=SLOW)
+    drawn = int(charts.get_attribute("data-points") or 0)
+    page.wait_for_function(
+        "n => Number(document.getElementById('stream-charts').dataset.points) > n",
+        arg=drawn,
+        timeout=SLOW,
+    )
 
 
 def _deploy(client: httpx.Client, manifest: str) -> dict[str, Any]:
@@ -263,14 +268,7 @@ def test_a_sessions_stream_is_listed_charted_and_stopped_on_the_streams_page(
         page.evaluate("window.stillTheSamePage = true")
         expect(page.get_by_test_id("stream-state")).to_have_text("running")
         expect(page.get_by_test_id("stream-owner")).to_have_text("alice")
-        charts = page.locator("#stream-charts")
-        expect(charts).not_to_have_attribute("data-points", "0", timeout=SLOW)
-        drawn = int(charts.get_attribute("data-points") or 0)
-        page.wait_for_function(
-            "n => Number(document.getElementById('stream-charts').dataset.points) > n",
-            arg=drawn,
-            timeout=SLOW,
-        )
+        _charts_grow(page)
         expect(page.locator('[data-metric="input_rows_per_second"] canvas')).to_be_visible()
         screenshot(page, "session-stream")
 
