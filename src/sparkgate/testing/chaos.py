@@ -56,6 +56,7 @@ PG_ADMIN_URL = os.environ.get(
 OLD_REVISION = "0007_keyset_indexes"
 STREAM_JOB = "chaos-counter"
 SINK_TABLE = "chaos_counter"
+STRAY_GRACE = 5.0  # seconds a process killed at close may take to be gone
 
 
 @dataclass(frozen=True)
@@ -251,8 +252,17 @@ class Rig:
                     check=False,
                 )
         self._stack.close()  # the cluster, the proxy, the database
+        # What was just killed (the worker's group: executors and their Python workers) may
+        # be a moment from gone: a process still here after STRAY_GRACE is one left behind.
+        deadline = time.monotonic() + STRAY_GRACE
         stray = processes_under(self.root)
+        while stray and time.monotonic() < deadline:
+            time.sleep(0.2)
+            stray = processes_under(self.root)
         for pid in stray:
+            with contextlib.suppress(OSError):
+                command = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ")
+                self.log(f"stray process {pid}: {command.decode(errors='replace')[:300]}")
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, signal.SIGKILL)
         return stray
