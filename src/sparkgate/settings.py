@@ -122,6 +122,10 @@ class Settings(BaseSettings):
     warm_engines: int = 1  # dedicated engines kept started, so a batch need not wait for a JVM
     shared_engine: bool = True  # keep a shared engine for interactive sessions running
     shared_engine_max_sessions: int = 64
+    # On a standalone cluster, the shared engine keeps one executor while it lives (the other
+    # engines give theirs back after 30 s idle): its users' first query after a pause then
+    # does not wait seconds for a new one. False: it gives it back too.
+    shared_engine_keep_executor: bool = True
 
     # Sessions and queries
     session_idle_timeout: float = 3600.0  # 0: never; an idle interactive session is ended

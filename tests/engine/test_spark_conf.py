@@ -6,6 +6,7 @@ from pathlib import Path
 
 from sparkgate.engine.spark import engine_spark_conf, engine_spark_env
 from sparkgate.settings import Settings
+from sparkgate.states import EngineKind
 
 
 def _settings(tmp_path: Path, **values: object) -> Settings:
@@ -98,3 +99,28 @@ def test_on_a_standalone_cluster_engines_ask_one_core_and_only_while_busy(tmp_pa
     local = engine_spark_conf(_settings(tmp_path))
     assert not any(key.startswith("spark.dynamicAllocation") for key in local)
     assert "spark.cores.max" not in local
+
+
+def test_on_a_standalone_master_only_the_shared_engine_keeps_an_executor(tmp_path: Path) -> None:
+    settings = Settings(home=tmp_path, spark_master="spark://10.0.0.5:7077")
+    shared = engine_spark_conf(settings, kind=EngineKind.SHARED)
+    assert shared["spark.dynamicAllocation.minExecutors"] == "1"
+    for kind in (EngineKind.DEDICATED, EngineKind.STREAMING, None):
+        assert engine_spark_conf(settings, kind=kind)["spark.dynamicAllocation.minExecutors"] == "0"
+    # The setting, or the admin's Spark conf, gives it back too.
+    off = settings.model_copy(update={"shared_engine_keep_executor": False})
+    assert (
+        engine_spark_conf(off, kind=EngineKind.SHARED)["spark.dynamicAllocation.minExecutors"]
+        == "0"
+    )
+    admin = settings.model_copy(
+        update={"spark_conf": {"spark.dynamicAllocation.minExecutors": "0"}}
+    )
+    assert (
+        engine_spark_conf(admin, kind=EngineKind.SHARED)["spark.dynamicAllocation.minExecutors"]
+        == "0"
+    )
+    # Local mode has no executors to keep.
+    assert "spark.dynamicAllocation.minExecutors" not in engine_spark_conf(
+        _settings(tmp_path), kind=EngineKind.SHARED
+    )

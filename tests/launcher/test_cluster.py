@@ -1,7 +1,8 @@
 """A Spark standalone cluster from pyspark's jars (scripts/cluster), and engines running on it
-as applications: named for the engine, one core each by default and only while busy (so a
-two-core worker runs the shared, warm and streaming engines at once), ended at the master when
-the engine stops, and failing clearly when the cluster can give them no executor."""
+as applications: named for the engine, one core each by default and only while busy but for
+the shared engine's (so a two-core worker runs the shared engine and, in turn, the streaming
+and warm engines), ended at the master when the engine stops, and failing clearly when the
+cluster can give them no executor."""
 
 from __future__ import annotations
 
@@ -89,8 +90,22 @@ def test_engines_are_applications_that_share_the_cluster(
         [app] = [a for a in cluster.applications(running.master_ui) if a["name"] == name]
         assert app["state"] == "RUNNING" and app["cores"] <= 1  # never more than one core
 
-        # Two cores, three engines: the shared one, the warm one, and a stream job's. Idle
-        # engines give their executor back, so the stream's engine gets a core.
+        # The shared engine keeps its executor while idle; the warm one gives its back.
+        [warm] = [
+            e for e in sg.engines()["engines"] if e["kind"] == "dedicated" and not e["session_id"]
+        ]
+
+        def cores_of(engine: int) -> int | None:
+            apps = cluster.applications(running.master_ui)
+            found = [a["cores"] for a in apps if a["name"] == f"sparkgate-engine-{engine}"]
+            return found[0] if found else None
+
+        eventually(lambda: cores_of(warm["id"]) == 0, timeout=120, what="the warm engine idle")
+        assert cores_of(engine_id) == 1
+
+        # Two cores, three engines: the shared one holds one, the stream job's engine takes
+        # the other (the warm one gave it back), and once the stream stops the warm engine
+        # gets it for a one-off query of its own.
         out = tmp_path / "shared-cluster-stream"
         sg.create_stream(
             "share",
@@ -103,15 +118,15 @@ def test_engines_are_applications_that_share_the_cluster(
             return bool(queries) and (queries[0]["last_progress"] or {}).get("batch_id", -1) >= 2
 
         eventually(streaming, timeout=240, what="the stream job's third batch")
-        one_off = sg.submit("SELECT 40 + 2 AS answer", isolation="engine")
-        assert sg.wait(one_off["id"], timeout=240)["state"] == "success"
         again = sg.submit("SELECT count(*) FROM range(10)", session_id=session["id"])
         assert sg.wait(again["id"], timeout=120)["state"] == "success"
+        sg.stop_stream("share")
+        sg.wait_stream("share", {"stopped"}, timeout=120)
+        one_off = sg.submit("SELECT 40 + 2 AS answer", isolation="engine")
+        assert sg.wait(one_off["id"], timeout=240)["state"] == "success"
         engines = sg.engines(all=True)["engines"]
         assert not [e for e in engines if e.get("error")], engines
         assert {"shared", "streaming", "dedicated"} <= {e["kind"] for e in engines}
-        sg.stop_stream("share")
-        sg.wait_stream("share", {"stopped"}, timeout=120)
 
         # Asking more than the worker has: the engine says so instead of waiting forever.
         greedy = sg.create_session(conf={"spark.executor.memory": "64g"})

@@ -250,6 +250,7 @@ class Engine:
             f"sparkgate-engine-{record.id}",
             record.conf,
             engine_id=record.id,
+            kind=record.kind,
             connect_secret=self._connect_secret,
         )
         try:

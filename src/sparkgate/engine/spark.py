@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sparkgate.settings import Settings
+from sparkgate.states import EngineKind
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -38,6 +39,11 @@ STANDALONE_DEFAULTS = {
     "spark.dynamicAllocation.executorIdleTimeout": "30s",
     "spark.dynamicAllocation.shuffleTracking.timeout": "30s",
 }
+# The shared engine keeps one executor, though: it is what interactive users wait on, and an
+# executor asked of the master again took 6.8 s to come (bench/first_query.py --cluster),
+# where a warm query takes 0.1 s. It holds one core for as long as it lives; the warm and
+# the streaming and batch engines still give theirs back.
+SHARED_ENGINE_DEFAULTS = {"spark.dynamicAllocation.minExecutors": "1"}
 
 
 class NoExecutors(RuntimeError):
@@ -52,7 +58,11 @@ def ui_proxy_base(engine_id: int) -> str:
 
 
 def engine_spark_conf(
-    settings: Settings, extra: dict[str, str] | None = None, *, engine_id: int | None = None
+    settings: Settings,
+    extra: dict[str, str] | None = None,
+    *,
+    engine_id: int | None = None,
+    kind: EngineKind | None = None,
 ) -> dict[str, str]:
     """Every Spark property an engine starts with; later entries win.
 
@@ -99,6 +109,8 @@ def engine_spark_conf(
         # A standalone application takes every free core unless told otherwise: the first
         # engine would starve the shared, streaming and batch engines that follow it.
         conf.update(STANDALONE_DEFAULTS)
+        if kind is EngineKind.SHARED and settings.shared_engine_keep_executor:
+            conf.update(SHARED_ENGINE_DEFAULTS)
     conf.update(settings.spark_conf)
     conf.update(extra or {})
     # Whoever turned the UI on, it is reached through sparkgate only, and cannot kill jobs.
@@ -214,13 +226,14 @@ def build_spark(
     extra: dict[str, str] | None = None,
     *,
     engine_id: int | None = None,
+    kind: EngineKind | None = None,
     connect_secret: str | None = None,
 ) -> SparkSession:
     """The engine's SparkSession; with ``connect_secret``, running Spark's Connect service
     (on loopback, taking that secret)."""
     from pyspark.sql import SparkSession
 
-    conf = engine_spark_conf(settings, extra, engine_id=engine_id)
+    conf = engine_spark_conf(settings, extra, engine_id=engine_id, kind=kind)
     if connect_secret is not None:
         conf.update(connect_conf(conf))
     # The JVM is started below, by this process: it inherits this environment.

@@ -66,7 +66,7 @@ def _confs(conf: dict[str, str]) -> list[str]:
 
 def yarn_command(settings: Settings, engine: EngineRecord) -> list[str]:
     """spark-submit for an engine on YARN, in client mode (the driver on this node)."""
-    conf = engine_spark_conf(settings, engine.conf, engine_id=engine.id)
+    conf = engine_spark_conf(settings, engine.conf, engine_id=engine.id, kind=engine.kind)
     return [
         spark_submit(settings),
         "--master",
@@ -103,7 +103,7 @@ def kubernetes_command(settings: Settings, engine: EngineRecord) -> list[str]:
             "SPARKGATE_KUBERNETES_IMAGE is not set: the image with Spark, Python and sparkgate "
             "that engine pods run."
         )
-    conf = engine_spark_conf(settings, engine.conf, engine_id=engine.id)
+    conf = engine_spark_conf(settings, engine.conf, engine_id=engine.id, kind=engine.kind)
     conf.update(
         {
             "spark.kubernetes.container.image": settings.kubernetes_image,
