@@ -175,3 +175,67 @@ def test_the_shared_engine_is_kept_only_outside_its_backoff(store: Store) -> Non
     clock[0] = NOW + 10
     place.keep_shared()
     assert len(launcher.launched) == 2
+
+
+def _running(store: Store, engine: EngineRecord) -> None:
+    store.transitions.engine(engine.id, EngineState.RUNNING, now=NOW)
+
+
+def test_a_new_user_gets_the_running_spare_shared_engine(
+    store: Store, placement: tuple[Placement, NoProcesses]
+) -> None:
+    place, launcher = placement
+    place.keep_shared()
+    place.keep_warm()
+    spare, warm = launcher.launched
+    _running(store, spare)
+    _running(store, warm)
+    session = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner="ann", share_key="ann")
+    place.place(session)
+    assert store.sessions.get(session.id).engine_id == spare.id
+    assert store.engines.get(spare.id).share_key == "ann"
+    # Nothing starts in the request: the placement duty refills the spare.
+    assert len(launcher.launched) == 2
+    place.keep_shared()
+    assert launcher.launched[-1].kind is EngineKind.SHARED and len(launcher.launched) == 3
+
+
+def test_with_the_spare_still_starting_a_new_user_gets_a_running_warm_engine(
+    store: Store, placement: tuple[Placement, NoProcesses]
+) -> None:
+    place, launcher = placement
+    place.keep_shared()
+    place.keep_warm()
+    spare, warm = launcher.launched
+    _running(store, warm)  # the spare is still starting
+    session = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner="bob", share_key="bob")
+    place.place(session)
+    assert store.sessions.get(session.id).engine_id == warm.id
+    taken = store.engines.get(warm.id)
+    assert (taken.kind, taken.share_key, taken.session_id) == (EngineKind.SHARED, "bob", None)
+    assert store.engines.get(spare.id).share_key is None  # still the spare
+    assert store.engines.warm_count() == 0
+    # A batch now finds no warm engine: it is not given bob's, and gets a new one.
+    batch = store.sessions.add(SessionKind.BATCH, now=NOW)
+    place.place(batch)
+    assert store.sessions.get(batch.id).engine_id not in (warm.id, spare.id)
+    # The second session of bob's shares his engine; another user takes the starting spare.
+    again = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner="bob", share_key="bob")
+    place.place(again)
+    assert store.sessions.get(again.id).engine_id == warm.id
+    carl = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner="carl", share_key="carl")
+    place.place(carl)
+    assert store.sessions.get(carl.id).engine_id == spare.id
+
+
+def test_a_warm_engine_taken_for_a_batch_cannot_also_become_shared(
+    store: Store, placement: tuple[Placement, NoProcesses]
+) -> None:
+    place, launcher = placement
+    place.keep_warm()
+    [warm] = launcher.launched
+    _running(store, warm)
+    batch = store.sessions.add(SessionKind.BATCH, now=NOW)
+    assert store.engines.claim_warm(batch.id, now=NOW) is not None
+    assert store.engines.claim_warm_as_shared("dan", now=NOW) is None
+    assert store.engines.get(warm.id).kind is EngineKind.DEDICATED

@@ -507,6 +507,10 @@ class Engine:
 
     def _open_session(self, session: SessionRecord) -> None:
         assert self.spark is not None and self.record is not None
+        if self.record.kind is EngineKind.DEDICATED and not self._served_session:
+            # Placement may have made this warm engine a user's shared engine
+            # (``claim_warm_as_shared``): its first session says which it serves as.
+            self.record = self.store.engines.get(self.engine_id)
         try:
             if self.record.kind is EngineKind.DEDICATED:
                 spark = self.spark  # the session owns this engine: static conf already applied

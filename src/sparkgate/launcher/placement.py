@@ -145,9 +145,7 @@ class Placement:
         two users' sessions never share a driver unless the share level says they may."""
         engine = self.store.engines.shared_with_room(room, kind, share_key)
         if engine is None and share_key is not None:
-            engine = self.store.engines.claim_shared(kind, share_key, now=self.clock())
-            if engine is not None and kind is EngineKind.SHARED:
-                self.keep_shared()  # the next user finds a warm engine too
+            engine = self._claim_warm(kind, share_key)
         if engine is not None:
             return engine
         self.check_backoff(kind, share_key)
@@ -156,6 +154,21 @@ class Placement:
             room, kind, share_key, now=self.clock(), node_id=self.node_id
         )
         return self._start(engine) if new else engine
+
+    def _claim_warm(self, kind: EngineKind, share_key: str) -> EngineRecord | None:
+        """A warm engine for a share key that has none, made its own: the spare engine of
+        ``kind`` if it runs; for a shared one, else a running engine of the warm pool (a
+        driver with the default conf serves either way); else the spare still starting.
+        The placement duty starts what replaces it (within ``duty_interval``), not this
+        request: on two cores a JVM starting beside the first query would slow it by seconds."""
+        engines, now = self.store.engines, self.clock()
+        running = [EngineState.RUNNING]
+        engine = engines.claim_shared(kind, share_key, now=now, states=running)
+        if engine is None and kind is EngineKind.SHARED:
+            engine = engines.claim_warm_as_shared(share_key, now=now)
+            if engine is not None:
+                log.info("warm engine %s is now a shared engine of %s", engine.id, share_key)
+        return engine or engines.claim_shared(kind, share_key, now=now)
 
     def keep_warm(self) -> None:
         """Keep ``warm_engines`` dedicated engines started and unassigned."""

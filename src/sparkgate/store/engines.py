@@ -197,23 +197,52 @@ class Engines:
                 return found, False
             return self.add(kind, now=now, node_id=node_id, share_key=share_key, conn=conn), True
 
-    def claim_shared(self, kind: EngineKind, share_key: str, *, now: float) -> EngineRecord | None:
+    def claim_shared(
+        self,
+        kind: EngineKind,
+        share_key: str,
+        *,
+        now: float,
+        states: Iterable[EngineState] = (EngineState.STARTING, EngineState.RUNNING),
+    ) -> EngineRecord | None:
         """Give an unclaimed live engine of ``kind`` (one kept warm) to ``share_key``: from
         then on it hosts only sessions with that key."""
-        return self._claim(kind, engines.c.share_key, {"share_key": share_key}, now=now)
+        return self._claim(
+            kind, engines.c.share_key, {"share_key": share_key}, now=now, states=states
+        )
+
+    def claim_warm_as_shared(self, share_key: str, *, now: float) -> EngineRecord | None:
+        """Make a running engine of the warm pool a shared engine of ``share_key``. A warm
+        engine is a driver with the default conf, as a shared engine is, so it serves either
+        way: a user with no shared engine then waits for no JVM while the spare one starts."""
+        values = {"kind": EngineKind.SHARED.value, "share_key": share_key}
+        return self._claim(
+            EngineKind.DEDICATED,
+            engines.c.session_id,
+            values,
+            now=now,
+            states=[EngineState.RUNNING],
+        )
 
     def _claim(
-        self, kind: EngineKind, free: sa.Column[Any], values: dict[str, Any], *, now: float
+        self,
+        kind: EngineKind,
+        free: sa.Column[Any],
+        values: dict[str, Any],
+        *,
+        now: float,
+        states: Iterable[EngineState] = (EngineState.STARTING, EngineState.RUNNING),
     ) -> EngineRecord | None:
-        """Compare-and-set the oldest live engine of ``kind`` whose ``free`` column is NULL to
-        ``values``, so two nodes cannot both take it."""
+        """Compare-and-set the oldest engine of ``kind`` in ``states`` whose ``free`` column
+        is NULL to ``values``, so two nodes (or two kinds of claim) cannot both take it."""
+        wanted = [s.value for s in states]
         for _ in range(5):  # another node may grab the same engine; try the next one
             with self._db.begin() as conn:
                 candidate = (
                     sa.select(engines.c.id)
                     .where(engines.c.kind == kind.value)
                     .where(free.is_(None))
-                    .where(engines.c.state.in_(_TAKING_WORK))
+                    .where(engines.c.state.in_(wanted))
                     .order_by(engines.c.state.desc(), engines.c.id)  # running before starting
                     .limit(1)
                 )
@@ -224,7 +253,8 @@ class Engines:
                     return None
                 taken = conn.execute(
                     engines.update()
-                    .where(engines.c.id == engine_id, free.is_(None))
+                    .where(engines.c.id == engine_id, engines.c.kind == kind.value)
+                    .where(free.is_(None), engines.c.state.in_(wanted))
                     .values(**values, updated_at=now)
                 ).rowcount
             if taken == 1:
