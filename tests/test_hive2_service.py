@@ -90,6 +90,37 @@ def test_fetching_a_stored_result_moves_the_cursor(
     assert store.statements.get(statement.id).fetched == 5
 
 
+def test_pages_follow_the_cursor_moved_elsewhere_and_stay_alices(
+    service: Service, store: Store, tmp_path: Path
+) -> None:
+    # The node keeps an ended query's record between pages; the cursor in the store stays
+    # the truth: a page fetched through another node (here: the store's cursor moved by
+    # hand) is not served again, and bob is refused though alice's record is kept.
+    operation = execute(service, open_session(service), "SELECT n")
+    statement = store.statements.list_page().items[-1]
+    succeeded(store, statement, write_result(tmp_path / "r", 9))
+    fetch = T.TFetchResultsReq(operationHandle=operation, orientation=0, maxRows=3)
+    hive = HiveService(service)
+
+    async def run() -> list[Any]:
+        try:
+            first = await hive.call("FetchResults", fetch, ALICE)
+            assert store.statements.move_cursor(statement.id, 3, 6)  # another node's page
+            second = await hive.call("FetchResults", fetch, ALICE)
+            theirs = await hive.call("FetchResults", fetch, BOB)
+            third = await hive.call("FetchResults", fetch, ALICE)
+            return [first, second, theirs, third]
+        finally:
+            await service.close()
+
+    first, second, theirs, third = run_async(run())
+    assert first.results.columns[0].i64Val.values == [0, 1, 2]
+    assert second.results.columns[0].i64Val.values == [6, 7, 8]
+    assert theirs.status.statusCode == INVALID
+    assert third.results.columns[0].i64Val.values == [] and not third.hasMoreRows
+    assert store.statements.get(statement.id).fetched == 9
+
+
 def test_a_result_that_is_gone_is_an_error_naming_it(
     service: Service, store: Store, tmp_path: Path
 ) -> None:

@@ -277,7 +277,7 @@ class HiveService:
         def fetch() -> tuple[StatementRecord, Any, bool]:
             # The check, the page and the cursor: one trip off the event loop (a client
             # fetching 1000 rows at a time pays this per call).
-            statement = self.gateway.statement(statement_id, user=user)
+            statement = self.queries.for_fetch(statement_id, user=user)
             if statement.state not in TERMINAL_STATEMENT_STATES:
                 return statement, None, False
             _raise_if_failed(statement)

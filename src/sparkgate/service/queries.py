@@ -10,8 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import threading
+import time
+from collections import OrderedDict
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
@@ -53,12 +56,61 @@ class Fetched:
         return self.position + taken < self.total
 
 
+# A cursor-paging client (HiveServer2's FetchResults, 1000 rows a call by default) would read
+# its query, and check that it may, on every page: a read as dear as the page itself. An
+# ended query's record changes no more but for its cursor, which the fetch moves by
+# compare-and-set and so keeps here too; the check is made again after this many seconds.
+_ENDED_RECHECK = 5.0
+_ENDED_MAX = 256
+
+
+@dataclass
+class _Ended:
+    statement: StatementRecord
+    read_at: float
+
+
 @dataclass
 class Queries:
     settings: Settings
     store: Store
     gateway: Gateway
     watcher: StatementWatcher
+    _ended: OrderedDict[tuple[int, str | None], _Ended] = field(
+        default_factory=OrderedDict, init=False, repr=False
+    )
+    _ended_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+
+    def for_fetch(self, query_id: int, *, user: Principal) -> StatementRecord:
+        """:meth:`get` for a client paging the query's result by its cursor: once the query
+        has ended, its record (cursor included) is kept for the next page's call."""
+        key = (query_id, user.name)
+        now = time.monotonic()
+        with self._ended_lock:
+            kept = self._ended.get(key)
+            if kept is not None and now - kept.read_at < _ENDED_RECHECK:
+                self._ended.move_to_end(key)
+                return kept.statement
+        statement = self.gateway.statement(query_id, user=user)
+        if statement.state in TERMINAL_STATEMENT_STATES:
+            self._keep(key, statement, now)
+        return statement
+
+    def _keep(
+        self, key: tuple[int, str | None], statement: StatementRecord, read_at: float
+    ) -> None:
+        with self._ended_lock:
+            self._ended[key] = _Ended(statement, read_at)
+            self._ended.move_to_end(key)
+            while len(self._ended) > _ENDED_MAX:
+                self._ended.popitem(last=False)
+
+    def _moved(self, statement: StatementRecord, position: int) -> None:
+        """The cursor moved to ``position``: kept records of the query say so."""
+        with self._ended_lock:
+            for key, kept in self._ended.items():
+                if key[0] == statement.id:
+                    kept.statement = dataclasses.replace(kept.statement, fetched=position)
 
     def get(self, query_id: int, *, user: Principal) -> StatementRecord:
         """The query, if the user may see it; else QueryNotFound, as for a missing id."""
@@ -154,9 +206,13 @@ class Queries:
             batches, total = self.result_batches(statement, position, limit)
             taken = sum(b.num_rows for b in batches)
             if self.store.statements.move_cursor(statement.id, statement.fetched, position + taken):
+                self._moved(statement, position + taken)
                 return Fetched(batches, position, total)
-            # Another fetch moved the cursor first: read from where it is now.
-            statement = self.store.statements.get(statement.id)
+            # Another fetch (or node) moved the cursor first: read from where it is now.
+            statement = dataclasses.replace(
+                self.store.statements.get(statement.id), owner=statement.owner
+            )
+            self._moved(statement, statement.fetched)
 
 
 def result_path(statement: StatementRecord) -> str:
