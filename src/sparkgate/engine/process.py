@@ -65,6 +65,13 @@ _CONNECT_CHECK_EVERY = 5.0
 # How long the engine keeps cancelling a cancelled Connect operation's Spark jobs.
 _CONNECT_CANCEL_FOR = 10.0
 
+# An engine with no session looks at the store this many times less often than the safety
+# poll says when hints are on (a hint still wakes it at once), and heartbeats as seldom as
+# six beats per heartbeat timeout allow: a warm or spare engine waiting for its first
+# session spent more of a core than a raw idle driver does (bench/floor.py, row 7).
+_IDLE_POLL_FACTOR = 5
+_IDLE_BEATS_PER_TIMEOUT = 6
+
 # How long to keep repeating a cancel: a query between two Spark jobs (planning, or a
 # broadcast then the main job) is not hit by a single cancel. See SPARK-NOTES.md.
 _CANCEL_REPEAT = 0.2
@@ -408,6 +415,8 @@ class Engine:
         with self._lock:
             if any(e.cancelled.is_set() and not e.done for e in self._running.values()):
                 timeout = min(timeout, _CANCEL_REPEAT)
+            elif self.settings.hints and not self._sessions and not self._running:
+                timeout *= _IDLE_POLL_FACTOR
         self._wake.wait(timeout)
         self._wake.clear()  # before the tick: a hint arriving during it wakes the next wait
 
@@ -840,7 +849,14 @@ class Engine:
                 self._end_gone_operations()
             except Exception:  # never at the cost of the heartbeat
                 log.exception("ending gone Connect operations failed")
-            self._stop_now.wait(interval)
+            self._stop_now.wait(self._beat_interval(interval))
+
+    def _beat_interval(self, interval: float) -> float:
+        """The heartbeat's interval: as set while the engine has sessions (it also records
+        their progress), longer while it has none."""
+        if self._sessions or self._running:
+            return interval
+        return max(interval, self.settings.engine_heartbeat_timeout / _IDLE_BEATS_PER_TIMEOUT)
 
     def _store_out(self, exc: Exception) -> None:
         """Note an outage of the store (logged once, however many threads meet it)."""
