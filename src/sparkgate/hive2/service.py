@@ -194,13 +194,14 @@ class HiveService:
         # A statement's own settings (confOverlay) are SET first, in the session; all of them
         # are checked against the denied settings before the first runs.
         overlay = [f"SET {key}={value}" for key, value in sorted((req.confOverlay or {}).items())]
-        await asyncio.to_thread(
-            self.gateway.check_settings,
-            user,
-            sql=overlay,
-            target=f"session:{session.id}",
-            where="confOverlay",
-        )
+        if overlay:  # most statements have none: no trip off the event loop for nothing
+            await asyncio.to_thread(
+                self.gateway.check_settings,
+                user,
+                sql=overlay,
+                target=f"session:{session.id}",
+                where="confOverlay",
+            )
         for code in overlay:
             await asyncio.to_thread(self.gateway.submit, code, user=user, session_id=session.id)
         statement = await asyncio.to_thread(
