@@ -46,6 +46,15 @@ def execute(service: Service, session: Any, sql: str) -> Any:
     return executed.operationHandle
 
 
+def stored_result(service: Service, store: Store, tmp_path: Path, rows: int) -> tuple[Any, Any]:
+    """An operation of alice's whose query succeeded with ``rows`` rows, and a request for
+    its next 3."""
+    operation = execute(service, open_session(service), "SELECT n")
+    statement = store.statements.list_page().items[-1]
+    succeeded(store, statement, write_result(tmp_path / "r", rows))
+    return statement, T.TFetchResultsReq(operationHandle=operation, orientation=0, maxRows=3)
+
+
 def test_an_operation_is_pending_until_its_engine_runs_it_and_bob_cannot_see_it(
     service: Service, store: Store
 ) -> None:
@@ -73,10 +82,7 @@ def test_an_operation_is_pending_until_its_engine_runs_it_and_bob_cannot_see_it(
 def test_fetching_a_stored_result_moves_the_cursor(
     service: Service, store: Store, tmp_path: Path
 ) -> None:
-    operation = execute(service, open_session(service), "SELECT n")
-    statement = store.statements.list_page().items[-1]
-    succeeded(store, statement, write_result(tmp_path / "r", 5))
-    fetch = T.TFetchResultsReq(operationHandle=operation, orientation=0, maxRows=3)
+    statement, fetch = stored_result(service, store, tmp_path, 5)
     first, second, third = calls(
         service,
         ("FetchResults", fetch, ALICE),
@@ -96,10 +102,7 @@ def test_pages_follow_the_cursor_moved_elsewhere_and_stay_alices(
     # The node keeps an ended query's record between pages; the cursor in the store stays
     # the truth: a page fetched through another node (here: the store's cursor moved by
     # hand) is not served again, and bob is refused though alice's record is kept.
-    operation = execute(service, open_session(service), "SELECT n")
-    statement = store.statements.list_page().items[-1]
-    succeeded(store, statement, write_result(tmp_path / "r", 9))
-    fetch = T.TFetchResultsReq(operationHandle=operation, orientation=0, maxRows=3)
+    statement, fetch = stored_result(service, store, tmp_path, 9)
     hive = HiveService(service)
 
     async def run() -> list[Any]:

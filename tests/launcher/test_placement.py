@@ -11,7 +11,7 @@ from sparkgate.launcher.placement import Placement, needs_own_engine
 from sparkgate.settings import Settings
 from sparkgate.states import EngineKind, EngineState, SessionKind, SessionState
 from sparkgate.store import Store
-from sparkgate.store.records import EngineRecord
+from sparkgate.store.records import EngineRecord, SessionRecord
 from tests.conftest import NOW, NoProcesses
 
 
@@ -177,20 +177,29 @@ def test_the_shared_engine_is_kept_only_outside_its_backoff(store: Store) -> Non
     assert len(launcher.launched) == 2
 
 
-def _running(store: Store, engine: EngineRecord) -> None:
-    store.transitions.engine(engine.id, EngineState.RUNNING, now=NOW)
+def _spare_and_warm(
+    store: Store, place: Placement, launcher: NoProcesses, *, spare_running: bool
+) -> tuple[EngineRecord, EngineRecord]:
+    """The resting pool: the spare shared engine (running, or still starting) and a running
+    warm dedicated engine."""
+    place.keep_shared()
+    place.keep_warm()
+    spare, warm = launcher.launched
+    for engine in (spare, warm) if spare_running else (warm,):
+        store.transitions.engine(engine.id, EngineState.RUNNING, now=NOW)
+    return spare, warm
+
+
+def _user_session(store: Store, user: str) -> SessionRecord:
+    return store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner=user, share_key=user)
 
 
 def test_a_new_user_gets_the_running_spare_shared_engine(
     store: Store, placement: tuple[Placement, NoProcesses]
 ) -> None:
     place, launcher = placement
-    place.keep_shared()
-    place.keep_warm()
-    spare, warm = launcher.launched
-    _running(store, spare)
-    _running(store, warm)
-    session = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner="ann", share_key="ann")
+    spare, _ = _spare_and_warm(store, place, launcher, spare_running=True)
+    session = _user_session(store, "ann")
     place.place(session)
     assert store.sessions.get(session.id).engine_id == spare.id
     assert store.engines.get(spare.id).share_key == "ann"
@@ -204,11 +213,8 @@ def test_with_the_spare_still_starting_a_new_user_gets_a_running_warm_engine(
     store: Store, placement: tuple[Placement, NoProcesses]
 ) -> None:
     place, launcher = placement
-    place.keep_shared()
-    place.keep_warm()
-    spare, warm = launcher.launched
-    _running(store, warm)  # the spare is still starting
-    session = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner="bob", share_key="bob")
+    spare, warm = _spare_and_warm(store, place, launcher, spare_running=False)
+    session = _user_session(store, "bob")
     place.place(session)
     assert store.sessions.get(session.id).engine_id == warm.id
     taken = store.engines.get(warm.id)
@@ -220,10 +226,10 @@ def test_with_the_spare_still_starting_a_new_user_gets_a_running_warm_engine(
     place.place(batch)
     assert store.sessions.get(batch.id).engine_id not in (warm.id, spare.id)
     # The second session of bob's shares his engine; another user takes the starting spare.
-    again = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner="bob", share_key="bob")
+    again = _user_session(store, "bob")
     place.place(again)
     assert store.sessions.get(again.id).engine_id == warm.id
-    carl = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner="carl", share_key="carl")
+    carl = _user_session(store, "carl")
     place.place(carl)
     assert store.sessions.get(carl.id).engine_id == spare.id
 
@@ -234,7 +240,7 @@ def test_a_warm_engine_taken_for_a_batch_cannot_also_become_shared(
     place, launcher = placement
     place.keep_warm()
     [warm] = launcher.launched
-    _running(store, warm)
+    store.transitions.engine(warm.id, EngineState.RUNNING, now=NOW)
     batch = store.sessions.add(SessionKind.BATCH, now=NOW)
     assert store.engines.claim_warm(batch.id, now=NOW) is not None
     assert store.engines.claim_warm_as_shared("dan", now=NOW) is None
