@@ -54,6 +54,9 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+import first_query
+import hive2
+from goals import PeerFigures, StoreFigures, print_goals
 from harness import (
     SHIPPED_TIMERS,
     bench_server_with_env,
@@ -128,29 +131,83 @@ def main() -> None:
         default="postgresql+psycopg://postgres@127.0.0.1:5432/postgres",
         help="an admin URL of the PostgreSQL server to create the run's database on",
     )
+    parser.add_argument(
+        "--no-peers",
+        action="store_true",
+        help="only the store's rows: not HiveServer2 against STS, new users, the cluster",
+    )
+    parser.add_argument("--figures-out", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     console = Console()
+    stores: dict[str, StoreFigures] = {}
     if args.store == "both":
         # A process per store: raw PySpark gets a fresh JVM (and Hive client) for each server.
         for store in ("sqlite", "postgresql"):
-            command = [sys.executable, __file__, "--store", store, "--pg", args.pg]
-            if args.iterations is not None:
-                command += ["--iterations", str(args.iterations)]
-            if args.warmup is not None:
-                command += ["--warmup", str(args.warmup)]
-            if args.quick:
-                command.append("--quick")
-            subprocess.run(command, check=True)
-        return
-    plan = Plan.of(args)
-    started = time.monotonic()
-    if args.store == "postgresql":
-        with fresh_pg_database(args.pg) as url:
-            report = measure(console, plan, "postgresql", url)
+            with tempfile.NamedTemporaryFile(suffix=".json") as out:
+                command = [sys.executable, __file__, "--store", store, "--pg", args.pg]
+                command += ["--no-peers", "--figures-out", out.name]
+                if args.iterations is not None:
+                    command += ["--iterations", str(args.iterations)]
+                if args.warmup is not None:
+                    command += ["--warmup", str(args.warmup)]
+                if args.quick:
+                    command.append("--quick")
+                subprocess.run(command, check=True)
+                stores[store] = StoreFigures.from_json(json.loads(Path(out.name).read_text()))
     else:
-        report = measure(console, plan, "sqlite", None)
-    print_report(console, report)
-    console.print(f"{args.store}: {time.monotonic() - started:.0f} s in all", style="dim")
+        plan = Plan.of(args)
+        started = time.monotonic()
+        if args.store == "postgresql":
+            with fresh_pg_database(args.pg) as url:
+                report = measure(console, plan, "postgresql", url)
+        else:
+            report = measure(console, plan, "sqlite", None)
+        print_report(console, report)
+        console.print(f"{args.store}: {time.monotonic() - started:.0f} s in all", style="dim")
+        stores[args.store] = store_figures(report)
+        if args.figures_out is not None:
+            args.figures_out.write_text(json.dumps(stores[args.store].to_json()))
+    if args.no_peers:
+        return
+    print_goals(console, stores, peers(console, quick=args.quick))
+
+
+def store_figures(report: Report) -> StoreFigures:
+    """The rows issue 26 sets goals for, from a store's report."""
+    by_number = {row.measure.split()[0]: row for row in report.rows}
+    warm, together, idle = by_number["2"], by_number["6"], by_number["7"]
+    assert warm.raw and warm.gate and idle.raw and idle.gate and together.ratio
+    return StoreFigures(
+        warm_added=(warm.gate[0] - warm.raw[0], warm.gate[1] - warm.raw[1]),
+        concurrency=together.ratio,
+        idle_added=idle.gate[0] - idle.raw[0],
+    )
+
+
+def peers(console: Console, *, quick: bool) -> PeerFigures:
+    """What is measured once, beside the stores: the HiveServer2 door against Spark Thrift
+    Server, a new user's first query, a cluster engine's first query after idling."""
+    figures = PeerFigures()
+    step(console, "peers", "HiveServer2 against Spark Thrift Server")
+    hive = hive2.compare(
+        console,
+        iterations=20 if quick else 50,
+        warmup=5 if quick else 10,
+        aggregations=2 if quick else 5,
+        fetches=1 if quick else 2,
+    )
+    figures.hive2_select1 = hive.select1
+    figures.hive2_rows_per_s = hive.rows_per_s
+    step(console, "peers", "new users' first queries")
+    users = first_query.new_users(console, 3 if quick else 5)
+    first_query.print_rows(console, users)
+    figures.new_user_first = users[0][1]
+    step(console, "peers", "a cluster engine's first query after idling")
+    figures.idle_seconds = first_query.IDLE
+    after = first_query.after_idle(console, first_query.IDLE, rounds=1 if quick else 2)
+    first_query.print_rows(console, after)
+    figures.cluster_after_idle = after[1][1]
+    return figures
 
 
 @dataclass

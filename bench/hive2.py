@@ -23,6 +23,7 @@ import signal
 import sys
 import threading
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -53,11 +54,38 @@ def main() -> None:
         help="comma-separated cursor.arraysize values for the 1M-row fetch (e.g. 10000,1000)",
     )
     args = parser.parse_args()
-    arraysizes = [int(size) for size in args.arraysizes.split(",")]
     console = Console()
     # A plain `kill` of the bench must also stop what it started: run the finally blocks.
     signal.signal(signal.SIGTERM, lambda *_: sys.exit(143))
+    compare(
+        console,
+        iterations=args.iterations,
+        warmup=args.warmup,
+        aggregations=args.aggregations,
+        fetches=args.fetches,
+        arraysizes=[int(size) for size in args.arraysizes.split(",")],
+    )
 
+
+@dataclass
+class Figures:
+    """What floor.py quotes: medians of sparkgate's and of STS's, per measure."""
+
+    select1: tuple[float, float] = (0.0, 0.0)  # ms
+    rows_per_s: dict[int, tuple[float, float]] = field(default_factory=dict)  # by arraysize
+
+
+def compare(
+    console: Console,
+    *,
+    iterations: int = 50,
+    warmup: int = 10,
+    aggregations: int = 5,
+    fetches: int = 2,
+    arraysizes: tuple[int, ...] | list[int] = (10000, 1000),
+) -> Figures:
+    """Run the comparison and print its table; the headline figures."""
+    figures = Figures()
     with (
         bench_server(console, catalog="in-memory", thrift_port=free_port()) as server,
         spark_thrift_server(console) as sts,
@@ -70,21 +98,22 @@ def main() -> None:
         for column in ("sparkgate", "STS", "ratio"):
             table.add_column(column, justify="right")
 
-        console.print(f"SELECT 1 x {args.iterations}...")
+        console.print(f"SELECT 1 x {iterations}...")
         gate, ref = interleaved(
             lambda: run(sg, TRIVIAL, 1),
             lambda: run(spark, TRIVIAL, 1),
-            args.iterations,
-            args.warmup,
+            iterations,
+            warmup,
         )
+        figures.select1 = (median(gate), median(ref))
         add_row(table, "SELECT 1 p50, ms", median(gate), median(ref))
         add_row(table, "SELECT 1 p95, ms", percentile(gate, 0.95), percentile(ref, 0.95))
 
-        console.print(f"100k-row aggregation x {args.aggregations}...")
+        console.print(f"100k-row aggregation x {aggregations}...")
         gate, ref = interleaved(
             lambda: run(sg, AGGREGATION, 10),
             lambda: run(spark, AGGREGATION, 10),
-            args.aggregations,
+            aggregations,
             1,
         )
         add_row(table, "aggregation 100k rows, ms", median(gate), median(ref))
@@ -98,15 +127,16 @@ def main() -> None:
         table.add_section()
         with PeakRss(groups) as memory:
             for size in arraysizes:
-                console.print(f"1M rows, arraysize {size} x {args.fetches}...")
+                console.print(f"1M rows, arraysize {size} x {fetches}...")
                 sg.arraysize = spark.arraysize = size
                 gate, ref = interleaved(
                     lambda: run(sg, FETCH, FETCH_ROWS),
                     lambda: run(spark, FETCH, FETCH_ROWS),
-                    args.fetches,
+                    fetches,
                     0,
                 )
                 g, r = median(gate) / 1000, median(ref) / 1000
+                figures.rows_per_s[size] = (FETCH_ROWS / g, FETCH_ROWS / r)
                 add_row(table, f"1M rows by {size}, s", g, r, digits=2)
                 add_row(
                     table,
@@ -129,8 +159,8 @@ def main() -> None:
     console.print(table)
     console.print(
         f"Latencies are client-side (PyHive execute + fetchall) over one warm connection per "
-        f"server, calls alternating between the servers; SELECT 1 over {args.iterations} runs, "
-        f"the aggregation over {args.aggregations}, each 1M-row fetch over {args.fetches}. "
+        f"server, calls alternating between the servers; SELECT 1 over {iterations} runs, "
+        f"the aggregation over {aggregations}, each 1M-row fetch over {fetches}. "
         "sparkgate runs each statement in its engine, which writes the result to a file that "
         "the server pages out per FetchResults; STS collects the result in its driver JVM "
         "(spark.sql.thriftServer.incrementalCollect=false, its default) and pages from memory. "
@@ -140,6 +170,7 @@ def main() -> None:
         "for rows/s, where above 1 is faster.",
         style="dim",
     )
+    return figures
 
 
 @contextlib.contextmanager
