@@ -16,6 +16,7 @@ from __future__ import annotations
 import argparse
 import math
 import subprocess
+from pathlib import Path
 
 from harness import SHIPPED_TIMERS, bench_server
 from hive2 import rss_kb, tree
@@ -50,7 +51,7 @@ def main() -> None:
             opened.append(session)
         for session in opened:
             state = sg.wait_session(session, {"idle", "dead", "error"}, 300)["state"]
-            assert state == "idle", (session, state)
+            assert state == "idle", sg.session(session)
             query = sg.submit("SELECT 1", session_id=session)
             assert sg.wait(query["id"], timeout=120)["state"] == "success"
         after = measure(server, engine["pid"], sg)
@@ -87,7 +88,9 @@ def measure(server: ServerProcess, engine_pid: int, sg: Client) -> dict[str, int
     assert server.process is not None
     sg.submit("SELECT 1")  # a one-off query: the shared engine is awake and settled
     for pid in tree(engine_pid):
-        subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, check=False)
+        # jcmd signals its target (SIGQUIT) to attach: a JVM answers, Python would die.
+        if Path(f"/proc/{pid}/comm").read_text().strip() == "java":
+            subprocess.run(["jcmd", str(pid), "GC.run"], capture_output=True, check=False)
     return {
         "node": rss_kb(server.process.pid),
         "engine": sum(rss_kb(pid) for pid in tree(engine_pid)),
