@@ -15,7 +15,8 @@ from sparkgate.store.records import EngineRecord
 from sparkgate.store.schema import engines, sessions
 
 _LIVE = [s.value for s in LIVE_ENGINE_STATES]
-_TAKING_WORK = [EngineState.STARTING.value, EngineState.RUNNING.value]
+TAKING_WORK = (EngineState.STARTING, EngineState.RUNNING)
+_TAKING_WORK = [s.value for s in TAKING_WORK]
 # Any fixed number: the PostgreSQL advisory lock that serialises starting shared engines.
 _SHARED_LOCK = 0x5FA6_5A4E
 
@@ -203,7 +204,7 @@ class Engines:
         share_key: str,
         *,
         now: float,
-        states: Iterable[EngineState] = (EngineState.STARTING, EngineState.RUNNING),
+        states: Iterable[EngineState] = TAKING_WORK,
     ) -> EngineRecord | None:
         """Give an unclaimed live engine of ``kind`` (one kept warm) to ``share_key``: from
         then on it hosts only sessions with that key."""
@@ -231,7 +232,7 @@ class Engines:
         values: dict[str, Any],
         *,
         now: float,
-        states: Iterable[EngineState] = (EngineState.STARTING, EngineState.RUNNING),
+        states: Iterable[EngineState] = TAKING_WORK,
     ) -> EngineRecord | None:
         """Compare-and-set the oldest engine of ``kind`` in ``states`` whose ``free`` column
         is NULL to ``values``, so two nodes (or two kinds of claim) cannot both take it."""
