@@ -67,7 +67,7 @@ _ENDED_MAX = 256
 @dataclass
 class _Ended:
     statement: StatementRecord
-    read_at: float
+    checked_at: dict[str | None, float]  # by user: when their access was last checked
 
 
 @dataclass
@@ -76,41 +76,36 @@ class Queries:
     store: Store
     gateway: Gateway
     watcher: StatementWatcher
-    _ended: OrderedDict[tuple[int, str | None], _Ended] = field(
-        default_factory=OrderedDict, init=False, repr=False
-    )
+    _ended: OrderedDict[int, _Ended] = field(default_factory=OrderedDict, init=False, repr=False)
     _ended_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
 
     def for_fetch(self, query_id: int, *, user: Principal) -> StatementRecord:
         """:meth:`get` for a client paging the query's result by its cursor: once the query
         has ended, its record (cursor included) is kept for the next page's call."""
-        key = (query_id, user.name)
         now = time.monotonic()
         with self._ended_lock:
-            kept = self._ended.get(key)
-            if kept is not None and now - kept.read_at < _ENDED_RECHECK:
-                self._ended.move_to_end(key)
+            kept = self._ended.get(query_id)
+            checked = None if kept is None else kept.checked_at.get(user.name)
+            if kept is not None and checked is not None and now - checked < _ENDED_RECHECK:
+                self._ended.move_to_end(query_id)
                 return kept.statement
         statement = self.gateway.statement(query_id, user=user)
         if statement.state in TERMINAL_STATEMENT_STATES:
-            self._keep(key, statement, now)
+            with self._ended_lock:
+                kept = self._ended.setdefault(query_id, _Ended(statement, {}))
+                kept.statement = statement
+                kept.checked_at[user.name] = now
+                self._ended.move_to_end(query_id)
+                while len(self._ended) > _ENDED_MAX:
+                    self._ended.popitem(last=False)
         return statement
 
-    def _keep(
-        self, key: tuple[int, str | None], statement: StatementRecord, read_at: float
-    ) -> None:
-        with self._ended_lock:
-            self._ended[key] = _Ended(statement, read_at)
-            self._ended.move_to_end(key)
-            while len(self._ended) > _ENDED_MAX:
-                self._ended.popitem(last=False)
-
     def _moved(self, statement: StatementRecord, position: int) -> None:
-        """The cursor moved to ``position``: kept records of the query say so."""
+        """The cursor moved to ``position``: a kept record of the query says so."""
         with self._ended_lock:
-            for key, kept in self._ended.items():
-                if key[0] == statement.id:
-                    kept.statement = dataclasses.replace(kept.statement, fetched=position)
+            kept = self._ended.get(statement.id)
+            if kept is not None:
+                kept.statement = dataclasses.replace(kept.statement, fetched=position)
 
     def get(self, query_id: int, *, user: Principal) -> StatementRecord:
         """The query, if the user may see it; else QueryNotFound, as for a missing id."""
