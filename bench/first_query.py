@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import tempfile
 import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness import SHIPPED_TIMERS, bench_server, median
+from harness import SHIPPED_TIMERS, bench_server, median, run, timed_ms
 from rich.console import Console
 from rich.table import Table
 
@@ -65,12 +66,7 @@ def print_rows(console: Console, rows: list[tuple[str, list[float], str]]) -> No
 
 def timed_query(sg: Client, **submit: Any) -> float:
     """Milliseconds from submit to the result read, as a client does it."""
-    started = time.perf_counter()
-    submitted = sg.submit(TRIVIAL, **submit)
-    done = sg.wait(submitted["id"], timeout=600)
-    assert done["state"] == "success", done
-    sg.result(submitted["id"])
-    return (time.perf_counter() - started) * 1000
+    return timed_ms(lambda: run(sg, TRIVIAL, **submit))
 
 
 def pool_warm(server: ServerProcess) -> bool:
@@ -112,8 +108,6 @@ def new_users(
 
 @contextlib.contextmanager
 def _user_home(names: list[str]) -> Iterator[dict[str, Any]]:
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="sparkgate-bench-users-") as tmp:
         files = user_files(Path(tmp), dict.fromkeys(names, PASSWORD), "admins: [admin]\n")
         yield {"auth": "password", **files}
@@ -123,8 +117,6 @@ def after_idle(
     console: Console, idle: float, *, rounds: int = 2
 ) -> list[tuple[str, list[float], str]]:
     console.print("[dim]first queries: a standalone cluster[/]")
-    import tempfile
-
     with tempfile.TemporaryDirectory(prefix="sparkgate-bench-cluster-") as tmp:
         info = cluster.start(Path(tmp), cores=2, memory="3g")
         try:

@@ -66,6 +66,8 @@ from harness import (
     percentile,
     raw_spark,
     raw_spark_conf,
+    run,
+    timed_ms,
 )
 from rich.console import Console
 from rich.table import Table
@@ -330,20 +332,6 @@ def wait_idle(sg: Client, session_id: int, timeout: float = 300) -> None:
         if state not in ("starting", "busy") or time.monotonic() > deadline:
             raise AssertionError(f"session {session_id} is {state}, not idle")
         time.sleep(0.01)
-
-
-def run(sg: Client, sql: str, **submit: Any) -> None:
-    """Submit, long-poll to the end, read the result: what a client does."""
-    submitted = sg.submit(sql, **submit)
-    done = sg.wait(submitted["id"], timeout=600)
-    assert done["state"] == "success", done
-    sg.result(submitted["id"])
-
-
-def timed_ms(fn: Callable[[], object]) -> float:
-    started = time.perf_counter()
-    fn()
-    return (time.perf_counter() - started) * 1000
 
 
 def spread(values: list[float]) -> tuple[float, float]:

@@ -21,6 +21,7 @@ from typing import Any
 from rich.console import Console
 
 from sparkgate.catalog.metastore import pyspark_jars, stop_metastore
+from sparkgate.client import Client
 from sparkgate.settings import Settings
 from sparkgate.testing import (
     TEST_SPARK_CONF,
@@ -127,6 +128,20 @@ def interleaved(
         firsts.append(timed(first))
         seconds.append(timed(second))
     return firsts, seconds
+
+
+def run(sg: Client, sql: str, **submit: Any) -> None:
+    """Submit, long-poll to the end, read the result: what a client does."""
+    submitted = sg.submit(sql, **submit)
+    done = sg.wait(submitted["id"], timeout=600)
+    assert done["state"] == "success", done
+    sg.result(submitted["id"])
+
+
+def timed_ms(fn: Callable[[], object]) -> float:
+    started = time.perf_counter()
+    fn()
+    return (time.perf_counter() - started) * 1000
 
 
 def percentile(values: list[float], q: float) -> float:
