@@ -40,9 +40,9 @@ STANDALONE_DEFAULTS = {
     "spark.dynamicAllocation.shuffleTracking.timeout": "30s",
 }
 # The shared engine keeps one executor, though: it is what interactive users wait on, and an
-# executor asked of the master again took 6.8 s to come (bench/first_query.py --cluster),
-# where a warm query takes 0.1 s. It holds one core for as long as it lives; the warm and
-# the streaming and batch engines still give theirs back.
+# executor asked of the master again took 4.6 s to come here (bench/first_query.py
+# --cluster), where a warm query takes 0.1-0.2 s. It holds one core for as long as it lives;
+# the warm, streaming and batch engines still give theirs back.
 SHARED_ENGINE_DEFAULTS = {"spark.dynamicAllocation.minExecutors": "1"}
 
 
