@@ -8,9 +8,11 @@ import os
 import signal
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 import uuid
+import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -91,6 +93,8 @@ def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterato
         **users,
         connect_port=connect_port,
         warm_engines=0,
+        # Every user's sessions in one engine: what one session does must not reach another's.
+        engine_share_level="server",
         # Spark ends a result stream after this long (default 2 min; the client reattaches),
         # and drops an operation left without a stream after the second (default 5 min).
         spark_conf={
@@ -426,6 +430,217 @@ def test_a_query_does_not_stay_running_when_its_client_vanishes(env: Env) -> Non
     final = _final(env, query["id"], timeout=180)
     assert final["state"] == "failed", final
     assert final["error"]["code"] == "CONNECT_OPERATION_GONE", final["error"]
+
+
+def _package(directory: Path, value: str) -> str:
+    """A zipped package ``sgpkg`` whose ``VALUE`` is ``value``, named as PySpark's tests name
+    theirs (every session uploads a file of this one name)."""
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / "my_zipfile.zip"
+    with zipfile.ZipFile(path, "w") as archive:
+        archive.writestr("sgpkg/__init__.py", f"VALUE = {value!r}\n")
+    return str(path)
+
+
+def _values(spark: Any) -> dict[str, str]:
+    """What a Python UDF, a Python data source and a Python UDTF of ``spark`` read of the
+    session's ``sgpkg`` (each runs in Python workers of the engine).
+
+    Spark's own Connect server gives a UDTF the module another session imported first when
+    both name it alike (its UDTF workers are not kept per session): so is sparkgate's, and
+    only the UDF and the data source are held to their session's own."""
+    from pyspark.sql.connect.functions import udf, udtf
+    from pyspark.sql.datasource import DataSource, DataSourceReader
+    from pyspark.sql.types import StringType, StructField, StructType
+
+    # No type hints: PySpark would take the function for a pandas UDF.
+    def value(_):  # type: ignore[no-untyped-def]
+        import sgpkg  # type: ignore[import-not-found]
+
+        return str(sgpkg.VALUE)
+
+    class Values:
+        def eval(self) -> Iterator[tuple[str]]:
+            import sgpkg
+
+            yield (str(sgpkg.VALUE),)
+
+    class Source(DataSource):
+        @classmethod
+        def name(cls) -> str:
+            return "sgpkg_values"
+
+        def schema(self) -> str:
+            return "value string"
+
+        def reader(self, schema: Any) -> DataSourceReader:
+            return Reader()
+
+    class Reader(DataSourceReader):
+        def read(self, partition: Any) -> Iterator[tuple[str]]:
+            import sgpkg
+
+            yield (str(sgpkg.VALUE),)
+
+    python_udf: Any = udf(value, StringType())
+    python_udtf: Any = udtf(Values, returnType=StructType([StructField("value", StringType())]))
+    spark.dataSource.register(Source)
+    return {
+        "udf": spark.range(1).select(python_udf("id").alias("v")).first().v,
+        "source": spark.read.format("sgpkg_values").load().first().value,
+        "udtf": python_udtf().first().value,
+    }
+
+
+def _own(values: dict[str, str], name: str, others: set[str]) -> None:
+    assert values["udf"] == values["source"] == name, values
+    assert values["udtf"] in others | {name}, values
+
+
+def _artifacts_of(spark: Any) -> list[Path]:
+    """The engine's directories holding the files of ``spark``'s session (Spark keeps a
+    session's artifacts under a directory named for its server-side session id)."""
+    session = spark.client._server_session_id
+    assert session, "the client has not heard its server-side session id yet"
+    return [path for path in Path(tempfile.gettempdir()).glob(f"artifacts*/{session}")]
+
+
+def test_each_session_uses_its_own_files_of_the_same_name(env: Env, tmp_path: Path) -> None:
+    """Two sessions of alice's and one of carol's, in one engine, each upload a package of
+    the same name with other contents: each one's UDFs, UDTFs and data sources see their own."""
+    with (
+        env.spark("alice") as first,
+        env.spark("alice") as second,
+        env.spark("carol") as other,
+    ):
+        sessions = {"first": first, "second": second, "carol's": other}
+        for name, spark in sessions.items():
+            spark.addArtifacts(_package(tmp_path / name, name), pyfile=True)
+        for name, spark in sessions.items():
+            _own(_values(spark), name, set(sessions))
+        # A second upload of other contents under the same name is refused, and changes
+        # nothing (as on Spark's own server); the same contents again are taken.
+        with pytest.raises(Exception) as caught:
+            first.addArtifacts(_package(tmp_path / "again", "again"), pyfile=True)
+        assert "ARTIFACT_ALREADY_EXISTS" in str(caught.value), caught.value
+        first.addArtifacts(str(tmp_path / "first" / "my_zipfile.zip"), pyfile=True)
+        assert _values(first)["udf"] == "first"
+        # A session that added nothing runs its Python as before.
+        with env.spark("alice") as plain:
+            from pyspark.sql.connect.functions import udf
+            from pyspark.sql.types import LongType
+
+            tenfold: Any = udf(lambda x: x * 10, LongType())
+            assert [r.t for r in plain.range(3).select(tenfold("id").alias("t")).collect()] == [
+                0,
+                10,
+                20,
+            ]
+
+
+def test_files_and_archives_are_in_the_python_workers_directory(env: Env, tmp_path: Path) -> None:
+    from pyspark.sql.connect.functions import udf
+    from pyspark.sql.types import StringType
+
+    (tmp_path / "my_file.txt").write_text("from a file")
+    archive = tmp_path / "my_files.zip"
+    with zipfile.ZipFile(archive, "w") as zipped:
+        zipped.writestr("my_archive/my_file.txt", "from an archive")
+
+    def read(_):  # type: ignore[no-untyped-def]  # hints would make it a pandas UDF
+        with open("./my_file.txt") as file, open("./my_files/my_archive/my_file.txt") as packed:
+            return f"{file.read()}|{packed.read()}"
+
+    with env.spark("alice") as spark:
+        spark.addArtifacts(str(tmp_path / "my_file.txt"), file=True)
+        spark.addArtifacts(f"{archive}#my_files", archive=True)
+        reader: Any = udf(read, StringType())
+        got = spark.range(1).select(reader("id").alias("v")).first().v
+    assert got == "from a file|from an archive"
+
+
+def test_a_sessions_files_go_with_it(env: Env, tmp_path: Path) -> None:
+    """Released by its client or ended by sparkgate, a session's files are gone from the
+    engine; later sessions upload the same name and run."""
+    from sparkgate.store import Store
+
+    with env.spark("alice") as released:
+        released.addArtifacts(_package(tmp_path / "released", "released"), pyfile=True)
+        assert _values(released)["udf"] == "released"
+        kept = _artifacts_of(released)
+        assert kept, "the session's files are in the engine"
+    eventually(lambda: not any(p.exists() for p in kept), timeout=30, what="its files gone")
+
+    with env.spark("alice") as killed:
+        killed.addArtifacts(_package(tmp_path / "killed", "killed"), pyfile=True)
+        assert _values(killed)["udf"] == "killed"
+        kept = _artifacts_of(killed)
+        store = Store.open(env.server.settings.resolved_store_url)
+        try:
+            session_id = store.connect.session_of("alice", killed.session_id)
+        finally:
+            store.close()
+        with env.api("alice") as api:
+            assert api.delete(f"/v1/sessions/{session_id}").status_code == 200
+        eventually(lambda: not any(p.exists() for p in kept), timeout=30, what="its files gone")
+
+    with env.spark("alice") as later:
+        later.addArtifacts(_package(tmp_path / "later", "later"), pyfile=True)
+        _own(_values(later), "later", {"released", "killed", "first", "second", "carol's"})
+
+
+def _livy(api: httpx.Client, session_id: int, code: str) -> str:
+    answer = api.post(f"/sessions/{session_id}/statements", json={"code": code})
+    assert answer.status_code == 201, answer.text
+    statement_id = answer.json()["id"]
+
+    def done() -> dict[str, Any] | None:
+        statement: dict[str, Any] = api.get(
+            f"/sessions/{session_id}/statements/{statement_id}"
+        ).json()
+        return statement if statement["state"] == "available" else None
+
+    output = eventually(done, timeout=240, what="the statement's output")["output"]
+    assert output["status"] == "ok", output
+    return str(output["data"]["text/plain"])
+
+
+def test_classic_sessions_beside_connect_ones_keep_their_own_files(
+    env: Env, tmp_path: Path
+) -> None:
+    """Livy's classic PySpark sessions in the engine where Connect sessions uploaded files of
+    one name: their Python runs, and what their code adds (sc.addPyFile) is theirs."""
+    with env.spark("alice") as first, env.spark("carol") as second:
+        first.addArtifacts(_package(tmp_path / "first", "first"), pyfile=True)
+        second.addArtifacts(_package(tmp_path / "second", "second"), pyfile=True)
+        with env.api("alice") as api:
+            answer = api.post("/sessions", json={"kind": "pyspark"})
+            assert answer.status_code == 201, answer.text
+            livy = answer.json()["id"]
+            try:
+                eventually(
+                    lambda: api.get(f"/sessions/{livy}").json()["state"] == "idle",
+                    timeout=240,
+                    what="the Livy session idle",
+                )
+                plain = "spark.range(3).select(udf(lambda x: x * 3, 'long')('id')).collect()"
+                assert "=6)" in _livy(api, livy, f"from pyspark.sql.functions import udf\n{plain}")
+                package = _package(tmp_path / "livy", "livy")
+                code = (
+                    f"sc.addPyFile({package!r})\n"
+                    "import sgpkg\n"
+                    "def value(_):\n"
+                    "    import sgpkg\n"
+                    "    return sgpkg.VALUE\n"
+                    "print(sgpkg.VALUE)\n"
+                    "print(spark.range(1).select(udf(value, 'string')('id')).first()[0])\n"
+                    "print(sc.parallelize([0]).map(value).collect()[0])"
+                )
+                assert _livy(api, livy, code).split() == ["livy", "livy", "livy"]
+            finally:
+                api.delete(f"/sessions/{livy}")
+        assert _values(first)["udf"] == "first"
+        assert _values(second)["udf"] == "second"
 
 
 def test_a_dead_engine_ends_its_sessions_with_engine_lost(env: Env) -> None:

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkgate import logs
+from sparkgate.engine import artifacts
 from sparkgate.engine.backoff import HISTORY, no_executors_error
 from sparkgate.engine.executors import EXECUTORS
 from sparkgate.engine.udfs import register_udfs
@@ -103,11 +104,16 @@ class SessionWorker:
     the next, where a thread per statement would set both up again each time."""
 
     def __init__(
-        self, session_id: int, run: Callable[[Execution], None], after: Callable[[], None]
+        self,
+        session_id: int,
+        run: Callable[[Execution], None],
+        after: Callable[[], None],
+        ended: Callable[[], None],
     ) -> None:
         self._queue: queue.SimpleQueue[Execution | None] = queue.SimpleQueue()
         self._run = run
         self._after = after
+        self._ended = ended  # after the session's last statement, on its thread
         self._thread = threading.Thread(
             target=self._loop, name=f"session-{session_id}", daemon=True
         )
@@ -126,6 +132,7 @@ class SessionWorker:
             finally:
                 execution.finished.set()
                 self._after()  # the engine may take the session's next statement now
+        self._ended()
 
 
 class Engine:
@@ -538,8 +545,11 @@ class Engine:
                 {**describe_failure(exc), "code": "SESSION_START_FAILED"},
             )
             return
-        self._sessions[session.id] = OpenSession(session, spark)
-        self._workers[session.id] = SessionWorker(session.id, self._execute, self._wake.set)
+        opened = OpenSession(session, spark)
+        self._sessions[session.id] = opened
+        self._workers[session.id] = SessionWorker(
+            session.id, self._execute, self._wake.set, partial(self._release_files, opened)
+        )
         self._served_session = True
         outcome = self.store.transitions.session(
             session.id, SessionState.IDLE, now=self.clock(), expected=[SessionState.STARTING]
@@ -565,6 +575,18 @@ class Engine:
             self.streams.session_closed(session_id)  # its streaming queries end with it
         if open_session is not None:
             log.info("session %s closed", session_id)
+
+    def _release_files(self, session: OpenSession) -> None:
+        """A session ended: what it added to the engine (files, packages, archives, jars) goes
+        with it, for its classic Spark session and its Spark Connect one, if it has one (a
+        client that released it has already ended it). A stopping engine drops them all."""
+        if self._stop.is_set() or self.spark is None:
+            return
+        if session.spark is not self.spark:
+            artifacts.release_classic(session.spark)
+        client_session = session.record.attributes.get("connect_session")
+        if client_session and session.record.owner:
+            artifacts.release_connect(self.spark, session.record.owner, str(client_session))
 
     def _claim(self, session_id: int, waiting: StatementRecord) -> bool:
         now = self.clock()
@@ -678,6 +700,9 @@ class Engine:
         sc.setJobGroup(execution.tag, f"sparkgate statement {statement.id}", True)
         sc.setLocalProperty("spark.scheduler.pool", f"session-{statement.session_id}")
         self._run_as_owner(execution.session.record.owner)
+        # Every job this statement starts (SQL, DataFrames, its code's RDDs) sees the files
+        # its session added, and only those; what its code adds is the session's own.
+        artifacts.bind(execution.session.spark)
         ctx = ExecutionContext(
             execution.session,
             statement,

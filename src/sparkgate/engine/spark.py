@@ -7,6 +7,7 @@ import os
 import time
 from typing import TYPE_CHECKING, Any
 
+from sparkgate.engine.artifacts import isolation_conf, share_root
 from sparkgate.settings import Settings
 from sparkgate.states import EngineKind
 
@@ -84,6 +85,10 @@ def engine_spark_conf(
         # Sessions sharing an engine run at once, each in a pool of its own (the engine sets
         # spark.scheduler.pool per session): a long query does not starve the others.
         "spark.scheduler.mode": "FAIR",
+        # As Spark's own Connect server: each session's files, packages, archives and jars
+        # are its own. PySpark turns this off for the classic driver it starts, and one
+        # session's upload then broke every Python task of the engine (engine.artifacts).
+        **isolation_conf(),
     }
     if settings.log_format == "json":
         # Spark's console progress bar redraws itself with carriage returns on the engine's
@@ -248,6 +253,7 @@ def build_spark(
     finally:
         # The JVM has it; Python code run in this engine (code sessions) need not.
         os.environ.pop(CONNECT_SECRET_ENV, None)
+    share_root(spark)  # before its first job: the root keeps classic PySpark's files
     # The engine log is for sparkgate's own lines and real problems, not Spark's chatter.
     spark.sparkContext.setLogLevel("ERROR")
     quiet_query_error_logs()
