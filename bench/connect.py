@@ -215,6 +215,8 @@ def spark_connect_server(console: Console, token: str | None) -> Iterator[Peer]:
         ]
         env = {k: v for k, v in os.environ.items() if not k.startswith(("SPARK_", "PYSPARK_"))}
         env["SPARK_HOME"] = str(spark_home)
+        # Python UDFs run this interpreter (with pyarrow and pandas), as sparkgate's engines'.
+        env["PYSPARK_PYTHON"] = sys.executable
         if token is not None:
             env[CONNECT_SECRET_ENV] = token
         log_path = Path(tmp) / "connect-server.log"
