@@ -252,5 +252,14 @@ def report(
     return gaps
 
 
+def keep_logs(home: Path, out: Path) -> None:
+    """Copy every log of a sparkgate home (server, engines, metastore) into ``out``."""
+    logs = out / "sparkgate-logs"
+    for path in home.rglob("*.log"):
+        target = logs / path.relative_to(home)
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copyfile(path, target)
+
+
 def minutes(seconds: float) -> str:
     return f"{int(seconds // 60)}m{int(seconds % 60):02d}s" if seconds else "-"

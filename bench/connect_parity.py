@@ -43,6 +43,7 @@ from pathlib import Path
 
 from conformance import (
     SideResult,
+    keep_logs,
     load_side,
     minutes,
     parse_junit,
@@ -252,11 +253,7 @@ def sparkgate(console: Console, out: Path, source: Path) -> Iterator[str]:
                 token = make_token(server, password)
                 yield f"sc://localhost:{port}/;token={token}"
             finally:
-                logs = out / "sparkgate-logs"
-                for path in server.home.rglob("*.log"):
-                    target = logs / path.relative_to(server.home)
-                    target.parent.mkdir(parents=True, exist_ok=True)
-                    shutil.copyfile(path, target)
+                keep_logs(server.home, out)
 
 
 def run_suite(

@@ -39,6 +39,7 @@ from pathlib import Path
 
 from conformance import (
     SideResult,
+    keep_logs,
     load_side,
     minutes,
     parse_junit,
@@ -208,11 +209,7 @@ def sparkgate_server(console: Console, out: Path, source: Path) -> Iterator[Thri
             assert server.process is not None
             yield ThriftServer(server.process.pid, server.settings.thrift_port)
         finally:
-            logs = out / "sparkgate-logs"
-            for path in server.home.rglob("*.log"):
-                target = logs / path.relative_to(server.home)
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copyfile(path, target)
+            keep_logs(server.home, out)
 
 
 if __name__ == "__main__":
