@@ -189,14 +189,27 @@ def peer_conf(directory: Path) -> dict[str, str]:
 
 
 @contextlib.contextmanager
-def spark_connect_server(console: Console, token: str | None) -> Iterator[Peer]:
+def spark_connect_server(
+    console: Console, token: str | None, *, stock: bool = False
+) -> Iterator[Peer]:
     """Spark's Connect server from pyspark's jars, started (not yet waited for) and stopped
     with its whole process group afterwards, whatever happens. With ``token``, it requires it
-    (given in the environment, as sparkgate gives its engines their secret)."""
+    (given in the environment, as sparkgate gives its engines their secret). It runs with the
+    Spark conf of sparkgate's engines, or with ``stock``, with Spark's defaults but for the
+    test settings (local[2], no UI, 2 shuffle partitions, a 768m driver)."""
     with tempfile.TemporaryDirectory(prefix="sparkgate-bench-connect-") as tmp:
         port = free_port()
         spark_home = pyspark_jars().parent
-        conf = peer_conf(Path(tmp))
+        conf = (
+            {
+                "spark.master": "local[2]",
+                "spark.sql.warehouse.dir": str(Path(tmp) / "warehouse"),
+                **TEST_SPARK_CONF,
+                "spark.ui.showConsoleProgress": "false",
+            }
+            if stock
+            else peer_conf(Path(tmp))
+        )
         conf.update(
             {
                 "spark.connect.grpc.binding.address": "127.0.0.1",

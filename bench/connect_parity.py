@@ -8,7 +8,7 @@ Runs the parity test modules of apache/spark's ``python/pyspark/sql/tests/connec
 ``test_parity_*.py`` under it, or those ``--modules`` names, as globs relative to it) as
 they are, with this project's pyspark Connect client, twice:
 - against Spark's own Connect server from the pyspark wheel (``spark-submit --class
-  SparkConnectServer``, ``local[2]``, token auth, the engines' Spark conf);
+  SparkConnectServer``, ``local[2]``, token auth, Spark's defaults otherwise);
 - against a sparkgate server (temporary home, SQLite store, its embedded Hive metastore,
   ``local[2]``, password auth with one user who has every right) through its Connect door,
   with a personal access token.
@@ -228,7 +228,7 @@ def run_side(
 @contextlib.contextmanager
 def peer(console: Console, out: Path) -> Iterator[str]:
     token = secrets.token_urlsafe(24)
-    with spark_connect_server(console, token) as server:
+    with spark_connect_server(console, token, stock=True) as server:
         try:
             server.wait_listening()
             yield f"sc://localhost:{server.port}/;token={token}"
