@@ -196,7 +196,7 @@ def spark_connect_server(
     with its whole process group afterwards, whatever happens. With ``token``, it requires it
     (given in the environment, as sparkgate gives its engines their secret). It runs with the
     Spark conf of sparkgate's engines, or with ``stock``, with Spark's defaults but for the
-    test settings (local[2], no UI, 2 shuffle partitions, a 768m driver)."""
+    test settings (local[2], no UI, 2 shuffle partitions, a 768m driver) and FAIR scheduling."""
     with tempfile.TemporaryDirectory(prefix="sparkgate-bench-connect-") as tmp:
         port = free_port()
         spark_home = pyspark_jars().parent
@@ -206,6 +206,9 @@ def spark_connect_server(
                 "spark.sql.warehouse.dir": str(Path(tmp) / "warehouse"),
                 **TEST_SPARK_CONF,
                 "spark.ui.showConsoleProgress": "false",
+                # A suite's streaming queries left running in the one server hold the two cores
+                # under FIFO while later jobs wait: FAIR, as sparkgate's engines schedule.
+                "spark.scheduler.mode": "FAIR",
             }
             if stock
             else peer_conf(Path(tmp))
