@@ -60,6 +60,7 @@ def test_no_rules_means_every_right_but_admin() -> None:
         ("spark.sql.shuffle.partitions", None),
         ("spark.driver.memory", None),
         ("spark.sparkgate.ctas.atomic", None),
+        ("spark.sql.artifact.isolation.enabled", "spark.sql.artifact.*"),
     ],
 )
 def test_the_default_deny_list(key: str, pattern: str | None) -> None:

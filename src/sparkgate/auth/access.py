@@ -70,6 +70,8 @@ DEFAULT_CONF_DENY = (
     "spark.sql.extensions",
     "spark.sql.queryExecutionListeners",
     "spark.sql.streaming.streamingQueryListeners",
+    # A session without artifact isolation would put its files in every session's tasks.
+    "spark.sql.artifact.*",
 )
 
 
