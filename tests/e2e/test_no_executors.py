@@ -20,6 +20,7 @@ import httpx
 import pytest
 
 from sparkgate import cluster
+from sparkgate.catalog.metastore import stop_metastore
 from sparkgate.testing import ServerProcess, eventually, kill_engines, local_test_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
@@ -44,6 +45,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerProcess]:
     finally:
         server.stop()
         kill_engines(settings)
+        stop_metastore(settings)  # the embedded one its node started
         cluster.stop(home / "cluster")
 
 
