@@ -14,10 +14,13 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 import xml.etree.ElementTree as ET
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TypeVar
 
 from harness import stop_group
 from rich.console import Console
@@ -25,6 +28,8 @@ from rich.markup import escape
 from rich.table import Table
 
 ROOT = Path(__file__).resolve().parent.parent
+
+Listening = TypeVar("Listening")
 
 
 @dataclass
@@ -109,6 +114,35 @@ def run_pytest(
         finally:
             if process.poll() is None:
                 stop_group(process)
+
+
+def run_side(
+    console: Console,
+    side: str,
+    title: str,
+    out: Path,
+    server: AbstractContextManager[Listening],
+    suite: Callable[[Listening], int],
+) -> SideResult:
+    """One side: start ``server``, run ``suite`` against what it yields (pytest, writing
+    ``out``/junit.xml), stop the server; the side's outcomes and times, also saved in ``out``."""
+    result = SideResult(side)
+    started = time.monotonic()
+    console.rule(title)
+    with server as listening:
+        result.start_seconds = time.monotonic() - started
+        console.print(f"{title} answers after {result.start_seconds:.0f}s")
+        suite_started = time.monotonic()
+        result.returncode = suite(listening)
+        result.suite_seconds = time.monotonic() - suite_started
+    result.total_seconds = time.monotonic() - started
+    result.outcomes = parse_junit(out / "junit.xml")
+    console.print(
+        f"{title}: suite {minutes(result.suite_seconds)}, "
+        f"whole side (start, suite, stop) {minutes(result.total_seconds)}"
+    )
+    save_side(out, result)
+    return result
 
 
 # -- outcomes ---------------------------------------------------------------------------------

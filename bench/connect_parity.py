@@ -36,20 +36,17 @@ import shutil
 import signal
 import sys
 import tempfile
-import time
 from collections.abc import Iterator
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
 from conformance import (
-    SideResult,
     keep_logs,
     load_side,
-    minutes,
-    parse_junit,
     report,
     run_pytest,
-    save_side,
+    run_side,
     snapshot,
 )
 from harness import bench_server_with_env
@@ -140,7 +137,6 @@ def main() -> None:
         run_dir = args.report
         results = [load_side(run_dir, side) for side in SIDES if (run_dir / side).exists()]
     else:
-        args.same_release = True
         if args.spark_source is None:
             parser.error("--spark-source (a checkout of apache/spark) is required")
         source = args.spark_source.resolve()
@@ -148,18 +144,28 @@ def main() -> None:
         run_dir = RESULTS / datetime.now().strftime("%Y%m%d-%H%M%S")
         run_dir.mkdir(parents=True)
         console.print(f"raw outputs in {run_dir.relative_to(ROOT)}")
-        args.same_release = note_versions(console, source, run_dir)
+        own_testing = not same_release(console, source, run_dir)
         console.print(f"{len(modules)} test modules")
         results = []
         with snapshot(run_dir) as (sparkgate_source, _):
             for side in [args.only] if args.only else list(SIDES):
                 out = run_dir / side
                 out.mkdir()
-                result = run_side(
-                    console, side, out, source, modules, args, sparkgate_source=sparkgate_source
+                server = (
+                    peer(console, out)
+                    if side == "spark"
+                    else sparkgate(console, out, sparkgate_source)
                 )
-                results.append(result)
-                save_side(out, result)
+                suite = partial(
+                    run_suite,
+                    console,
+                    out=out,
+                    source=source,
+                    modules=modules,
+                    args=args,
+                    own_testing=own_testing,
+                )
+                results.append(run_side(console, side, TITLES[side], out, server, suite))
     gaps = report(
         console,
         results,
@@ -182,8 +188,9 @@ def find_modules(source: Path, patterns: list[str]) -> list[Path]:
     return found
 
 
-def note_versions(console: Console, source: Path, run_dir: Path) -> bool:
-    """The checkout's version beside the installed pyspark's: the tests are meant for theirs."""
+def same_release(console: Console, source: Path, run_dir: Path) -> bool:
+    """Whether the checkout is of the installed pyspark's release (noted in the run's
+    directory): the tests are meant for theirs, and bring their own helpers otherwise."""
     import pyspark
 
     namespace: dict[str, object] = {}
@@ -194,35 +201,6 @@ def note_versions(console: Console, source: Path, run_dir: Path) -> bool:
     console.print(line if tests_version == pyspark.__version__ else f"[yellow]{line}[/]")
     (run_dir / "versions.txt").write_text(line + "\n")
     return tests_version == pyspark.__version__
-
-
-def run_side(
-    console: Console,
-    side: str,
-    out: Path,
-    source: Path,
-    modules: list[Path],
-    args: argparse.Namespace,
-    *,
-    sparkgate_source: Path,
-) -> SideResult:
-    result = SideResult(side)
-    started = time.monotonic()
-    console.rule(TITLES[side])
-    server = peer(console, out) if side == "spark" else sparkgate(console, out, sparkgate_source)
-    with server as url:
-        result.start_seconds = time.monotonic() - started
-        console.print(f"{TITLES[side]} answers after {result.start_seconds:.0f}s")
-        suite_started = time.monotonic()
-        result.returncode = run_suite(console, url, out, source, modules, args)
-        result.suite_seconds = time.monotonic() - suite_started
-    result.total_seconds = time.monotonic() - started
-    result.outcomes = parse_junit(out / "junit.xml")
-    console.print(
-        f"{TITLES[side]}: suite {minutes(result.suite_seconds)}, "
-        f"whole side (start, suite, stop) {minutes(result.total_seconds)}"
-    )
-    return result
 
 
 @contextlib.contextmanager
@@ -259,10 +237,12 @@ def sparkgate(console: Console, out: Path, source: Path) -> Iterator[str]:
 def run_suite(
     console: Console,
     url: str,
+    *,
     out: Path,
     source: Path,
     modules: list[Path],
     args: argparse.Namespace,
+    own_testing: bool,
 ) -> int:
     plugin_dir = out / "plugin"
     plugin_dir.mkdir()
@@ -296,7 +276,7 @@ def run_suite(
             "HOME": str(out),
         }
     )
-    if not args.same_release:
+    if own_testing:
         env["PARITY_OWN_TESTING"] = "1"
     return run_pytest(console, command, cwd=out, env=env, log_path=out / "pytest.log")
 

@@ -32,22 +32,12 @@ import shutil
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from datetime import datetime
+from functools import partial
 from pathlib import Path
 
-from conformance import (
-    SideResult,
-    keep_logs,
-    load_side,
-    minutes,
-    parse_junit,
-    report,
-    run_pytest,
-    save_side,
-    snapshot,
-)
+from conformance import keep_logs, load_side, report, run_pytest, run_side, snapshot
 from harness import ThriftServer, bench_server_with_env, spark_thrift_server
 from rich.console import Console
 
@@ -100,9 +90,15 @@ def main() -> None:
         with snapshot(run_dir, SUITE) as (source, suite):
             assert suite is not None
             for side in sides:
-                result = run_side(console, side, run_dir / side, args.keyword, source, suite)
-                results.append(result)
-                save_side(run_dir / side, result)
+                out = run_dir / side
+                out.mkdir(parents=True)
+                server = (
+                    spark_thrift_server(console, catalog="hive", log_dir=out)
+                    if side == "sts"
+                    else sparkgate_server(console, out, source)
+                )
+                run = partial(run_suite, console, out=out, keyword=args.keyword, suite=suite)
+                results.append(run_side(console, side, TITLES[side], out, server, run))
     gaps = report(
         console,
         results,
@@ -135,36 +131,11 @@ def ensure_dbt_venv(console: Console) -> None:
 # -- one side: a server and the suite against it ------------------------------------------------
 
 
-def run_side(
-    console: Console, side: str, out: Path, keyword: str | None, source: Path, suite: Path
-) -> SideResult:
-    out.mkdir(parents=True)
-    result = SideResult(side)
-    started = time.monotonic()
-    console.rule(f"{TITLES[side]}")
-    if side == "sts":
-        server = spark_thrift_server(console, catalog="hive", log_dir=out)
-    else:
-        server = sparkgate_server(console, out, source)
-    with server as listening:
-        port = listening.port
-        result.start_seconds = time.monotonic() - started
-        console.print(f"{TITLES[side]} listening on {port} after {result.start_seconds:.0f}s")
-        suite_started = time.monotonic()
-        result.returncode = run_suite(console, port, out, keyword, suite)
-        result.suite_seconds = time.monotonic() - suite_started
-    result.total_seconds = time.monotonic() - started
-    result.outcomes = parse_junit(out / "junit.xml")
-    console.print(
-        f"{TITLES[side]}: suite {minutes(result.suite_seconds)}, "
-        f"whole side (start, suite, stop) {minutes(result.total_seconds)}"
-    )
-    return result
-
-
-def run_suite(console: Console, port: int, out: Path, keyword: str | None, suite: Path) -> int:
+def run_suite(
+    console: Console, server: ThriftServer, *, out: Path, keyword: str | None, suite: Path
+) -> int:
     """pytest over ``suite`` (a copy of bench/dbt_suite) in .venv-dbt, against the HiveServer2
-    server on ``port``; the full log goes to pytest.log, one line per test to the console."""
+    ``server``; the full log goes to pytest.log, one line per test to the console."""
     command = [
         str(DBT_VENV / "bin" / "python"),
         "-m",
@@ -188,7 +159,7 @@ def run_suite(console: Console, port: int, out: Path, keyword: str | None, suite
     }
     env.update(
         {
-            "DBT_CONFORMANCE_PORT": str(port),
+            "DBT_CONFORMANCE_PORT": str(server.port),
             "DBT_SEND_ANONYMOUS_USAGE_STATS": "false",
             "DO_NOT_TRACK": "1",
             "HOME": str(out),  # dbt's ~/.dbt, not the user's
