@@ -112,6 +112,47 @@ def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterato
         kill_engines(settings)
 
 
+class PingingClient:
+    """A gRPC connection to the door that pings every 10 s, idle or not, as PySpark's client
+    does every 60 s (SPARK-58094), and as often as Spark's own Connect server permits; it
+    notes every change of the connection's state. Opened when the module's first test starts,
+    so that by its last test it has idled through several pings at no cost of its own."""
+
+    PING_MS = 10_000
+
+    def __init__(self, env: Env) -> None:
+        import grpc
+
+        self.channel = grpc.insecure_channel(
+            f"127.0.0.1:{env.connect_port}",
+            options=[
+                ("grpc.keepalive_time_ms", self.PING_MS),
+                ("grpc.keepalive_permit_without_calls", 1),
+                ("grpc.http2.max_pings_without_data", 0),  # no cap on pings while idle
+            ],
+        )
+        self.opened = time.monotonic()
+        self.states: list[str] = []
+        self.channel.subscribe(lambda state: self.states.append(state.name), try_to_connect=True)
+        # One call, so that the connection has served something before it idles: an empty
+        # request with alice's token, refused for its missing session id (nothing is made).
+        call: grpc.UnaryUnaryMultiCallable[bytes, bytes] = self.channel.unary_unary(
+            "/spark.connect.SparkConnectService/Config"
+        )
+        with pytest.raises(grpc.RpcError) as refused:
+            call(b"", metadata=(("authorization", f"Bearer {env.token('alice')}"),), timeout=60)
+        assert refused.value.code() is grpc.StatusCode.INVALID_ARGUMENT, refused.value
+
+
+@pytest.fixture(scope="module", autouse=True)
+def pinging(env: Env) -> Iterator[PingingClient]:
+    client = PingingClient(env)
+    try:
+        yield client
+    finally:
+        client.channel.close()
+
+
 def _queries(env: Env, user: str = "alice", **params: Any) -> list[dict[str, Any]]:
     with env.api(user) as api:
         answer = api.get("/v1/queries", params={"limit": 500, **params})
@@ -641,6 +682,18 @@ def test_classic_sessions_beside_connect_ones_keep_their_own_files(
                 api.delete(f"/sessions/{livy}")
         assert _values(first)["udf"] == "first"
         assert _values(second)["udf"] == "second"
+
+
+def test_an_idle_client_pinging_as_pysparks_does_is_not_sent_away(
+    pinging: PingingClient,
+) -> None:
+    """Idle through four pings or more (the module's tests took that long; alone, this test
+    waits for them): gRPC's defaults would have sent it GOAWAY "too_many_pings" at the
+    third, and the connection would have dropped to IDLE; Spark's own server keeps it."""
+    idled = 4.5 * PingingClient.PING_MS / 1000
+    time.sleep(max(0.0, pinging.opened + idled - time.monotonic()))
+    assert pinging.states[-1] == "READY", pinging.states
+    assert "IDLE" not in pinging.states[pinging.states.index("READY") :], pinging.states
 
 
 def test_a_dead_engine_ends_its_sessions_with_engine_lost(env: Env) -> None:

@@ -17,6 +17,18 @@ log = logging.getLogger("sparkgate.connect")
 # Threads serving calls at once: a running operation holds one while it streams its result.
 WORKERS = 64
 
+# Keepalive pings as Spark's own Connect server lets them in (permitKeepAliveTime 10 s, also
+# with no call in flight): PySpark's client pings every 60 s, idle or not (SPARK-58094), and
+# gRPC's defaults (5 min, none while idle) sent it away with GOAWAY "too_many_pings" after a
+# few idle minutes. Half Spark's interval, so that a client pinging at exactly 10 s is not
+# struck for a timer firing early.
+KEEPALIVE_OPTIONS = [
+    ("grpc.keepalive_permit_without_calls", 1),
+    # GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS: the server's minimum, whatever
+    # the key's name suggests.
+    ("grpc.http2.min_ping_interval_without_data_ms", 5_000),
+]
+
 
 class ConnectListener:
     def __init__(self, door: ConnectDoor, settings: Settings) -> None:
@@ -31,7 +43,7 @@ class ConnectListener:
             ThreadPoolExecutor(max_workers=WORKERS, thread_name_prefix="connect"),
             handlers=[self.door.handler()],
             # Without this a second server on the same port is let in beside the first.
-            options=[*CHANNEL_OPTIONS, ("grpc.so_reuseport", 0)],
+            options=[*CHANNEL_OPTIONS, *KEEPALIVE_OPTIONS, ("grpc.so_reuseport", 0)],
             maximum_concurrent_rpcs=WORKERS * 4,
         )
         address = f"{settings.host}:{settings.connect_port}"
