@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 import os
 import socket
+import subprocess
+import sys
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -113,3 +115,29 @@ def test_a_fixed_port_held_by_someone_else_is_refused(
     with pytest.raises(ConfigurationError, match="did not start"):
         ensure_metastore(Settings(home=tmp_path / "home", metastore_port=port))
     assert read_record(tmp_path / "home" / "metastore") is None
+
+
+def test_a_listener_is_still_its_owners_while_the_owner_opens_and_closes_files() -> None:
+    """A JVM opens and closes files all the time: an fd closed between listing /proc/PID/fd
+    and reading it must not make a serving metastore look dead (it would be replaced under
+    the engines using it)."""
+    from sparkgate.catalog.metastore import _owns_listener
+
+    churn = (
+        "import os, socket\n"
+        "s = socket.socket(); s.bind(('127.0.0.1', 0)); s.listen()\n"
+        "print(s.getsockname()[1], flush=True)\n"
+        "while True:\n"
+        "    for fd in [os.open('/dev/null', os.O_RDONLY) for _ in range(50)]:\n"
+        "        os.close(fd)\n"
+    )
+    with subprocess.Popen(
+        [sys.executable, "-c", churn], stdout=subprocess.PIPE, text=True
+    ) as child:
+        try:
+            assert child.stdout is not None
+            port = int(child.stdout.readline())
+            answers = [_owns_listener(child.pid, port) for _ in range(300)]
+        finally:
+            child.kill()
+    assert all(answers), f"{answers.count(False)} of 300 answers said it does not listen"

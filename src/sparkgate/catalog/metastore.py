@@ -384,13 +384,19 @@ def _owns_listener(pid: int, port: int) -> bool:
     if not Path("/proc").is_dir():
         return alive(pid) and _listening(port)
     try:
-        inodes = {
-            os.readlink(fd)[len("socket:[") : -1]
-            for fd in Path(f"/proc/{pid}/fd").iterdir()
-            if os.readlink(fd).startswith("socket:[")
-        }
+        fds = list(Path(f"/proc/{pid}/fd").iterdir())
     except OSError:
         return False
+    inodes = set()
+    for fd in fds:
+        try:
+            target = os.readlink(fd)
+        except OSError:
+            # Closed since it was listed: the JVM opens and closes files all the time, and
+            # one such fd must not make a serving metastore look dead (and be replaced).
+            continue
+        if target.startswith("socket:["):
+            inodes.add(target[len("socket:[") : -1])
     for table in ("/proc/net/tcp", "/proc/net/tcp6"):
         try:
             lines = Path(table).read_text().splitlines()[1:]
