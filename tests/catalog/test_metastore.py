@@ -14,19 +14,13 @@ import pytest
 
 from sparkgate.catalog.metastore import ensure_metastore, read_record, stop_metastore
 from sparkgate.errors import ConfigurationError
+from sparkgate.procfs import listeners
 from sparkgate.settings import Settings
 
 
 def _listeners(port: int) -> list[str]:
     """The local addresses (hex, as in /proc/net/tcp*) of every socket listening on ``port``."""
-    found = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            address, port_hex = fields[1].rsplit(":", 1)
-            if fields[3] == "0A" and int(port_hex, 16) == port:
-                found.append(address)
-    return found
+    return [one.address for one in listeners() if one.port == port]
 
 
 def _other_address() -> str | None:

@@ -25,6 +25,7 @@ from sparkgate.auth.users import Users
 from sparkgate.errors import EngineNotFound
 from sparkgate.http.deps import get_service, get_user
 from sparkgate.http.errors import install_error_handlers
+from sparkgate.procfs import listeners, socket_inodes
 from sparkgate.service.gateway import Gateway
 from sparkgate.settings import Settings
 from sparkgate.states import EngineState
@@ -87,23 +88,8 @@ def _descendants(pid: int) -> list[int]:
 
 
 def _listening_addresses(pids: list[int]) -> list[tuple[str, int]]:
-    inodes = set()
-    for pid in pids:
-        for fd in Path(f"/proc/{pid}/fd").iterdir():
-            try:
-                target = os.readlink(fd)
-            except OSError:
-                continue
-            if target.startswith("socket:["):
-                inodes.add(target[len("socket:[") : -1])
-    found = []
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        for line in Path(table).read_text().splitlines()[1:]:
-            fields = line.split()
-            address, port = fields[1].rsplit(":", 1)
-            if fields[3] == "0A" and fields[9] in inodes:
-                found.append((address, int(port, 16)))
-    return found
+    inodes = set().union(*(socket_inodes(pid) for pid in pids))
+    return [(one.address, one.port) for one in listeners() if one.inode in inodes]
 
 
 def test_an_engine_listens_on_loopback_only(engine: SimpleNamespace) -> None:

@@ -33,6 +33,7 @@ from xml.sax.saxutils import escape
 
 from sparkgate.errors import ConfigurationError
 from sparkgate.processes import alive
+from sparkgate.procfs import listeners, socket_inodes
 from sparkgate.settings import Settings
 
 log = logging.getLogger("sparkgate.metastore")
@@ -384,30 +385,10 @@ def _owns_listener(pid: int, port: int) -> bool:
     if not Path("/proc").is_dir():
         return alive(pid) and _listening(port)
     try:
-        fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        inodes = socket_inodes(pid)
     except OSError:
         return False
-    inodes = set()
-    for fd in fds:
-        try:
-            target = os.readlink(fd)
-        except OSError:
-            # Closed since it was listed: the JVM opens and closes files all the time, and
-            # one such fd must not make a serving metastore look dead (and be replaced).
-            continue
-        if target.startswith("socket:["):
-            inodes.add(target[len("socket:[") : -1])
-    for table in ("/proc/net/tcp", "/proc/net/tcp6"):
-        try:
-            lines = Path(table).read_text().splitlines()[1:]
-        except OSError:
-            continue
-        for line in lines:
-            fields = line.split()
-            local, state, inode = fields[1], fields[3], fields[9]
-            if state == "0A" and int(local.rsplit(":", 1)[1], 16) == port and inode in inodes:
-                return True
-    return False
+    return any(one.port == port and one.inode in inodes for one in listeners())
 
 
 def _port_free(port: int) -> bool:
