@@ -19,7 +19,17 @@ SRC = Path(sparkgate.__file__).parent
 # Bottom to top; a module may import its own layer's and the ones below.
 LAYERS: list[set[str]] = [
     # what everything uses
-    {"sparkgate", "errors", "states", "sql", "settings", "processes", "credentials", "logs"},
+    {
+        "sparkgate",
+        "errors",
+        "states",
+        "sql",
+        "settings",
+        "processes",
+        "procfs",
+        "credentials",
+        "logs",
+    },
     {"results", "store"},
     {"auth", "metrics", "catalog", "cluster", "enginelink"},
     # the engine side: what a statement handler is given, the capabilities, the engine
