@@ -14,6 +14,8 @@ the deny list of Spark settings is ``DEFAULT_CONF_DENY``.
     conf:
       deny: ["spark.master", "spark.driver.*"]
     limits: {sessions_per_user: 10, running_queries_per_user: 20}
+    tables: [...]               # table rules and schema owners (sparkgate.auth.tables)
+    schemas: [...]
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sparkgate.auth.tables import TableRules, _SchemaRule, _TableRule, build
 from sparkgate.errors import ConfigurationError, DeniedSetting
 
 log = logging.getLogger("sparkgate.auth")
@@ -73,6 +76,9 @@ DEFAULT_CONF_DENY = (
     # A session without artifact isolation would put its files in every session's tasks.
     "spark.sql.artifact.*",
 )
+# Never settable, whatever the access file's deny list says: the user a Spark session checks
+# table rules as (sparkgate.engine.authz).
+ALWAYS_DENY = ("sparkgate.user",)
 
 
 class _Rule(BaseModel):
@@ -113,6 +119,8 @@ class _AccessFile(BaseModel):
     rules: list[_Rule] | None = None
     conf: _Conf = Field(default_factory=_Conf)
     limits: _Limits = Field(default_factory=_Limits)
+    tables: list[_TableRule] | None = None
+    schemas: list[_SchemaRule] = Field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -126,6 +134,8 @@ class AccessRules:
     conf_deny: tuple[str, ...] = DEFAULT_CONF_DENY
     sessions_per_user: int | None = None
     running_queries_per_user: int | None = None
+    # Table rules: None (no ``tables:`` section) leaves every table open to ``sql``.
+    tables: TableRules | None = None
 
     def groups_of(self, user: str, known: frozenset[str] = frozenset()) -> frozenset[str]:
         return known | {g for g, members in self.groups.items() if user in members}
@@ -137,7 +147,9 @@ class AccessRules:
         if self.is_admin(user, groups):
             return frozenset(RIGHTS)
         if self.rules is None:
-            return USER_RIGHTS
+            # With table rules, Python on the driver (``code``) would reach around them: a
+            # user no ``rules:`` entry names gets ``sql`` only.
+            return frozenset({SQL}) if self.tables is not None else USER_RIGHTS
         for users, rule_groups, allow in self.rules:
             if user in users or "*" in users or groups & rule_groups or "*" in rule_groups:
                 return frozenset(RIGHTS) if ADMIN in allow else allow
@@ -146,7 +158,7 @@ class AccessRules:
     def denied_pattern(self, key: str) -> str | None:
         """The deny pattern that forbids setting ``key``, if any (case-insensitive)."""
         lowered = key.strip().lower()
-        for pattern in self.conf_deny:
+        for pattern in (*ALWAYS_DENY, *self.conf_deny):
             if fnmatch.fnmatchcase(lowered, pattern.lower()):
                 return pattern
         return None
@@ -186,6 +198,7 @@ def parse_access(text: str, source: str = "access file") -> AccessRules:
         conf_deny=tuple(parsed.conf.deny),
         sessions_per_user=parsed.limits.sessions_per_user,
         running_queries_per_user=parsed.limits.running_queries_per_user,
+        tables=build(parsed.tables, parsed.schemas) if parsed.tables is not None else None,
     )
 
 

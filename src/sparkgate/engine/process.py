@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkgate import logs
 from sparkgate.engine import artifacts
+from sparkgate.engine.authz import decider as authz
 from sparkgate.engine.backoff import HISTORY, no_executors_error
 from sparkgate.engine.executors import EXECUTORS
 from sparkgate.engine.udfs import register_udfs
@@ -185,6 +186,7 @@ class Engine:
             log.exception("engine %s could not start Spark", self.engine_id)
             self._fail_start(exc)
             return 1
+        self._install_access_control()
         self._warm_up()
         self._record_connect_service()
         now = self.clock()
@@ -252,6 +254,15 @@ class Engine:
         except Exception:
             log.warning("warm-up query failed; going on cold", exc_info=True)
         log.info("engine %s warmed up in %.1fs", self.engine_id, time.perf_counter() - started)
+
+    def _install_access_control(self) -> None:
+        """The extension in this driver asks the table rules and grants from here on; with
+        no access file every table stays open, as without the extension."""
+        assert self.spark is not None
+        from sparkgate.auth.access import Access
+
+        access = Access(self.settings.access_file, self.settings.admins)
+        authz.install(self.spark, authz.Decider(access, self.store, clock=self.clock))
 
     def _start_spark(self, record: EngineRecord) -> SparkSession:
         from sparkgate.engine.spark import build_spark, wait_for_executors
@@ -536,6 +547,8 @@ class Engine:
                 conf = session.conf
             for key, value in conf.items():
                 spark.conf.set(key, value)
+            # Whose table rules this session's plans meet (sparkgate.engine.authz).
+            authz.bind(spark, session.owner)
             register_udfs(spark, self.settings.udf_modules)
         except Exception as exc:
             log.exception("session %s could not start", session.id)

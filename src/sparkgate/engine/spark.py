@@ -8,6 +8,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sparkgate.engine.artifacts import isolation_conf, share_root
+from sparkgate.engine.authz.build import EXTENSION_CLASS, ensure_jar
 from sparkgate.settings import Settings
 from sparkgate.states import EngineKind
 
@@ -64,6 +65,7 @@ def engine_spark_conf(
     *,
     engine_id: int | None = None,
     kind: EngineKind | None = None,
+    authz_jar: str | None = None,
 ) -> dict[str, str]:
     """Every Spark property an engine starts with; later entries win.
 
@@ -118,6 +120,14 @@ def engine_spark_conf(
             conf.update(SHARED_ENGINE_DEFAULTS)
     conf.update(settings.spark_conf)
     conf.update(extra or {})
+    if authz_jar is not None:
+        # Data access control (sparkgate.engine.authz): sees every plan of every session.
+        conf["spark.sql.extensions"] = _joined(
+            conf.get("spark.sql.extensions"), EXTENSION_CLASS, ","
+        )
+        conf["spark.driver.extraClassPath"] = _joined(
+            conf.get("spark.driver.extraClassPath"), authz_jar, os.pathsep
+        )
     # Whoever turned the UI on, it is reached through sparkgate only, and cannot kill jobs.
     conf["spark.ui.killEnabled"] = "false"
     if ui_enabled(conf) and not _is_local(conf["spark.master"]):
@@ -125,6 +135,11 @@ def engine_spark_conf(
         # executors elsewhere must reach the driver on a routable one.
         conf.setdefault("spark.driver.host", _routable_address())
     return conf
+
+
+def _joined(existing: str | None, value: str, separator: str) -> str:
+    parts = [p for p in (existing or "").split(separator) if p.strip()]
+    return separator.join([*parts, value] if value not in parts else parts)
 
 
 def ui_enabled(conf: dict[str, str]) -> bool:
@@ -238,7 +253,9 @@ def build_spark(
     (on loopback, taking that secret)."""
     from pyspark.sql import SparkSession
 
-    conf = engine_spark_conf(settings, extra, engine_id=engine_id, kind=kind)
+    conf = engine_spark_conf(
+        settings, extra, engine_id=engine_id, kind=kind, authz_jar=str(ensure_jar())
+    )
     if connect_secret is not None:
         conf.update(connect_conf(conf))
     # The JVM is started below, by this process: it inherits this environment.

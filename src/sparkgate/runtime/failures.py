@@ -39,6 +39,13 @@ def describe_failure(exc: BaseException, code_text: str | None = None) -> dict[s
         return exc.to_dict()
     error: dict[str, Any] = {"code": type(exc).__name__, "message": _first_message(exc)}
     condition = _call(exc, "getCondition")
+    java = getattr(exc, "java_exception", None)
+    if not condition and java is not None:
+        # A Spark error of a class PySpark does not convert (sparkgate's own
+        # INSUFFICIENT_PRIVILEGE) reaches Python as the py4j error around it.
+        condition = _call(java, "getCondition")
+        if condition:
+            exc = java
     if condition:
         error["code"] = condition
         message = _call(exc, "getMessage")

@@ -97,10 +97,11 @@ class Accounts:
         action: str | None = None,
         outcome: str | None = None,
         since: float | None = None,
+        obj: str | None = None,
         window: Window = Window(),
     ) -> Page[AuditRecord]:
         """Audit events, newest first; admins only."""
         self.users.require_admin(user, "read the audit log")
         return self.store.audit.list_page(
-            user=by, action=action, outcome=outcome, since=since, **window.kwargs()
+            user=by, action=action, outcome=outcome, since=since, obj=obj, **window.kwargs()
         )

@@ -20,6 +20,7 @@ from sparkgate.store.migrate import migrate
 from sparkgate.store.sessions import Sessions
 from sparkgate.store.statements import Statements
 from sparkgate.store.streams import StreamJobs, StreamQueries
+from sparkgate.store.table_access import TableAccess
 from sparkgate.store.table_transactions import TableTransactions
 from sparkgate.store.tokens import Tokens
 from sparkgate.store.transitions import Outcome, Transitions
@@ -43,6 +44,7 @@ class Store:
         self.audit = AuditLog(db)
         self.connect = ConnectMaps(db)
         self.idempotency = IdempotencyKeys(db)
+        self.table_access = TableAccess(db)
 
     @classmethod
     def open(cls, url: str, *, hints: bool = True) -> Store:

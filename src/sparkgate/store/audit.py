@@ -63,12 +63,14 @@ class AuditLog:
         action: str | None = None,
         outcome: str | None = None,
         since: float | None = None,
+        obj: str | None = None,
         offset: int = 0,
         limit: int = 100,
         after: int | None = None,
         count: bool = True,
     ) -> Page[AuditRecord]:
-        """Events, newest first; ``action`` matches a prefix (``session`` finds session.*).
+        """Events, newest first; ``action`` matches a prefix (``session`` finds session.*);
+        ``obj``: the events about one table or view (``hr.salaries``).
 
         ``after``: keyset paging, the events older than that id (the page's ``next_after`` is
         the one to pass next). ``count=False`` leaves ``total`` None.
@@ -84,6 +86,15 @@ class AuditLog:
             where.append(audit_events.c.outcome == outcome)
         if since is not None:
             where.append(audit_events.c.at >= since)
+        if obj is not None:
+            # A table named whole (spark_catalog.hr.salaries) or without its catalog.
+            name = obj.strip().lower()
+            where.append(
+                sa.or_(
+                    audit_events.c.target == f"table:{name}",
+                    audit_events.c.target == f"table:spark_catalog.{name}",
+                )
+            )
         query = sa.select(audit_events).where(*where)
         if after is not None:
             query = query.where(audit_events.c.id < after)

@@ -465,3 +465,29 @@ idempotency_keys = sa.Table(
     sa.Column("created_at", Time, nullable=False),
     sa.Index(None, "created_at"),  # the cleanup's range
 )
+
+# Data access control (sparkgate.auth.tables): who owns each table or view made through
+# sparkgate, and what its owner granted to whom. Names are stored lower-case, as Spark's
+# session catalog keeps them.
+table_owners = sa.Table(
+    "table_owners",
+    metadata,
+    sa.Column("catalog", sa.String(255), primary_key=True),
+    sa.Column("schema_name", sa.String(255), primary_key=True),
+    sa.Column("table_name", sa.String(255), primary_key=True),
+    sa.Column("owner", sa.String(255), nullable=False),
+    sa.Column("created_at", Time, nullable=False),
+)
+
+table_grants = sa.Table(
+    "table_grants",
+    metadata,
+    sa.Column("catalog", sa.String(255), primary_key=True),
+    sa.Column("schema_name", sa.String(255), primary_key=True),
+    sa.Column("table_name", sa.String(255), primary_key=True),
+    sa.Column("grantee_kind", sa.String(16), primary_key=True),  # "user" | "group"
+    sa.Column("grantee", sa.String(255), primary_key=True),
+    sa.Column("privilege", sa.String(32), primary_key=True),
+    sa.Column("granted_by", sa.String(255), nullable=False),
+    sa.Column("granted_at", Time, nullable=False),
+)

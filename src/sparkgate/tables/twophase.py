@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sparkgate.runtime import identity
 from sparkgate.runtime.failures import DescribedError, describe_failure
 from sparkgate.settings import Settings
 from sparkgate.states import StatementState, TableOperation, TableTxnState
@@ -299,11 +300,14 @@ class VersionedReplace(TwoPhaseTable):
     def write(self) -> None:
         statement = self.statement
         with self._user_positions(statement.query, Shift(0, statement.query_offset)):
+            # The query is analyzed (checked, masked) as the user; writing it to the version's
+            # directory is sparkgate's step, which a user's path write could not be.
             writer = self.ctx.spark.sql(statement.query).write.format(self.provider)
             for key, value in self.existing.storage_properties.items():
                 if key.lower() not in ("path", "serialization.format"):
                     writer = writer.option(key, value)
-            writer.mode("errorifexists").save(self.version_location)
+            with identity.as_engine(self.ctx.spark):
+                writer.mode("errorifexists").save(self.version_location)
 
     def commit(self) -> dict[str, Any]:
         txn = self._begin_commit()

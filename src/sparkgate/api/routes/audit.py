@@ -25,16 +25,19 @@ def list_audit(
     action: str | None = None,
     outcome: str | None = None,
     since: Since = None,
+    obj: Annotated[str | None, Query(alias="object")] = None,
 ) -> dict[str, Any]:
     """Events, newest first: ``?user=bob&action=session&outcome=denied&since=<epoch>``
     (``action`` matches a prefix: ``session`` finds ``session.create`` and
-    ``session.kill``); the next page is ``?after=<next>``."""
+    ``session.kill``; ``object=hr.salaries``: who read, changed, granted or was refused that
+    table); the next page is ``?after=<next>``."""
     page = service.accounts.audit_events(
         user=user,
         by=by,
         action=action,
         outcome=outcome,
         since=since,
+        obj=obj,
         window=listing.window(),
     )
     return {

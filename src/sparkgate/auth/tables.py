@@ -1,0 +1,273 @@
+"""Table rules: who may read and change which tables, with masks and row filters.
+
+The ``tables:`` and ``schemas:`` sections of the access file, in the shape of Trino's
+file-based access control, so that a Trino rules file's sections work as they are::
+
+    tables:
+      - group: hr                      # regular expressions, matched whole; default ".*"
+        schema: hr
+        privileges: [SELECT, INSERT, DELETE, UPDATE, OWNERSHIP]
+      - user: "bob|dave"
+        schema: hr
+        table: salaries
+        privileges: [SELECT]
+        columns:
+          - {name: ssn, allow: false}                      # hidden
+          - {name: salary, mask: "round(salary, -4)"}      # masked
+        filter: "region = 'EU'"                            # the rows they may see
+    schemas:
+      - {group: hr, schema: hr, owner: true}
+
+The first rule matching the user and the table applies; none means no access. Pure: no store,
+no Spark. The engine asks through :class:`sparkgate.engine.authz.decider.Decider`, which adds
+owners and grants kept in the store.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass, field, replace
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+SELECT, INSERT, DELETE, UPDATE, OWNERSHIP, GRANT_SELECT = (
+    "SELECT",
+    "INSERT",
+    "DELETE",
+    "UPDATE",
+    "OWNERSHIP",
+    "GRANT_SELECT",
+)
+PRIVILEGES = (SELECT, INSERT, DELETE, UPDATE, OWNERSHIP, GRANT_SELECT)
+# What GRANT may give: Trino's file rules grant the rest through rules, not statements.
+GRANTABLE = (SELECT, INSERT, DELETE, UPDATE)
+ALL = frozenset(PRIVILEGES)
+SESSION_CATALOG = "spark_catalog"
+
+
+def _regex(value: str, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(value)
+    except re.error as exc:
+        raise ValueError(f"{where}: not a regular expression ({exc}): {value!r}") from exc
+
+
+class _Column(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    name: str
+    allow: bool = True
+    mask: str | None = None
+
+
+class _Who(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    user: str = ".*"
+    group: str = ".*"
+    users: list[str] | None = None  # sparkgate's own lists ("*": anyone)
+    groups: list[str] | None = None
+
+    @field_validator("user", "group")
+    @classmethod
+    def _valid(cls, value: str) -> str:
+        _regex(value, "user/group")
+        return value
+
+
+class _TableRule(_Who):
+    catalog: str = ".*"
+    schema_: str = Field(".*", alias="schema")
+    table: str = ".*"
+    privileges: list[str]
+    columns: list[_Column] = Field(default_factory=list)
+    filter: str | None = None
+
+    @field_validator("catalog", "schema_", "table")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        _regex(value, "catalog/schema/table")
+        return value
+
+    @field_validator("privileges")
+    @classmethod
+    def _known(cls, value: list[str]) -> list[str]:
+        upper = [p.upper() for p in value]
+        unknown = [p for p in upper if p not in PRIVILEGES]
+        if unknown:
+            raise ValueError(
+                f"unknown privilege(s) {unknown}; privileges are {', '.join(PRIVILEGES)}"
+            )
+        return upper
+
+
+class _SchemaRule(_Who):
+    catalog: str = ".*"
+    schema_: str = Field(".*", alias="schema")
+    owner: bool
+
+    @field_validator("catalog", "schema_")
+    @classmethod
+    def _pattern(cls, value: str) -> str:
+        _regex(value, "catalog/schema")
+        return value
+
+
+@dataclass(frozen=True)
+class Who:
+    user: re.Pattern[str]
+    group: re.Pattern[str]
+    users: frozenset[str] | None
+    groups: frozenset[str] | None
+
+    def matches(self, user: str, groups: frozenset[str]) -> bool:
+        if self.users is not None and user not in self.users and "*" not in self.users:
+            return False
+        if self.groups is not None and "*" not in self.groups and not (groups & self.groups):
+            return False
+        if not self.user.fullmatch(user):
+            return False
+        if self.group.pattern in (".*", ""):
+            return True
+        return any(self.group.fullmatch(g) for g in groups)
+
+
+@dataclass(frozen=True)
+class Access:
+    """What one rule gives a user on one table."""
+
+    privileges: frozenset[str] = frozenset()
+    hidden: frozenset[str] = frozenset()
+    masks: dict[str, str] = field(default_factory=dict)
+    filter: str | None = None
+    rule: int | None = None  # the index of the rule that decided, for explain
+
+
+@dataclass(frozen=True)
+class TableRule:
+    who: Who
+    catalog: re.Pattern[str]
+    schema: re.Pattern[str]
+    table: re.Pattern[str]
+    access: Access
+
+    def matches(
+        self, user: str, groups: frozenset[str], catalog: str, schema: str, table: str
+    ) -> bool:
+        return (
+            self.who.matches(user, groups)
+            and bool(self.catalog.fullmatch(catalog))
+            and bool(self.schema.fullmatch(schema))
+            and bool(self.table.fullmatch(table))
+        )
+
+
+@dataclass(frozen=True)
+class SchemaRule:
+    who: Who
+    catalog: re.Pattern[str]
+    schema: re.Pattern[str]
+    owner: bool
+
+
+@dataclass(frozen=True)
+class TableRules:
+    tables: tuple[TableRule, ...]
+    schemas: tuple[SchemaRule, ...] = ()
+
+    def access(
+        self, user: str, groups: frozenset[str], catalog: str, schema: str, table: str
+    ) -> Access:
+        """The first matching rule's access; no matching rule: none (case-insensitive names,
+        as Spark's catalog keeps them lower-case)."""
+        catalog, schema, table = catalog.lower(), schema.lower(), table.lower()
+        for rule in self.tables:
+            if rule.matches(user, groups, catalog, schema, table):
+                return rule.access
+        return Access()
+
+    def owns_schema(self, user: str, groups: frozenset[str], catalog: str, schema: str) -> bool:
+        catalog, schema = catalog.lower(), schema.lower()
+        for rule in self.schemas:
+            if (
+                rule.who.matches(user, groups)
+                and rule.catalog.fullmatch(catalog)
+                and rule.schema.fullmatch(schema)
+            ):
+                return rule.owner
+        return False
+
+
+def _who(raw: _Who) -> Who:
+    return Who(
+        user=re.compile(raw.user),
+        group=re.compile(raw.group),
+        users=frozenset(raw.users) if raw.users is not None else None,
+        groups=frozenset(raw.groups) if raw.groups is not None else None,
+    )
+
+
+def build(tables: list[_TableRule], schemas: list[_SchemaRule]) -> TableRules:
+    built: list[TableRule] = []
+    for index, raw in enumerate(tables):
+        masks = {c.name.lower(): c.mask for c in raw.columns if c.allow and c.mask}
+        hidden = frozenset(c.name.lower() for c in raw.columns if not c.allow)
+        built.append(
+            TableRule(
+                who=_who(raw),
+                catalog=re.compile(raw.catalog),
+                schema=re.compile(raw.schema_),
+                table=re.compile(raw.table),
+                access=Access(
+                    privileges=frozenset(raw.privileges),
+                    hidden=hidden,
+                    masks=masks,
+                    filter=raw.filter,
+                    rule=index,
+                ),
+            )
+        )
+    return TableRules(
+        tables=tuple(built),
+        schemas=tuple(
+            SchemaRule(
+                who=_who(raw),
+                catalog=re.compile(raw.catalog),
+                schema=re.compile(raw.schema_),
+                owner=raw.owner,
+            )
+            for raw in schemas
+        ),
+    )
+
+
+def effective(
+    tables: TableRules | None,
+    user: str,
+    groups: frozenset[str],
+    catalog: str,
+    schema: str,
+    table: str,
+    *,
+    admin: bool,
+    owner: str | None,
+    grants: Iterable[tuple[str, str, str]],
+) -> Access:
+    """What ``user`` may do with a table: everything without table rules or as an admin; else
+    the first matching rule's privileges (with its masks and filter), everything for the
+    table's owner, and the privileges granted to the user or one of their groups
+    (``grants``: (``"user"``|``"group"``, grantee, privilege))."""
+    if tables is None or admin:
+        return Access(privileges=ALL)
+    base = tables.access(user, groups, catalog, schema, table)
+    privileges = set(base.privileges)
+    if owner is not None and owner == user:
+        privileges |= ALL
+    for kind, grantee, privilege in grants:
+        if (kind == "user" and grantee == user) or (kind == "group" and grantee in groups):
+            privileges.add(privilege)
+    return replace(base, privileges=frozenset(privileges))
+
+
+__all__ = ["GRANTABLE", "PRIVILEGES", "Access", "TableRules", "build", "effective"]

@@ -1,0 +1,728 @@
+// sparkgate's data access control inside an engine: a Spark SQL extension
+// (spark.sql.extensions=sparkgate.authz.Extensions) that sees every plan of every session of
+// the engine, classic and Spark Connect alike, and asks sparkgate's policy (a Decider, written
+// in Python, reached through py4j) who may read and change which table.
+//
+// Compiled when sparkgate is installed, with pyspark's own Scala compiler and against
+// pyspark's own jars (sparkgate.engine.authz_build): nothing is downloaded.
+package sparkgate.authz
+
+import java.util.concurrent.ConcurrentHashMap
+
+import scala.jdk.CollectionConverters._
+import scala.util.matching.Regex
+
+import com.fasterxml.jackson.databind.{JsonNode, ObjectMapper}
+
+import org.apache.spark.sql.{AnalysisException, Row, SaveMode, SparkSession, SparkSessionExtensions}
+import org.apache.spark.SparkThrowable
+import org.apache.spark.sql.catalyst.{FunctionIdentifier, TableIdentifier}
+import org.apache.spark.sql.catalyst.analysis.{PersistedView, ResolvedIdentifier, ResolvedNamespace, ResolvedPersistentView, ResolvedTable, UnresolvedRelation}
+import org.apache.spark.sql.catalyst.catalog.{CatalogTable, CatalogTableType, HiveTableRelation}
+import org.apache.spark.sql.catalyst.expressions.{Alias, And, Attribute, AttributeReference, CurrentUser, Expression, ExpressionInfo, In, Literal, Not, Or, SubqueryExpression, Unevaluable}
+import org.apache.spark.sql.catalyst.parser.{ParameterContext, ParserInterface, SqlStatementSplitResult}
+import org.apache.spark.sql.catalyst.plans.logical._
+import org.apache.spark.sql.catalyst.rules.Rule
+import org.apache.spark.sql.catalyst.streaming.{StreamingRelationV2, WriteToStream}
+import org.apache.spark.sql.execution.command._
+import org.apache.spark.sql.execution.datasources.{CreateTable, CreateTempViewUsing, HadoopFsRelation, InsertIntoHadoopFsRelationCommand, LogicalRelation, SaveIntoDataSourceCommand}
+import org.apache.spark.sql.execution.datasources.v2.{DataSourceV2Relation, FileTable}
+import org.apache.spark.sql.execution.streaming.runtime.StreamingRelation
+import org.apache.spark.sql.hive.execution.{CreateHiveTableAsSelectCommand, InsertIntoHiveDirCommand, InsertIntoHiveTable}
+import org.apache.spark.sql.types.{DataType, StringType, StructType}
+
+/** sparkgate's policy, implemented in Python (sparkgate.engine.authz.Decider). */
+trait Decider {
+  /** Whether table rules are in force (the access file has a `tables:` section). */
+  def active(): Boolean
+
+  /** What `user` may do with a table or view: JSON
+   *  {"privileges": [...], "hidden": [...], "masks": {col: sql}, "filter": sql|null};
+   *  no privileges at all when nothing grants any. */
+  def decide(user: String, catalog: String, schema: String, table: String): String
+
+  /** Whether `user` may create, alter and drop objects in `schema`. */
+  def ownsSchema(user: String, catalog: String, schema: String): Boolean
+
+  /** Whether `user` has the `code` right (reads and writes by path). */
+  def hasCode(user: String): Boolean
+
+  def isMember(user: String, group: String): Boolean
+
+  /** The owner of a persistent view, or null when sparkgate did not record one. */
+  def ownerOf(catalog: String, schema: String, table: String): String
+
+  /** `user` created, dropped (`to` null) or renamed a table or view. */
+  def changed(user: String, action: String, catalog: String, schema: String, table: String,
+              toSchema: String, toTable: String): Unit
+
+  /** GRANT or REVOKE; an error message, or null when done. */
+  def grant(user: String, revoke: Boolean, privileges: String, catalog: String, schema: String,
+            table: String, granteeKind: String, grantee: String): String
+
+  /** SHOW GRANTS: JSON rows [[kind, grantee, privilege, granted_by, granted_at], ...]. */
+  def grants(user: String, catalog: String, schema: String, table: String): String
+
+  /** A refusal, for the audit log. */
+  def denied(user: String, privilege: String, obj: String): Unit
+}
+
+/** Refused by sparkgate's policy: Spark's error shape (condition INSUFFICIENT_PRIVILEGE,
+ *  SQLSTATE 42501). Not an AnalysisException: Spark would wrap one in an error that prints the
+ *  analyzed plan, with the denied table's columns, to the refused user. */
+class InsufficientPrivilege(val privilege: String, val obj: String, val user: String)
+    extends RuntimeException(s"[INSUFFICIENT_PRIVILEGE] $user lacks $privilege on $obj. SQLSTATE: 42501")
+    with SparkThrowable {
+  override def getCondition: String = "INSUFFICIENT_PRIVILEGE"
+  override def getSqlState: String = "42501"
+  override def getMessageParameters: java.util.Map[String, String] =
+    Map("privilege" -> privilege, "object" -> obj, "user" -> user).asJava
+}
+
+/** A table or view's full name. */
+case class Obj(catalog: String, schema: String, table: String) {
+  def name: String = s"$catalog.$schema.$table"
+  def schemaName: String = s"schema $catalog.$schema"
+}
+
+case class Decision(privileges: Set[String], hidden: Set[String], masks: Map[String, String],
+                    filter: Option[String]) {
+  def rewrites: Boolean = hidden.nonEmpty || masks.nonEmpty || filter.isDefined
+}
+
+object Authz {
+  val UserKey = "sparkgate.user"
+  /** The engine's own work (its root session): not a user, never checked. */
+  val SystemUser = "@system"
+  val SessionCatalog = "spark_catalog"
+  private val TtlNanos = 1000L * 1000 * 1000
+
+  @volatile private var decider: Decider = _
+  @volatile private var activeUntil = 0L
+  @volatile private var activeValue = false
+  private val decisions = new ConcurrentHashMap[(String, Obj), (Long, Decision)]()
+  private val json = new ObjectMapper()
+
+  def install(d: Decider): Unit = { decider = d; invalidate() }
+
+  /** Forget what was decided: the rules or the grants changed. */
+  def invalidate(): Unit = { decisions.clear(); activeUntil = 0L }
+
+  def policy: Decider = decider
+
+  def active: Boolean = {
+    val d = decider
+    if (d == null) return false
+    val now = System.nanoTime()
+    if (now > activeUntil) { activeValue = d.active(); activeUntil = now + TtlNanos }
+    activeValue
+  }
+
+  def decision(user: String, obj: Obj): Decision = {
+    val now = System.nanoTime()
+    val key = (user, obj)
+    val cached = decisions.get(key)
+    if (cached != null && cached._1 > now) return cached._2
+    val node = json.readTree(decider.decide(user, obj.catalog, obj.schema, obj.table))
+    def strings(n: JsonNode): Set[String] =
+      if (n == null) Set.empty else n.elements().asScala.map(_.asText()).toSet
+    val masks = Option(node.get("masks")).map(_.fields().asScala.map(e => e.getKey -> e.getValue.asText()).toMap).getOrElse(Map.empty)
+    val filter = Option(node.get("filter")).filterNot(_.isNull).map(_.asText())
+    val made = Decision(strings(node.get("privileges")), strings(node.get("hidden")), masks, filter)
+    decisions.put(key, (now + TtlNanos, made))
+    made
+  }
+
+  private val ConnectTag: Regex = "SparkConnect_OperationTag_User_(.*)_Session_[0-9a-f-]{36}_Operation_.*".r
+
+  /** The sparkgate user of a Spark session: the engine sets it for the sessions it opens
+   *  (and clones carry it, streams' and caches' included); a Spark Connect session's is the
+   *  user sparkgate's Connect door named, which the session is then bound to. None: nobody
+   *  sparkgate knows (a session user code made), which may do nothing. */
+  def userOf(session: SparkSession): Option[String] = {
+    val bound = session.conf.getOption(UserKey).filter(_.nonEmpty)
+    if (bound.isDefined) return bound
+    connectUser(session).map { user => session.conf.set(UserKey, user); user }
+  }
+
+  private def connectUser(session: SparkSession): Option[String] = {
+    try org.apache.spark.sql.connect.service.SparkgateConnectUsers.userOf(session)
+    catch { case _: Throwable => None }
+  }
+
+  def qualify(session: SparkSession, id: TableIdentifier): Obj =
+    Obj(id.catalog.getOrElse(SessionCatalog),
+      id.database.getOrElse(session.sessionState.catalog.getCurrentDatabase), id.table)
+
+  def objOf(session: SparkSession, table: CatalogTable): Obj = qualify(session, table.identifier)
+}
+
+/** The checks for one session; `user` decides, `session` resolves names. */
+class Checker(session: SparkSession, user: String) {
+  import Authz._
+
+  private def deny(privilege: String, obj: String): Nothing =
+    throw new InsufficientPrivilege(privilege, obj, user)
+
+  def privileges(obj: Obj): Set[String] = decision(user, obj).privileges
+
+  def need(privilege: String, obj: Obj): Unit = {
+    val have = privileges(obj)
+    if (!have.contains(privilege) && !have.contains("OWNERSHIP")) deny(privilege, obj.name)
+  }
+
+  def owns(obj: Obj): Unit = {
+    if (!privileges(obj).contains("OWNERSHIP") && !policy.ownsSchema(user, obj.catalog, obj.schema))
+      deny("OWNERSHIP", obj.name)
+  }
+
+  def ownsSchema(catalog: String, schema: String): Unit =
+    if (!policy.ownsSchema(user, catalog, schema)) deny("OWNERSHIP", s"schema $catalog.$schema")
+
+  def code(what: String): Unit = if (!policy.hasCode(user)) deny("CODE", what)
+
+  /** DESCRIBE and the like: a table the user has no privilege on is as if absent. */
+  def visible(obj: Obj): Unit = {
+    if (privileges(obj).isEmpty && !policy.ownsSchema(user, obj.catalog, obj.schema)) {
+      throw new AnalysisException("TABLE_OR_VIEW_NOT_FOUND",
+        Map("relationName" -> s"`${obj.schema}`.`${obj.table}`",
+          "searchPath" -> s"[`${obj.catalog}`, `${obj.schema}`]"))
+    }
+  }
+
+  private def exists(obj: Obj): Boolean =
+    session.sessionState.catalog.tableExists(TableIdentifier(obj.table, Some(obj.schema)))
+
+  /** A table at a location of the user's choosing reads and writes by path. */
+  private def external(table: CatalogTable): Unit =
+    if (table.tableType == CatalogTableType.EXTERNAL)
+      code(s"LOCATION ${table.storage.locationUri.map(_.toString).getOrElse(table.identifier.unquotedString)}")
+
+  /** A create: ownership of the schema; the creator owns what it makes. */
+  private def creates(obj: Obj, top: Boolean, replacing: Boolean = false): Unit = {
+    if (replacing && exists(obj)) owns(obj) else ownsSchema(obj.catalog, obj.schema)
+    if (top && !exists(obj)) policy.changed(user, "created", obj.catalog, obj.schema, obj.table, null, null)
+  }
+
+  /** Every check the plan needs; `top`: the plan is the statement itself (not under EXPLAIN),
+   *  so what it creates, drops and renames is recorded. */
+  def check(plan: LogicalPlan, top: Boolean): Unit = plan match {
+    // -- reads ---------------------------------------------------------------------------
+    case v: View if !v.isTempView =>
+      val obj = objOf(session, v.desc)
+      need("SELECT", obj)
+      val owner = Option(policy.ownerOf(obj.catalog, obj.schema, obj.table)).getOrElse(user)
+      new Checker(session, owner).check(v.child, top = false)
+    case s: SubqueryAlias if s.getTagValue(ViewTag.Tag).isDefined =>
+      val obj = s.getTagValue(ViewTag.Tag).get
+      need("SELECT", obj)
+      // SECURITY DEFINER, as Trino's views: what it reads is checked as its owner (as the
+      // user reading it when sparkgate did not record one).
+      val owner = Option(policy.ownerOf(obj.catalog, obj.schema, obj.table)).getOrElse(user)
+      new Checker(session, owner).check(s.child, top = false)
+    case r: LogicalRelation =>
+      r.catalogTable match {
+        case Some(t) => need("SELECT", objOf(session, t))
+        case None => r.relation match {
+          case f: HadoopFsRelation => code(s"path ${f.location.rootPaths.mkString(", ")}")
+          case _ =>
+        }
+      }
+    case r: HiveTableRelation => need("SELECT", objOf(session, r.tableMeta))
+    case r: DataSourceV2Relation =>
+      r.table match {
+        case f: FileTable => code(s"path ${f.name}")
+        case _ => r.identifier.foreach { id =>
+          val ns = id.namespace()
+          need("SELECT", Obj(r.catalog.map(_.name()).getOrElse(SessionCatalog),
+            if (ns.isEmpty) "default" else ns.last, id.name()))
+        }
+      }
+    case s: StreamingRelation =>
+      s.dataSource.catalogTable match {
+        case Some(t) => need("SELECT", objOf(session, t))
+        case None => if (s.dataSource.options.keySet.exists(k => k.equalsIgnoreCase("path")) ||
+            s.dataSource.paths.nonEmpty) code(s"stream source ${s.sourceName}")
+      }
+    case s: StreamingRelationV2 =>
+      s.catalog.zip(s.identifier).foreach { case (c, id) =>
+        val ns = id.namespace()
+        need("SELECT", Obj(c.name(), if (ns.isEmpty) "default" else ns.last, id.name()))
+      }
+      checkChildren(plan)
+
+    // -- writes --------------------------------------------------------------------------
+    case c: InsertIntoHadoopFsRelationCommand =>
+      c.catalogTable match {
+        case Some(t) =>
+          val obj = objOf(session, t)
+          need("INSERT", obj)
+          if (c.mode == SaveMode.Overwrite) need("DELETE", obj)
+        case None => code(s"path ${c.outputPath}")
+      }
+      check(c.query, top = false)
+    case c: InsertIntoHiveTable =>
+      val obj = objOf(session, c.table)
+      need("INSERT", obj)
+      if (c.overwrite) need("DELETE", obj)
+      check(c.query, top = false)
+    case c: WriteToStream =>
+      c.catalogTable match {
+        case Some(t) => need("INSERT", objOf(session, t))
+        case None => code(s"stream sink ${c.sink.name()}")
+      }
+      check(c.inputQuery, top = false)
+    case c: CreateTable =>
+      external(c.tableDesc)
+      val obj = objOf(session, c.tableDesc)
+      c.mode match {
+        case SaveMode.Append if exists(obj) => need("INSERT", obj)
+        case SaveMode.Overwrite => creates(obj, top, replacing = true)
+        case _ => creates(obj, top)
+      }
+      c.query.foreach(check(_, top = false))
+    case c: Command if c.nodeName == "SaveAsV1TableCommand" =>
+      // DataFrameWriter.saveAsTable (a class private to Spark): what its CreateTable needs.
+      (c.productElement(0), c.productElement(1), c.productElement(2)) match {
+        case (table: CatalogTable, mode: SaveMode, query: LogicalPlan) =>
+          check(CreateTable(table, mode, Some(query)), top)
+        case _ => deny("a write Spark added", c.nodeName)
+      }
+    case c: CreateDataSourceTableAsSelectCommand =>
+      external(c.table)
+      creates(objOf(session, c.table), top, replacing = c.mode == SaveMode.Overwrite)
+      check(c.query, top = false)
+    case c: CreateHiveTableAsSelectCommand =>
+      creates(objOf(session, c.tableDesc), top); check(c.query, top = false)
+    case c: CreateDataSourceTableCommand =>
+      external(c.table)
+      creates(objOf(session, c.table), top)
+    case c: CreateTableCommand =>
+      external(c.table)
+      creates(objOf(session, c.table), top)
+    case c: CreateTableLikeCommand =>
+      need("SELECT", qualify(session, c.sourceTable))
+      if (c.fileFormat.locationUri.isDefined) code(s"LOCATION ${c.fileFormat.locationUri.get}")
+      creates(qualify(session, c.targetTable), top)
+    case c: CreateViewCommand =>
+      c.viewType match {
+        case PersistedView => creates(qualify(session, c.name), top, replacing = c.replace)
+        case _ =>
+      }
+      check(c.plan, top = false) // its creator must be able to read what it reads
+    case c: AlterViewAsCommand =>
+      owns(qualify(session, c.name)); check(c.query, top = false)
+    case c: DropTableCommand =>
+      val obj = qualify(session, c.tableName)
+      if (exists(obj) || !c.ifExists) {
+        owns(obj)
+        if (top) policy.changed(user, "dropped", obj.catalog, obj.schema, obj.table, null, null)
+      }
+    case c: AlterTableRenameCommand =>
+      val from = qualify(session, c.oldName)
+      val to = qualify(session, c.newName)
+      owns(from); ownsSchema(to.catalog, to.schema)
+      if (top && exists(from) && !exists(to))
+        policy.changed(user, "renamed", from.catalog, from.schema, from.table, to.schema, to.table)
+    case c: TruncateTableCommand => owns(qualify(session, c.tableName))
+    case c: InsertIntoDataSourceDirCommand =>
+      code(s"path ${c.storage.locationUri.getOrElse("")}"); check(c.query, top = false)
+    case c: InsertIntoHiveDirCommand =>
+      code(s"path ${c.storage.locationUri.getOrElse("")}"); check(c.query, top = false)
+    case c: SaveIntoDataSourceCommand =>
+      code(s"data source ${c.dataSource.getClass.getSimpleName}"); check(c.query, top = false)
+    case c: CreateTempViewUsing => code(s"data source ${c.provider}")
+    case c: LoadDataCommand => code(s"path ${c.path}"); need("INSERT", qualify(session, c.table))
+    case _: AddJarsCommand | _: AddFilesCommand | _: AddArchivesCommand => code("ADD JAR/FILE/ARCHIVE")
+    case c: SetCommand =>
+      c.kv.foreach { case (key, value) =>
+        if (value.isDefined && key.trim.toLowerCase.startsWith("sparkgate.")) deny("SET", key.trim)
+      }
+    case c: CreateDatabaseCommand =>
+      ownsSchema(SessionCatalog, c.databaseName)
+      if (c.path.isDefined) code(s"LOCATION ${c.path.get}")
+    case c: DropDatabaseCommand => ownsSchema(SessionCatalog, c.databaseName)
+    case c: DescribeTableCommand => visible(qualify(session, c.table))
+    case c: DescribeColumnCommand => visible(qualify(session, c.table))
+    case c: ShowColumnsCommand => visible(qualify(session, c.tableName.copy(database = c.databaseName.orElse(c.tableName.database))))
+    case c: ShowCreateTableCommand => visible(qualify(session, c.table))
+    case c: ShowTablePropertiesCommand => visible(qualify(session, c.table))
+    case c: ShowPartitionsCommand => visible(qualify(session, c.tableName))
+    case e: ExplainCommand => check(e.logicalPlan, top = false)
+    case _: Grant | _: ShowGrants | _: ShowTablesCommand | _: SetCatalogAndNamespace => ()
+    case d: DeleteFromTable => v2Target(d.table).foreach { o => need("DELETE", o) }; checkExpressions(plan)
+    case u: UpdateTable => v2Target(u.table).foreach { o => need("UPDATE", o) }; checkExpressions(plan)
+    case m: MergeIntoTable =>
+      v2Target(m.targetTable).foreach { o => need("INSERT", o); need("UPDATE", o); need("DELETE", o) }
+      check(m.sourceTable, top = false)
+    case w: V2WriteCommand =>
+      v2Target(w.table).foreach { o =>
+        need("INSERT", o)
+        if (!w.isInstanceOf[AppendData]) need("DELETE", o)
+      }
+      check(w.query, top = false)
+    case d: DropTable => dropping(d.child, d.ifExists, top)
+    case d: DropView => dropping(d.child, d.ifExists, top)
+    case r: RenameTable =>
+      targetOf(r.child).foreach { from =>
+        val to = r.newName match {
+          case Seq(t) => from.copy(table = t)
+          case parts => Obj(from.catalog, parts(parts.length - 2), parts.last)
+        }
+        owns(from); ownsSchema(to.catalog, to.schema)
+        if (top && exists(from) && !exists(to))
+          policy.changed(user, "renamed", from.catalog, from.schema, from.table, to.schema, to.table)
+      }
+    case c: Command =>
+      // Any other command naming a table: reading its metadata (DESCRIBE, SHOW CREATE
+      // TABLE, ...) needs a privilege on it, else it is as if absent; changing it (ALTER
+      // TABLE, ANALYZE, REPAIR, ...) is its owner's or its schema owner's to do.
+      val named = c.children.flatMap(targetOf) ++ c.productIterator.collect {
+        case id: TableIdentifier => qualify(session, id)
+      }
+      if (ReadOnlyCommands.contains(c.nodeName)) named.foreach(visible) else named.foreach(owns)
+      c.children.filter(targetOf(_).isEmpty).foreach(check(_, top = false))
+      // What a command holds beside its children (a query it will run, a table it will
+      // write): a command Spark adds later is checked as strictly as it can be.
+      c.productIterator.foreach {
+        case p: LogicalPlan if !c.children.exists(_ eq p) => check(p, top = false)
+        case Some(p: LogicalPlan) if !c.children.exists(_ eq p) => check(p, top = false)
+        case t: CatalogTable => owns(objOf(session, t))
+        case _ =>
+      }
+      checkExpressions(plan)
+    case _ => checkChildren(plan)
+  }
+
+  private val ReadOnlyCommands = Set("DescribeRelation", "DescribeColumn", "ShowColumns",
+    "ShowCreateTable", "ShowTableProperties", "ShowPartitions", "ShowTableExtended",
+    "DescribeTableCommand", "DescribeColumnCommand", "ShowColumnsCommand",
+    "ShowCreateTableCommand", "ShowTablePropertiesCommand", "ShowPartitionsCommand")
+
+  private def targetOf(plan: LogicalPlan): Option[Obj] = {
+    def obj(catalog: String, id: org.apache.spark.sql.connector.catalog.Identifier): Obj = {
+      val ns = id.namespace()
+      Obj(catalog, if (ns.isEmpty) session.sessionState.catalog.getCurrentDatabase else ns.last, id.name())
+    }
+    plan match {
+      case r: ResolvedTable => Some(obj(r.catalog.name(), r.identifier))
+      case r: ResolvedIdentifier => Some(obj(r.catalog.name(), r.identifier))
+      case r: ResolvedPersistentView => Some(obj(r.catalog.name(), r.identifier))
+      case _ => None
+    }
+  }
+
+  private def dropping(child: LogicalPlan, ifExists: Boolean, top: Boolean): Unit =
+    targetOf(child).foreach { obj =>
+      if (exists(obj) || !ifExists) {
+        owns(obj)
+        if (top) policy.changed(user, "dropped", obj.catalog, obj.schema, obj.table, null, null)
+      }
+    }
+
+  private def v2Target(plan: LogicalPlan): Option[Obj] = plan.collectFirst {
+    case r: DataSourceV2Relation if r.identifier.isDefined =>
+      val id = r.identifier.get
+      val ns = id.namespace()
+      Obj(r.catalog.map(_.name()).getOrElse(SessionCatalog), if (ns.isEmpty) "default" else ns.last, id.name())
+    case r: LogicalRelation if r.catalogTable.isDefined => objOf(session, r.catalogTable.get)
+  }
+
+  private def checkChildren(plan: LogicalPlan): Unit = {
+    plan.children.foreach(check(_, top = false))
+    checkExpressions(plan)
+  }
+
+  private def checkExpressions(plan: LogicalPlan): Unit =
+    plan.expressions.foreach(_.foreach {
+      case s: SubqueryExpression => check(s.plan, top = false)
+      case _ =>
+    })
+}
+
+/** Marks a relation the analyzer has yet to resolve, so that the relation's masks, hidden
+ *  columns and row filter are put in place before `*` is expanded or a column resolved
+ *  above it: until then nothing above can resolve. */
+case class Guard(child: LogicalPlan) extends UnaryNode {
+  override def output: Seq[Attribute] = child.output
+  override lazy val resolved: Boolean = false
+  override protected def withNewChildInternal(newChild: LogicalPlan): Guard = copy(child = newChild)
+}
+
+/** Hints batch (before resolution): every relation a statement names gets a Guard. */
+class PlaceGuards(session: SparkSession) extends Rule[LogicalPlan] {
+  override def apply(plan: LogicalPlan): LogicalPlan = {
+    if (!Authz.active) return plan
+    Authz.userOf(session) match {
+      case Some(Authz.SystemUser) | None => plan
+      case _ => wrap(plan)
+    }
+  }
+
+  private def wrap(plan: LogicalPlan): LogicalPlan = {
+    val wrapped = plan match {
+      case g: Guard => g
+      case u: UnresolvedRelation => Guard(u)
+      case i: InsertIntoStatement => i.copy(query = wrap(i.query))
+      case w: UnresolvedWith =>
+        w.copy(child = wrap(w.child), cteRelations = w.cteRelations.map { case (n, s, d) =>
+          (n, wrap(s).asInstanceOf[SubqueryAlias], d)
+        })
+      case d: DeleteFromTable => d.copy(condition = wrapExpression(d.condition))
+      case u: UpdateTable => u
+      case m: MergeIntoTable => m.copy(sourceTable = wrap(m.sourceTable))
+      case other => other.mapChildren(wrap)
+    }
+    wrapped match {
+      case _: Guard | _: DeleteFromTable => wrapped
+      case other => other.transformExpressions {
+        case s: SubqueryExpression => s.withNewPlan(wrap(s.plan))
+      }
+    }
+  }
+
+  private def wrapExpression(e: Expression): Expression = e.transform {
+    case s: SubqueryExpression => s.withNewPlan(wrap(s.plan))
+  }
+}
+
+/** Resolution: a Guard whose relation is resolved becomes the relation as the user may see
+ *  it: rows filtered, columns masked or hidden. */
+class ApplyRules(session: SparkSession) extends Rule[LogicalPlan] {
+  override def apply(plan: LogicalPlan): LogicalPlan = {
+    val guarded = plan.transformUpWithSubqueries {
+      case Guard(child) if child.resolved => rewrite(child)
+    }
+    // is_member() in this batch, not after it: until answered, nothing above it resolves
+    // (a `*` over a masked column would stay unexpanded).
+    guarded.transformAllExpressionsWithSubqueries {
+      case IsMember(Literal(group, StringType)) if group != null =>
+        val user = Authz.userOf(session).getOrElse("")
+        Literal(Authz.active && user.nonEmpty && Authz.policy.isMember(user, group.toString))
+    }
+  }
+
+  private def rewrite(child: LogicalPlan): LogicalPlan = {
+    val user = Authz.userOf(session).getOrElse(return child)
+    val (alias, inner) = child match {
+      case s: SubqueryAlias => (Some(s), s.child)
+      case other => (None, other)
+    }
+    val obj = inner match {
+      case r: LogicalRelation => r.catalogTable.map(Authz.objOf(session, _))
+      case r: HiveTableRelation => Some(Authz.objOf(session, r.tableMeta))
+      case v: View if !v.isTempView => Some(Authz.objOf(session, v.desc))
+      case _ => None
+    }
+    val marked = inner match {
+      // The analyzer drops View nodes: the alias above says where a view's plan starts.
+      case v: View if !v.isTempView => (p: LogicalPlan) => { p.setTagValue(ViewTag.Tag, obj.get); p }
+      case _ => (p: LogicalPlan) => p
+    }
+    obj match {
+      case Some(o) =>
+        val decision = Authz.decision(user, o)
+        if (!decision.rewrites || decision.privileges.isEmpty) return marked(child)
+        val parser = session.sessionState.sqlParser
+        var rewritten: LogicalPlan = inner
+        decision.filter.foreach(f => rewritten = Filter(parser.parseExpression(f), rewritten))
+        if (decision.hidden.nonEmpty || decision.masks.nonEmpty) {
+          val columns = inner.output.filterNot(a => decision.hidden.exists(_.equalsIgnoreCase(a.name)))
+          rewritten = Project(columns.map { a =>
+            decision.masks.find(_._1.equalsIgnoreCase(a.name)) match {
+              case Some((_, mask)) => Alias(parser.parseExpression(mask), a.name)()
+              case None => a
+            }
+          }, rewritten)
+        }
+        marked(alias.map(a => a.copy(child = rewritten)).getOrElse(SubqueryAlias(o.table, rewritten)))
+      case None => child
+    }
+  }
+}
+
+object ViewTag {
+  val Tag = org.apache.spark.sql.catalyst.trees.TreeNodeTag[Obj]("sparkgate.view")
+}
+
+/** `is_member('group')` in masks and filters: replaced at analysis by the answer. */
+case class IsMember(group: Expression) extends Expression with Unevaluable {
+  override def children: Seq[Expression] = Seq(group)
+  override def dataType: DataType = org.apache.spark.sql.types.BooleanType
+  override def nullable: Boolean = false
+  override lazy val resolved: Boolean = false
+  override protected def withNewChildrenInternal(c: IndexedSeq[Expression]): IsMember = copy(group = c.head)
+}
+
+/** After resolution: `current_user()` and `is_member()` answer for the session's user, at
+ *  every door (Spark Connect included); SHOW TABLES lists only what the user may use. */
+class NameUser(session: SparkSession) extends Rule[LogicalPlan] {
+  override def apply(plan: LogicalPlan): LogicalPlan = {
+    val user = Authz.userOf(session) match {
+      case Some(u) if u != Authz.SystemUser => u
+      case _ => return plan
+    }
+    val named = plan.transformAllExpressionsWithSubqueries {
+      case _: CurrentUser => Literal(user)
+    }
+    if (!Authz.active) named else named.transformUp {
+      case s: ShowTablesCommand if s.getTagValue(ShowTablesFiltered.Tag).isEmpty =>
+        s.setTagValue(ShowTablesFiltered.Tag, ())
+        ShowTablesFiltered.filter(session, user, s.databaseName, s.tableIdentifierPattern, s)
+      case s @ ShowTables(ResolvedNamespace(catalog, ns, _), pattern, _)
+          if s.getTagValue(ShowTablesFiltered.Tag).isEmpty && catalog.name() == Authz.SessionCatalog && ns.nonEmpty =>
+        s.setTagValue(ShowTablesFiltered.Tag, ())
+        ShowTablesFiltered.filter(session, user, Some(ns.last), pattern, s)
+    }
+  }
+}
+
+object ShowTablesFiltered {
+  val Tag = org.apache.spark.sql.catalyst.trees.TreeNodeTag[Unit]("sparkgate.filtered")
+
+  def filter(session: SparkSession, user: String, database: Option[String], pattern: Option[String],
+             s: LogicalPlan): LogicalPlan = {
+    val catalog = session.sessionState.catalog
+    val db = database.getOrElse(catalog.getCurrentDatabase)
+    val checker = new Checker(session, user)
+    val visible = catalog.listTables(db, pattern.getOrElse("*"))
+      .filter(_.database.isDefined)
+      .filter(id => checker.privileges(Authz.qualify(session, id)).nonEmpty ||
+        Authz.policy.ownsSchema(user, Authz.SessionCatalog, id.database.get))
+      .map(id => Literal(id.table): Expression)
+    val name = s.output(1)
+    val temporary = s.output(2)
+    Filter(Or(temporary, if (visible.isEmpty) Literal(false) else In(name, visible)), s)
+  }
+}
+
+/** The statement-level check, after analysis: nothing has run yet. */
+object Authorize {
+  val ViewResolutionClass = "org.apache.spark.sql.catalyst.analysis.ViewResolution"
+}
+
+class Authorize(session: SparkSession) extends (LogicalPlan => Unit) {
+  import Authorize._
+  override def apply(plan: LogicalPlan): Unit = {
+    if (!Authz.active) return
+    // A plan analyzed while a statement executes (a CTAS's write, a command's own queries)
+    // belongs to a statement that was checked whole before it started.
+    if (session.sparkContext.getLocalProperty("spark.sql.execution.id") != null) return
+    Authz.userOf(session) match {
+      case Some(Authz.SystemUser) =>
+      case Some(user) =>
+        try new Checker(session, user).check(plan, top = true)
+        catch {
+          case e: InsufficientPrivilege =>
+            // A view's own plan, checked while the view is resolved: the statement reading
+            // the view is checked as a whole, with the view as its boundary (its owner's
+            // privileges beneath), so a refusal here is not one. Looked for on refusal only.
+            if (Thread.currentThread.getStackTrace.exists(_.getClassName.startsWith(ViewResolutionClass))) return
+            try Authz.policy.denied(user, e.privilege, e.obj) catch { case _: Throwable => }
+            throw e
+        }
+      case None =>
+        throw new InsufficientPrivilege("a sparkgate user", "this Spark session", "nobody")
+    }
+  }
+}
+
+/** GRANT ... ON TABLE t TO USER|GROUP g, REVOKE ... FROM ..., SHOW GRANTS ON TABLE t. */
+case class Grant(revoke: Boolean, privileges: Seq[String], table: Seq[String], kind: String,
+                 grantee: String) extends LeafRunnableCommand {
+  override def run(session: SparkSession): Seq[Row] = {
+    val user = Authz.userOf(session).getOrElse(throw new InsufficientPrivilege("GRANT", table.mkString("."), "nobody"))
+    val obj = Grants.resolve(session, table)
+    if (Authz.policy == null) throw new IllegalStateException("access control is not installed in this engine")
+    val error = Authz.policy.grant(user, revoke, privileges.mkString(","), obj.catalog, obj.schema,
+      obj.table, kind, grantee)
+    if (error != null) {
+      if (error.startsWith("INSUFFICIENT_PRIVILEGE:")) throw new InsufficientPrivilege("OWNERSHIP", obj.name, user)
+      throw new IllegalArgumentException(error)
+    }
+    Authz.invalidate()
+    Seq.empty
+  }
+}
+
+case class ShowGrants(table: Seq[String]) extends LeafRunnableCommand {
+  override val output: Seq[Attribute] = Seq(
+    AttributeReference("grantee_type", StringType, nullable = false)(),
+    AttributeReference("grantee", StringType, nullable = false)(),
+    AttributeReference("privilege", StringType, nullable = false)(),
+    AttributeReference("granted_by", StringType, nullable = true)(),
+    AttributeReference("granted_at", StringType, nullable = true)())
+
+  override def run(session: SparkSession): Seq[Row] = {
+    val user = Authz.userOf(session).getOrElse(throw new InsufficientPrivilege("SHOW GRANTS", table.mkString("."), "nobody"))
+    val obj = Grants.resolve(session, table)
+    if (Authz.policy == null) return Seq.empty
+    val rows = new ObjectMapper().readTree(Authz.policy.grants(user, obj.catalog, obj.schema, obj.table))
+    rows.elements().asScala.map { r =>
+      Row.fromSeq(r.elements().asScala.map(v => if (v.isNull) null else v.asText()).toSeq)
+    }.toSeq
+  }
+}
+
+object Grants {
+  private val Name = """(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)(\s*\.\s*(`[^`]+`|[A-Za-z_][A-Za-z0-9_]*)){0,2}"""
+  private val GrantRe = ("""(?is)\s*(GRANT|REVOKE)\s+((?:SELECT|INSERT|DELETE|UPDATE|ALL)(?:\s*,\s*(?:SELECT|INSERT|DELETE|UPDATE))*)(?:\s+PRIVILEGES)?\s+ON\s+(?:TABLE\s+|VIEW\s+)?(""" + Name + """)\s+(TO|FROM)\s+(USER|GROUP)\s+(`[^`]+`|[^\s;`]+)\s*;?\s*""").r
+  private val ShowRe = ("""(?is)\s*SHOW\s+GRANTS\s+ON\s+(?:TABLE\s+|VIEW\s+)?(""" + Name + """)\s*;?\s*""").r
+
+  def parse(sql: String, parser: ParserInterface): Option[LogicalPlan] = sql match {
+    case GrantRe(verb, privs, name, _, _, _, preposition, kind, grantee) =>
+      val revoke = verb.equalsIgnoreCase("REVOKE")
+      if (revoke != preposition.equalsIgnoreCase("FROM"))
+        throw new IllegalArgumentException(s"$verb ... ${preposition.toUpperCase}: GRANT takes TO, REVOKE takes FROM")
+      val list = privs.split(",").map(_.trim.toUpperCase).toSeq
+      val expanded = if (list.contains("ALL")) Seq("SELECT", "INSERT", "DELETE", "UPDATE") else list
+      Some(Grant(revoke, expanded.distinct, parser.parseMultipartIdentifier(name), kind.toLowerCase,
+        grantee.stripPrefix("`").stripSuffix("`")))
+    case ShowRe(name, _, _, _) => Some(ShowGrants(parser.parseMultipartIdentifier(name)))
+    case _ => None
+  }
+
+  def resolve(session: SparkSession, parts: Seq[String]): Obj = {
+    val obj = parts match {
+      case Seq(t) => Obj(Authz.SessionCatalog, session.sessionState.catalog.getCurrentDatabase, t)
+      case Seq(s, t) => Obj(Authz.SessionCatalog, s, t)
+      case Seq(c, s, t) => Obj(c, s, t)
+    }
+    if (!session.sessionState.catalog.tableExists(TableIdentifier(obj.table, Some(obj.schema))))
+      throw new AnalysisException("TABLE_OR_VIEW_NOT_FOUND",
+        Map("relationName" -> s"`${obj.schema}`.`${obj.table}`",
+          "searchPath" -> s"[`${obj.catalog}`, `${obj.schema}`]"))
+    obj
+  }
+}
+
+/** Spark's parser, with sparkgate's GRANT, REVOKE and SHOW GRANTS in front of it (Spark's
+ *  own refuses them for the session catalog). */
+class GrantParser(delegate: ParserInterface) extends ParserInterface {
+  override def parsePlan(sqlText: String): LogicalPlan =
+    Grants.parse(sqlText, delegate).getOrElse(delegate.parsePlan(sqlText))
+  override def parsePlanWithParameters(sqlText: String, context: ParameterContext): LogicalPlan =
+    Grants.parse(sqlText, delegate).getOrElse(delegate.parsePlanWithParameters(sqlText, context))
+  override def parseExpression(sqlText: String): Expression = delegate.parseExpression(sqlText)
+  override def parseTableIdentifier(sqlText: String): TableIdentifier = delegate.parseTableIdentifier(sqlText)
+  override def parseFunctionIdentifier(sqlText: String): FunctionIdentifier = delegate.parseFunctionIdentifier(sqlText)
+  override def parseMultipartIdentifier(sqlText: String): Seq[String] = delegate.parseMultipartIdentifier(sqlText)
+  override def parseQuery(sqlText: String): LogicalPlan = delegate.parseQuery(sqlText)
+  override def parseRoutineParam(sqlText: String): StructType = delegate.parseRoutineParam(sqlText)
+  override def splitStatements(sqlText: String): SqlStatementSplitResult = delegate.splitStatements(sqlText)
+  override def parseTableSchema(sqlText: String): StructType = delegate.parseTableSchema(sqlText)
+  override def parseDataType(sqlText: String): DataType = delegate.parseDataType(sqlText)
+}
+
+class Extensions extends (SparkSessionExtensions => Unit) {
+  override def apply(e: SparkSessionExtensions): Unit = {
+    e.injectParser((_, delegate) => new GrantParser(delegate))
+    e.injectHintResolutionRule(session => new PlaceGuards(session))
+    e.injectResolutionRule(session => new ApplyRules(session))
+    e.injectPostHocResolutionRule(session => new NameUser(session))
+    e.injectCheckRule(session => new Authorize(session))
+    e.injectFunction((FunctionIdentifier("is_member"),
+      new ExpressionInfo(classOf[IsMember].getName, "is_member"),
+      (children: Seq[Expression]) => IsMember(children.head)))
+  }
+}

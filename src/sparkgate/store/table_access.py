@@ -1,0 +1,154 @@
+"""Owners and grants of tables and views: what ``GRANT``/``REVOKE`` write and what the engine's
+policy (sparkgate.engine.authz) reads. A table's rows go with it when it is dropped and move
+with it when it is renamed; creating a table makes its creator the owner and clears what an
+earlier table of that name left."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from sparkgate.store.database import Database
+from sparkgate.store.schema import table_grants, table_owners
+
+
+@dataclass(frozen=True)
+class TableName:
+    catalog: str
+    schema: str
+    table: str
+
+    @classmethod
+    def of(cls, catalog: str, schema: str, table: str) -> TableName:
+        return cls(catalog.lower(), schema.lower(), table.lower())
+
+    @property
+    def dotted(self) -> str:
+        return f"{self.catalog}.{self.schema}.{self.table}"
+
+
+@dataclass(frozen=True)
+class GrantRecord:
+    grantee_kind: str  # "user" | "group"
+    grantee: str
+    privilege: str
+    granted_by: str
+    granted_at: float
+
+
+def _where(table: sa.Table, name: TableName) -> sa.ColumnElement[bool]:
+    return sa.and_(
+        table.c.catalog == name.catalog,
+        table.c.schema_name == name.schema,
+        table.c.table_name == name.table,
+    )
+
+
+class TableAccess:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+
+    def owner(self, name: TableName) -> str | None:
+        with self._db.read() as conn:
+            return conn.execute(
+                sa.select(table_owners.c.owner).where(_where(table_owners, name))
+            ).scalar_one_or_none()
+
+    def grants(self, name: TableName) -> list[GrantRecord]:
+        with self._db.read() as conn:
+            rows = conn.execute(
+                sa.select(
+                    table_grants.c.grantee_kind,
+                    table_grants.c.grantee,
+                    table_grants.c.privilege,
+                    table_grants.c.granted_by,
+                    table_grants.c.granted_at,
+                )
+                .where(_where(table_grants, name))
+                .order_by(
+                    table_grants.c.grantee_kind, table_grants.c.grantee, table_grants.c.privilege
+                )
+            ).all()
+        return [
+            GrantRecord(str(kind), str(grantee), str(privilege), str(by), float(str(at)))
+            for kind, grantee, privilege, by, at in rows
+        ]
+
+    def created(self, name: TableName, owner: str, *, now: float) -> None:
+        with self._db.begin() as conn:
+            self._forget(conn, name)
+            conn.execute(
+                table_owners.insert().values(
+                    catalog=name.catalog,
+                    schema_name=name.schema,
+                    table_name=name.table,
+                    owner=owner,
+                    created_at=now,
+                )
+            )
+
+    def dropped(self, name: TableName) -> None:
+        with self._db.begin() as conn:
+            self._forget(conn, name)
+
+    def renamed(self, old: TableName, new: TableName) -> None:
+        with self._db.begin() as conn:
+            self._forget(conn, new)
+            for table in (table_owners, table_grants):
+                conn.execute(
+                    table.update()
+                    .where(_where(table, old))
+                    .values(catalog=new.catalog, schema_name=new.schema, table_name=new.table)
+                )
+
+    def grant(
+        self,
+        name: TableName,
+        kind: str,
+        grantee: str,
+        privileges: list[str],
+        by: str,
+        *,
+        now: float,
+    ) -> None:
+        with self._db.begin() as conn:
+            for privilege in privileges:
+                conn.execute(
+                    table_grants.delete().where(
+                        _where(table_grants, name),
+                        table_grants.c.grantee_kind == kind,
+                        table_grants.c.grantee == grantee,
+                        table_grants.c.privilege == privilege,
+                    )
+                )
+                conn.execute(
+                    table_grants.insert().values(
+                        catalog=name.catalog,
+                        schema_name=name.schema,
+                        table_name=name.table,
+                        grantee_kind=kind,
+                        grantee=grantee,
+                        privilege=privilege,
+                        granted_by=by,
+                        granted_at=now,
+                    )
+                )
+
+    def revoke(self, name: TableName, kind: str, grantee: str, privileges: list[str]) -> int:
+        with self._db.begin() as conn:
+            result = conn.execute(
+                table_grants.delete().where(
+                    _where(table_grants, name),
+                    table_grants.c.grantee_kind == kind,
+                    table_grants.c.grantee == grantee,
+                    table_grants.c.privilege.in_(privileges),
+                )
+            )
+            return int(result.rowcount or 0)
+
+    @staticmethod
+    def _forget(conn: Connection, name: TableName) -> None:
+        conn.execute(table_owners.delete().where(_where(table_owners, name)))
+        conn.execute(table_grants.delete().where(_where(table_grants, name)))

@@ -1,0 +1,426 @@
+"""Data access control end to end: table rules, masks, row filters, grants and ownership,
+enforced inside a real engine on Spark's analyzed plan, tried through every door with clients
+nobody here wrote (httpx on the native API, PyHive, the pyspark Spark Connect client, the
+livy client) by two users sharing one engine, as an attacker would.
+
+One server for the module, share level ``server``: every user's sessions in one engine.
+- carol: admin; she makes the data (hr.salaries, sales.orders)
+- alice (group hr): owns schema hr; every right
+- bob (group analysts): SELECT on hr.salaries with ssn hidden, salary masked, EU rows only
+- dave (group analysts): no rule on hr tables; SELECT on the definer view hr.eu_pay
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from livy.models import SessionKind as LivyKind
+from livy.session import LivySession
+from pyhive import hive
+
+from sparkgate.testing import (
+    TEST_SPARK_CONF,
+    ServerProcess,
+    beeline,
+    free_port,
+    kill_engines,
+    local_test_settings,
+    user_files,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+
+PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw", "carol": "carol-pw", "dave": "dave-pw"}
+ACCESS = """
+admins: [carol]
+groups: {hr: [alice], analysts: [bob, dave]}
+rules:
+  - {users: [alice], allow: [sql, code, streams, jobs]}
+  - {groups: [analysts], allow: [sql, streams]}
+tables:
+  - {group: hr, schema: hr, privileges: [SELECT, INSERT, DELETE, UPDATE, OWNERSHIP]}
+  - user: bob
+    schema: hr
+    table: salaries
+    privileges: [SELECT]
+    columns:
+      - {name: ssn, allow: false}
+      - {name: salary, mask: "CASE WHEN is_member('hr') THEN salary ELSE 0 END"}
+      - {name: name, mask: "concat(substr(name, 1, 1), '***')"}
+    filter: "region = 'EU'"
+  - {schema: hr, table: eu_pay, privileges: [SELECT]}
+  - {schema: sales, privileges: [SELECT]}
+  - {group: analysts, schema: analysts, privileges: [SELECT, INSERT, DELETE, UPDATE]}
+schemas:
+  - {group: hr, schema: hr, owner: true}
+  - {group: analysts, schema: analysts, owner: true}
+"""
+
+SALARIES = [
+    ("ann", "EU", 5000, "111"),
+    ("ben", "US", 7000, "222"),
+    ("cid", "EU", 6000, "333"),
+]
+
+
+class Env:
+    def __init__(
+        self, server: ServerProcess, connect_port: int, thrift_port: int, home: Path
+    ) -> None:
+        self.server = server
+        self.connect_port = connect_port
+        self.thrift_port = thrift_port
+        self.home = home
+        self.warehouse = server.settings.resolved_warehouse_dir
+        self.tokens: dict[str, str] = {}
+
+    def api(self, user: str) -> httpx.Client:
+        return httpx.Client(base_url=self.server.url, auth=(user, PASSWORDS[user]), timeout=120)
+
+    def run(self, user: str, sql: str) -> dict[str, Any]:
+        """One query as ``user``, waited for; its record (with ``rows`` when it succeeded)."""
+        with self.api(user) as api:
+            submitted = api.post("/v1/queries", json={"query": sql}, params={"wait": 60})
+            assert submitted.status_code in (200, 201), submitted.text
+            query: dict[str, Any] = submitted.json()
+            deadline = time.monotonic() + 240
+            while query["state"] not in {"success", "failed", "cancelled"}:
+                assert time.monotonic() < deadline, query
+                query = api.get(f"/v1/queries/{query['id']}", params={"wait": 10}).json()
+            if query["state"] == "success":
+                result = api.get(f"/v1/queries/{query['id']}/result")
+                query["rows"] = result.json().get("rows") if result.status_code == 200 else None
+            return query
+
+    def rows(self, user: str, sql: str) -> list[list[Any]]:
+        query = self.run(user, sql)
+        assert query["state"] == "success", query.get("error")
+        rows: list[list[Any]] = query["rows"] or []
+        return rows
+
+    def refused(self, user: str, sql: str) -> dict[str, Any]:
+        query = self.run(user, sql)
+        assert query["state"] == "failed", query.get("rows")
+        error: dict[str, Any] = query["error"]
+        return error
+
+    def token(self, user: str) -> str:
+        if user not in self.tokens:
+            with self.api(user) as api:
+                answer = api.post("/v1/tokens", json={"name": "connect"})
+                assert answer.status_code == 201, answer.text
+                self.tokens[user] = answer.json()["token"]
+        return self.tokens[user]
+
+    def hive(self, user: str) -> Any:
+        return hive.connect(
+            "127.0.0.1",
+            port=self.thrift_port,
+            username=user,
+            password=PASSWORDS[user],
+            auth="CUSTOM",
+        )
+
+    @contextlib.contextmanager
+    def connect(self, user: str) -> Iterator[Any]:
+        from pyspark.sql.connect.session import SparkSession
+
+        spark = SparkSession.builder.remote(
+            f"sc://localhost:{self.connect_port}/;token={self.token(user)}"
+        ).create()
+        try:
+            yield spark
+        finally:
+            with contextlib.suppress(Exception):
+                spark.stop()
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[Env]:
+    home = tmp_path_factory.mktemp("access-home")
+    users = user_files(home, PASSWORDS, ACCESS)
+    connect_port, thrift_port = free_port(), free_port()
+    settings = local_test_settings(
+        home,
+        metastore_uri=metastore_uri,
+        auth="password",
+        **users,
+        connect_port=connect_port,
+        thrift_port=thrift_port,
+        warm_engines=0,
+        engine_share_level="server",
+        spark_conf=TEST_SPARK_CONF,
+    )
+    server = ServerProcess(settings).start()
+    env = Env(server, connect_port, thrift_port, home)
+    try:
+        values = ", ".join(f"('{n}', '{r}', {s}, '{x}')" for n, r, s, x in SALARIES)
+        for sql in (
+            "CREATE SCHEMA IF NOT EXISTS hr",
+            "CREATE SCHEMA IF NOT EXISTS sales",
+            "CREATE SCHEMA IF NOT EXISTS analysts",
+            "DROP TABLE IF EXISTS hr.salaries",
+            "CREATE TABLE hr.salaries (name STRING, region STRING, salary INT, ssn STRING)"
+            " USING parquet",
+            f"INSERT INTO hr.salaries VALUES {values}",
+            "DROP TABLE IF EXISTS sales.orders",
+            "CREATE TABLE sales.orders USING parquet"
+            " AS SELECT * FROM VALUES ('ann', 10), ('ben', 20) AS t(name, amount)",
+        ):
+            env.rows("carol", sql)
+        # alice (hr) owns the view; everyone may read the view, not the table under it.
+        env.rows(
+            "alice",
+            "CREATE OR REPLACE VIEW hr.eu_pay"
+            " AS SELECT name, salary FROM hr.salaries WHERE region = 'EU'",
+        )
+        yield env
+    finally:
+        server.stop()
+        kill_engines(settings)
+
+
+def _salaries(env: Env) -> list[list[Any]]:
+    return sorted(env.rows("carol", "SELECT * FROM hr.salaries"))
+
+
+def _denied(
+    error: dict[str, Any], privilege: str = "SELECT", obj: str = "spark_catalog.hr.salaries"
+) -> None:
+    assert error["code"] == "INSUFFICIENT_PRIVILEGE", error
+    assert error.get("sql_state") == "42501", error
+    assert f"{privilege} on {obj}" in error["message"], error
+
+
+def test_masks_hidden_columns_and_row_filter_apply_to_select_star(env: Env) -> None:
+    query = env.run("bob", "SELECT * FROM hr.salaries ORDER BY salary")
+    assert query["state"] == "success", query.get("error")
+    assert [c["name"] for c in query["result"]["schema"]] == ["name", "region", "salary"]
+    assert query["rows"] == [["a***", "EU", 0], ["c***", "EU", 0]]
+    error = env.refused("bob", "SELECT ssn FROM hr.salaries")
+    assert error["code"] == "UNRESOLVED_COLUMN.WITH_SUGGESTION", error
+
+
+@pytest.mark.parametrize(
+    "sql",
+    [
+        "SELECT * FROM hr.salaries",
+        "SELECT count(*) FROM hr.salaries",
+        "WITH s AS (SELECT * FROM hr.salaries) SELECT name FROM s",
+        "SELECT name FROM sales.orders WHERE name IN (SELECT name FROM hr.salaries)",
+        "SELECT o.amount FROM sales.orders o JOIN hr.salaries s ON o.name = s.name",
+        "SELECT name FROM sales.orders UNION ALL SELECT name FROM hr.salaries",
+        "SELECT 1 WHERE EXISTS (SELECT 1 FROM hr.salaries)",
+        "SELECT * FROM (SELECT * FROM (SELECT ssn FROM hr.salaries))",
+    ],
+)
+def test_every_shape_of_a_read_of_a_denied_table_is_refused(env: Env, sql: str) -> None:
+    _denied(env.refused("dave", sql))
+
+
+def test_a_persistent_view_runs_with_its_owners_privileges(env: Env) -> None:
+    assert sorted(env.rows("dave", "SELECT * FROM hr.eu_pay")) == [["ann", 5000], ["cid", 6000]]
+
+
+def test_writes_and_ddl_on_a_denied_table_change_nothing(env: Env) -> None:
+    before = _salaries(env)
+    for sql, privilege in [
+        ("INSERT INTO hr.salaries VALUES ('eve', 'EU', 1, '999')", "INSERT"),
+        ("INSERT OVERWRITE TABLE hr.salaries SELECT 'x', 'EU', 1, 'y'", "INSERT"),
+        ("DROP TABLE hr.salaries", "OWNERSHIP"),
+        ("ALTER TABLE hr.salaries ADD COLUMNS (bonus INT)", "OWNERSHIP"),
+        ("ALTER TABLE hr.salaries RENAME TO hr.gone", "OWNERSHIP"),
+        ("TRUNCATE TABLE hr.salaries", "OWNERSHIP"),
+    ]:
+        error = env.run("dave", sql).get("error")
+        assert error is not None, sql
+        _denied(error, privilege)
+    # bob may read (masked), not write.
+    _denied(env.refused("bob", "INSERT INTO hr.salaries VALUES ('eve', 'EU', 1, '999')"), "INSERT")
+    assert _salaries(env) == before
+
+
+def test_ctas_needs_its_sources_and_the_target_schema(env: Env) -> None:
+    _denied(env.refused("dave", "CREATE TABLE analysts.copy AS SELECT * FROM hr.salaries"))
+    _denied(
+        env.refused("dave", "CREATE TABLE hr.mine AS SELECT * FROM sales.orders"),
+        "OWNERSHIP",
+        "schema spark_catalog.hr",
+    )
+    tables = env.rows("carol", "SHOW TABLES IN analysts")
+    assert not [t for t in tables if t[1] == "copy"]
+    assert not [t for t in env.rows("carol", "SHOW TABLES IN hr") if t[1] == "mine"]
+
+
+def test_reads_and_writes_by_path_need_the_code_right(env: Env) -> None:
+    location = env.warehouse / "hr.db" / "salaries"
+    error = env.refused("dave", f"SELECT * FROM parquet.`{location}`")
+    assert error["code"] == "INSUFFICIENT_PRIVILEGE" and "CODE on path" in error["message"], error
+    error = env.refused(
+        "bob", f"INSERT OVERWRITE DIRECTORY '{env.home}/out' USING parquet SELECT 1"
+    )
+    assert error["code"] == "INSUFFICIENT_PRIVILEGE", error
+    assert not (env.home / "out").exists()
+
+
+def test_metadata_shows_only_what_the_user_may_use(env: Env) -> None:
+    assert [t[1] for t in env.rows("dave", "SHOW TABLES IN hr")] == ["eu_pay"]
+    assert sorted(t[1] for t in env.rows("alice", "SHOW TABLES IN hr")) == ["eu_pay", "salaries"]
+    error = env.refused("dave", "DESCRIBE TABLE hr.salaries")
+    assert error["code"] == "TABLE_OR_VIEW_NOT_FOUND", error
+
+
+def test_current_user_is_the_authenticated_user_and_cannot_be_set(env: Env) -> None:
+    assert env.rows("dave", "SELECT current_user()") == [["dave"]]
+    with env.api("dave") as api:
+        refused = api.post("/v1/queries", json={"query": "SET sparkgate.user=carol"})
+        assert refused.status_code == 403, refused.text
+        assert refused.json()["error"]["code"] == "SETTING_DENIED"
+        # However it is written, the door refuses it, and the engine would (a second line).
+        for sql in ("SET `sparkgate.user` = carol -- a comment", "SET\n  sparkgate.user=carol"):
+            answer = api.post("/v1/queries", json={"query": sql}, params={"wait": 60})
+            assert answer.status_code == 403 or answer.json()["state"] == "failed", answer.text
+    assert env.rows("dave", "SELECT current_user()") == [["dave"]]
+
+
+def test_grants_given_by_the_owner_open_a_table_and_revoke_closes_it(env: Env) -> None:
+    _denied(env.refused("bob", "GRANT SELECT ON TABLE hr.salaries TO USER dave"), "OWNERSHIP")
+    env.rows("alice", "GRANT SELECT ON TABLE hr.salaries TO USER dave")
+    assert len(env.rows("dave", "SELECT * FROM hr.salaries")) == 3
+    grants = env.rows("alice", "SHOW GRANTS ON TABLE hr.salaries")
+    assert [g[:4] for g in grants] == [["USER", "dave", "SELECT", "alice"]]
+    env.rows("alice", "REVOKE SELECT ON TABLE hr.salaries FROM USER dave")
+    _denied(env.refused("dave", "SELECT * FROM hr.salaries"))
+    assert env.rows("alice", "SHOW GRANTS ON TABLE hr.salaries") == []
+
+
+def test_a_creator_owns_their_table_and_its_grants_go_with_it(env: Env) -> None:
+    env.rows("dave", "CREATE TABLE analysts.dave_t USING parquet AS SELECT 1 AS x")
+    env.rows("dave", "GRANT SELECT ON analysts.dave_t TO GROUP hr")
+    assert env.rows("alice", "SELECT x FROM analysts.dave_t") == [[1]]
+    env.rows("dave", "DROP TABLE analysts.dave_t")
+    env.rows("dave", "CREATE TABLE analysts.dave_t USING parquet AS SELECT 2 AS x")
+    _denied(
+        env.refused("alice", "SELECT x FROM analysts.dave_t"), obj="spark_catalog.analysts.dave_t"
+    )
+    env.rows("dave", "DROP TABLE analysts.dave_t")
+
+
+def test_refusals_are_audited(env: Env) -> None:
+    env.refused("dave", "SELECT * FROM hr.salaries")
+    with env.api("carol") as api:
+        events = api.get("/v1/audit", params={"user": "dave", "outcome": "denied"}).json()
+        targets = {e["target"] for e in events["events"]}
+        assert "table:spark_catalog.hr.salaries" in targets, events
+        # Who did what to one table: refusals and grants alike.
+        about = api.get("/v1/audit", params={"object": "hr.salaries"}).json()["events"]
+        assert {e["target"] for e in about} == {"table:spark_catalog.hr.salaries"}, about
+        assert {"table.select", "table.grant", "table.revoke"} <= {e["action"] for e in about}
+
+
+# -- the other doors, with their own clients -------------------------------------------------
+
+
+def test_spark_connect_dataframes_meet_the_same_rules(env: Env) -> None:
+    from pyspark.errors import AnalysisException
+    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+
+    before = _salaries(env)
+    with env.connect("bob") as bob:
+        frame = bob.read.table("hr.salaries")
+        assert frame.columns == ["name", "region", "salary"]
+        rows = sorted(tuple(r) for r in frame.select("*").collect())
+        assert rows == [("a***", "EU", 0), ("c***", "EU", 0)]
+        assert bob.sql("SELECT current_user()").collect()[0][0] == "bob"
+        # Aliases, joins and DataFrame operations do not see past the masks.
+        joined = frame.alias("a").join(frame.alias("b"), "region")
+        assert joined.selectExpr("max(a.salary)", "count(*)").collect()[0] == (0, 4)
+    with env.connect("dave") as dave:
+        attempts: dict[str, Callable[[], object]] = {
+            "read.table": lambda: dave.read.table("hr.salaries").collect(),
+            "table.count": lambda: dave.table("hr.salaries").count(),
+            "sql": lambda: dave.sql("SELECT * FROM hr.salaries").collect(),
+            "read.parquet": lambda: dave.read.parquet(
+                str(env.warehouse / "hr.db" / "salaries")
+            ).collect(),
+            "saveAsTable": lambda: (
+                dave.createDataFrame(
+                    [("x", "EU", 1, "9")], "name string, region string, salary int, ssn string"
+                )
+                .write.mode("append")
+                .saveAsTable("hr.salaries")
+            ),
+            "write.parquet": lambda: (
+                dave.range(1).write.mode("overwrite").parquet(str(env.home / "by-path"))
+            ),
+            "drop": lambda: dave.sql("DROP TABLE hr.salaries").collect(),
+        }
+        for name, attempt in attempts.items():
+            with pytest.raises((AnalysisException, SparkConnectGrpcException)) as refused:
+                attempt()
+                raise AssertionError(f"not refused: {name}")
+            assert refused.value.getCondition() == "INSUFFICIENT_PRIVILEGE", (name, refused.value)
+            assert refused.value.getSqlState() == "42501"
+        assert not (env.home / "by-path").exists()
+        dave.range(3).createOrReplaceTempView("mine")  # a temporary view: no boundary
+        assert dave.sql("SELECT count(*) FROM mine").collect()[0][0] == 3
+        names = [t.name for t in dave.catalog.listTables("hr") if not t.isTemporary]
+        assert names == ["eu_pay"], names
+        assert dave.sql("SELECT current_user()").collect()[0][0] == "dave"
+    assert _salaries(env) == before
+
+
+def test_hiveserver2_refuses_with_sqlstate_and_lists_only_visible_tables(env: Env) -> None:
+    before = _salaries(env)
+    with env.hive("dave") as conn, conn.cursor() as cursor:
+        with pytest.raises(hive.OperationalError) as refused:
+            cursor.execute("SELECT * FROM hr.salaries")
+        status = refused.value.args[0].status
+        assert status.sqlState == "42501", status
+        assert "SELECT on spark_catalog.hr.salaries" in status.errorMessage
+        with pytest.raises(hive.OperationalError):
+            cursor.execute("DELETE FROM hr.salaries")
+        cursor.execute("SELECT count(*) FROM hr.eu_pay")
+        assert cursor.fetchall() == [(2,)]
+        cursor.execute("SELECT current_user()")
+        assert cursor.fetchall() == [("dave",)]
+    with env.hive("bob") as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT * FROM hr.salaries ORDER BY name")
+        assert cursor.fetchall() == [("a***", "EU", 0), ("c***", "EU", 0)]
+    assert _salaries(env) == before
+
+
+def test_beeline_gets_the_refusal(env: Env, tmp_path: Path) -> None:
+    url = f"jdbc:hive2://127.0.0.1:{env.thrift_port}/default"
+    out = beeline(url, "dave", PASSWORDS["dave"], "SELECT * FROM hr.salaries;", tmp_path)
+    assert "INSUFFICIENT_PRIVILEGE" in out and "42501" in out, out
+    assert "111" not in out
+
+
+def test_livy_statements_meet_the_rules(env: Env) -> None:
+    from livy.models import SparkRuntimeError
+
+    with LivySession.create(
+        env.server.url, auth=("dave", PASSWORDS["dave"]), kind=LivyKind.SQL, echo=False
+    ) as session:
+        with pytest.raises(SparkRuntimeError) as refused:
+            session.run("SELECT * FROM hr.salaries")
+        assert "INSUFFICIENT_PRIVILEGE" in f"{refused.value.ename} {refused.value.evalue}"
+        assert session.download_sql("SELECT count(*) AS n FROM hr.eu_pay")["n"][0] == 2
+
+
+def test_a_stream_whose_source_is_denied_does_not_start(env: Env) -> None:
+    error = env.refused("dave", "CREATE STREAM leak FROM TABLE hr.salaries")
+    _denied(error)
+
+
+def test_every_user_here_shared_one_engine(env: Env) -> None:
+    with env.api("carol") as api:
+        engines = api.get("/v1/engines", params={"state": "running"}).json()["engines"]
+    assert len([e for e in engines if e["state"] == "running"]) == 1, engines
