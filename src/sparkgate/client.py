@@ -446,11 +446,31 @@ class Client:
         limit: int = 100,
         since: float | None = None,
         after: str | None = None,
+        obj: str | None = None,
     ) -> dict[str, Any]:
         """Audit events, newest first (admins only); ``action`` matches a prefix, ``since`` is
-        epoch seconds; the next page is ``audit(..., after=page["next"])``."""
-        filters = {"user": user, "action": action, "outcome": outcome, "since": since}
+        epoch seconds, ``obj`` a table (``hr.salaries``); the next page is
+        ``audit(..., after=page["next"])``."""
+        filters = {
+            "user": user,
+            "action": action,
+            "outcome": outcome,
+            "since": since,
+            "object": obj,
+        }
         return self._call("GET", "/v1/audit", params=_paging(offset, limit, after, None, **filters))
+
+    def explain_access(self, user: str, privilege: str, table: str) -> dict[str, Any]:
+        """Why ``user`` may or may not use ``privilege`` on ``table`` (admins only)."""
+        return self._call(
+            "GET",
+            "/v1/access/explain",
+            params={"who": user, "privilege": privilege, "table": table},
+        )
+
+    def table_grants(self, table: str) -> dict[str, Any]:
+        """A table's owner and grants (its owner and admins)."""
+        return self._call("GET", f"/v1/tables/{table}/grants")
 
     def health(self) -> dict[str, Any]:
         return self._call("GET", "/healthz")

@@ -16,6 +16,7 @@ from fastapi import Depends, FastAPI, Request
 
 from sparkgate import __version__, livy, web
 from sparkgate.api.routes import (
+    access,
     audit,
     engine_ui,
     engines,
@@ -89,6 +90,7 @@ def create_app(settings: Settings) -> FastAPI:
         jobs.router,
         users.router,
         audit.router,
+        access.router,
         hive2_http.router,
     ):
         app.include_router(router, dependencies=guarded)

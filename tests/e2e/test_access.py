@@ -13,6 +13,7 @@ One server for the module, share level ``server``: every user's sessions in one 
 from __future__ import annotations
 
 import contextlib
+import os
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -20,6 +21,8 @@ from typing import Any
 
 import httpx
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from livy.models import SessionKind as LivyKind
 from livy.session import LivySession
 from pyhive import hive
@@ -324,6 +327,36 @@ def test_refusals_are_audited(env: Env) -> None:
         assert {"table.select", "table.grant", "table.revoke"} <= {e["action"] for e in about}
 
 
+def test_explain_says_which_rule_owner_or_grant_decides(env: Env) -> None:
+    with env.api("carol") as api:
+        bob = api.get(
+            "/v1/access/explain",
+            params={"who": "bob", "privilege": "select", "table": "hr.salaries"},
+        ).json()
+        assert bob["allowed"] and bob["privileges"] == ["SELECT"], bob
+        assert bob["hidden_columns"] == ["ssn"] and bob["row_filter"] == "region = 'EU'"
+        assert any(r.startswith("table rule #2 (user=bob, schema=hr") for r in bob["reasons"])
+        dave = api.get(
+            "/v1/access/explain",
+            params={"who": "dave", "privilege": "DELETE", "table": "hr.salaries"},
+        ).json()
+        assert not dave["allowed"] and "no table rule matches" in dave["reasons"][0], dave
+        bad = api.get(
+            "/v1/access/explain", params={"who": "dave", "privilege": "EAT", "table": "hr.salaries"}
+        )
+        assert bad.status_code == 422, bad.text
+        view = api.get("/v1/tables/hr.eu_pay/grants").json()
+        assert view["owner"] == "alice" and view["table"] == "spark_catalog.hr.eu_pay", view
+    with env.api("dave") as api:
+        assert (
+            api.get(
+                "/v1/access/explain", params={"who": "dave", "privilege": "SELECT", "table": "hr.x"}
+            ).status_code
+            == 403
+        )
+        assert api.get("/v1/tables/hr.eu_pay/grants").status_code == 403
+
+
 # -- the other doors, with their own clients -------------------------------------------------
 
 
@@ -424,3 +457,50 @@ def test_every_user_here_shared_one_engine(env: Env) -> None:
     with env.api("carol") as api:
         engines = api.get("/v1/engines", params={"state": "running"}).json()["engines"]
     assert len([e for e in engines if e["state"] == "running"]) == 1, engines
+
+
+# -- generated queries -------------------------------------------------------------------------
+
+# Values only a reader past the rules could see: the hidden ssn column, and the row bob's
+# filter keeps from him (the US salary; eu_pay, which everyone may read, shows only EU rows).
+RAW = {"111", "222", "333", "7000", "US"}
+SOURCES = ("hr.salaries", "sales.orders", "hr.eu_pay")
+
+
+@st.composite
+def queries(draw: st.DrawFn) -> str:
+    one, two = draw(st.sampled_from(SOURCES)), draw(st.sampled_from(SOURCES))
+    shape = draw(st.integers(0, 7))
+    return [
+        f"SELECT * FROM {one}",
+        f"SELECT to_json(struct(*)) FROM {one}",
+        f"SELECT * FROM {one} a JOIN {two} b ON a.name = b.name",
+        f"SELECT name FROM {one} UNION ALL SELECT name FROM {two}",
+        f"WITH c AS (SELECT * FROM {one}) SELECT * FROM c",
+        f"SELECT * FROM {one} WHERE name IN (SELECT name FROM {two})",
+        f"SELECT * FROM (SELECT * FROM {one}) t, LATERAL (SELECT count(*) FROM {two})",
+        f"SELECT collect_list(to_json(struct(*))) FROM {one} GROUP BY 'x'",
+    ][shape]
+
+
+@settings(
+    max_examples=int(os.environ.get("SPARKGATE_ACCESS_EXAMPLES", "20")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(sql=queries(), user=st.sampled_from(["bob", "dave"]))
+def test_generated_queries_never_show_what_the_rules_hide(env: Env, sql: str, user: str) -> None:
+    query = env.run(user, sql)
+    if query["state"] == "failed":
+        assert query["error"]["code"] in {"INSUFFICIENT_PRIVILEGE", "UNRESOLVED_COLUMN"} or query[
+            "error"
+        ]["code"].startswith(("UNRESOLVED_COLUMN", "AMBIGUOUS")), (sql, query["error"])
+        return
+    assert query["state"] == "success", (sql, query)
+    seen = " ".join(str(value) for row in query["rows"] or [] for value in row)
+    leaked = [token for token in RAW if token in seen.replace('"', " ").split()] + [
+        token for token in RAW if f'"{token}"' in seen or f":{token}" in seen
+    ]
+    assert not leaked, (user, sql, leaked, seen)
+    if user == "dave" and "hr.salaries" in sql:
+        raise AssertionError(f"dave read hr.salaries: {sql}")

@@ -437,3 +437,33 @@ class AuditEvent(Body):
 
 class AuditList(Paging):
     events: list[AuditEvent]
+
+
+class AccessExplanation(Body):
+    """``GET /v1/access/explain``: why a user may or may not use a privilege on a table."""
+
+    user: str
+    privilege: str
+    table: str
+    allowed: bool
+    privileges: list[str]
+    hidden_columns: list[str]
+    masks: dict[str, str]
+    row_filter: str | None
+    reasons: list[str]
+
+
+class TableGrant(Body):
+    grantee_type: str  # "user" | "group"
+    grantee: str
+    privilege: str
+    granted_by: str
+    granted_at: float
+
+
+class TableGrants(Body):
+    """``GET /v1/tables/{table}/grants``: a table's owner and what was granted on it."""
+
+    table: str
+    owner: str | None
+    grants: list[TableGrant]

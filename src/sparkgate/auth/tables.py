@@ -152,6 +152,23 @@ class TableRule:
     table: re.Pattern[str]
     access: Access
 
+    def describe(self) -> str:
+        """The rule as the file says it, for explanations."""
+        parts = [
+            f"{key}={value}"
+            for key, value in (
+                ("user", self.who.user.pattern),
+                ("group", self.who.group.pattern),
+                ("users", sorted(self.who.users) if self.who.users is not None else None),
+                ("groups", sorted(self.who.groups) if self.who.groups is not None else None),
+                ("catalog", self.catalog.pattern),
+                ("schema", self.schema.pattern),
+                ("table", self.table.pattern),
+            )
+            if value is not None and value != ".*"
+        ]
+        return ", ".join(parts) or "every user and table"
+
     def matches(
         self, user: str, groups: frozenset[str], catalog: str, schema: str, table: str
     ) -> bool:
@@ -181,11 +198,17 @@ class TableRules:
     ) -> Access:
         """The first matching rule's access; no matching rule: none (case-insensitive names,
         as Spark's catalog keeps them lower-case)."""
+        rule = self.rule_for(user, groups, catalog, schema, table)
+        return rule.access if rule is not None else Access()
+
+    def rule_for(
+        self, user: str, groups: frozenset[str], catalog: str, schema: str, table: str
+    ) -> TableRule | None:
         catalog, schema, table = catalog.lower(), schema.lower(), table.lower()
         for rule in self.tables:
             if rule.matches(user, groups, catalog, schema, table):
-                return rule.access
-        return Access()
+                return rule
+        return None
 
     def owns_schema(self, user: str, groups: frozenset[str], catalog: str, schema: str) -> bool:
         catalog, schema = catalog.lower(), schema.lower()
@@ -270,4 +293,73 @@ def effective(
     return replace(base, privileges=frozenset(privileges))
 
 
-__all__ = ["GRANTABLE", "PRIVILEGES", "Access", "TableRules", "build", "effective"]
+@dataclass(frozen=True)
+class Explanation:
+    """Why ``user`` may or may not use ``privilege`` on a table: each step that decided."""
+
+    allowed: bool
+    access: Access
+    reasons: tuple[str, ...]
+
+
+def explain(
+    tables: TableRules | None,
+    user: str,
+    groups: frozenset[str],
+    catalog: str,
+    schema: str,
+    table: str,
+    privilege: str,
+    *,
+    admin: bool,
+    owner: str | None,
+    grants: Iterable[tuple[str, str, str]],
+) -> Explanation:
+    """What :func:`effective` decides, with the steps that decided it."""
+    grants = list(grants)
+    access = effective(
+        tables, user, groups, catalog, schema, table, admin=admin, owner=owner, grants=grants
+    )
+    reasons: list[str] = []
+    if tables is None:
+        reasons.append("the access file has no tables: section: every table is open to sql")
+    elif admin:
+        reasons.append(f"{user} is an admin: every privilege, no masks")
+    else:
+        rule = tables.rule_for(user, groups, catalog, schema, table)
+        if rule is None:
+            reasons.append("no table rule matches: nothing from the access file")
+        else:
+            given = ", ".join(sorted(rule.access.privileges)) or "no privileges"
+            reasons.append(
+                f"table rule #{(rule.access.rule or 0) + 1} ({rule.describe()}) gives {given}"
+            )
+            if rule.access.hidden:
+                reasons.append(f"hidden columns: {', '.join(sorted(rule.access.hidden))}")
+            for column, mask in sorted(rule.access.masks.items()):
+                reasons.append(f"column {column} is masked as {mask}")
+            if rule.access.filter:
+                reasons.append(f"rows filtered by {rule.access.filter}")
+        if owner is not None:
+            reasons.append(
+                f"{owner} owns the table" + (": every privilege" if owner == user else "")
+            )
+        for kind, grantee, granted in grants:
+            if (kind == "user" and grantee == user) or (kind == "group" and grantee in groups):
+                reasons.append(f"{granted} is granted to {kind} {grantee}")
+    wanted = privilege.upper()
+    allowed = wanted in access.privileges or OWNERSHIP in access.privileges
+    reasons.append(f"{wanted}: {'allowed' if allowed else 'denied'}")
+    return Explanation(allowed, access, tuple(reasons))
+
+
+__all__ = [
+    "GRANTABLE",
+    "PRIVILEGES",
+    "Access",
+    "Explanation",
+    "TableRules",
+    "build",
+    "effective",
+    "explain",
+]

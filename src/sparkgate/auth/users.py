@@ -96,6 +96,12 @@ class Users:
 
                 self._bearer.append(JwtAuthenticator(settings, clock=clock))
         self.access = Access(settings.access_file, settings.admins)
+        if self.methods and self.access.rules().tables is None:
+            # Said once, where a platform team looks first: who can read what.
+            log.warning(
+                "data access control is off: the access file has no tables: section, so every "
+                "user with the sql right may read, change and drop every table"
+            )
         self._lock = threading.Lock()
         # sha256(Authorization header) -> (expires at, identity, the password file's hash of
         # the user when verified against it: the entry holds only while the file still does)

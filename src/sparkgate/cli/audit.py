@@ -28,6 +28,10 @@ def audit(
     outcome: Annotated[
         str | None, typer.Option("--outcome", help="Only this outcome (e.g. denied).")
     ] = None,
+    obj: Annotated[
+        str | None,
+        typer.Option("--object", help="Only events about this table (hr.salaries)."),
+    ] = None,
     limit: Annotated[int, typer.Option("--limit", help="At most this many events.")] = 50,
     offset: Annotated[int, typer.Option("--offset", help="Skip this many first.")] = 0,
     after: Annotated[
@@ -58,6 +62,7 @@ def audit(
             limit=limit,
             since=since_epoch,
             after=after,
+            obj=obj,
         )
     if as_json:
         print_json(page)

@@ -1,12 +1,12 @@
 """The ``sparkgate`` command: ``server``, ``sql``, ``deploy``, ``queries``, ``sessions``,
 ``streams``, ``jobs``, ``engines``, ``stop``, ``login``, ``logout``, ``whoami``, ``tokens``,
-``users``, ``audit``."""
+``users``, ``audit``, ``access``."""
 
 from __future__ import annotations
 
 import typer
 
-from sparkgate.cli import auth, engines, jobs, queries, sessions, streams, users
+from sparkgate.cli import access, auth, engines, jobs, queries, sessions, streams, users
 from sparkgate.cli.audit import audit
 from sparkgate.cli.connection import Sparkgate, before_command
 from sparkgate.cli.deploy import deploy
@@ -35,6 +35,7 @@ app.command()(auth.whoami)
 app.add_typer(auth.app, name="tokens")
 app.add_typer(users.app, name="users")
 app.command()(audit)
+app.add_typer(access.app, name="access")
 
 
 def main() -> None:

@@ -34,7 +34,7 @@ from sparkgate.engine.backoff import HISTORY, no_executors_error
 from sparkgate.engine.executors import EXECUTORS
 from sparkgate.engine.udfs import register_udfs
 from sparkgate.results import delete as delete_result
-from sparkgate.runtime import hooks
+from sparkgate.runtime import hooks, identity
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.runtime.failures import describe_failure
 from sparkgate.runtime.session import OpenSession
@@ -150,6 +150,7 @@ class Engine:
         self.engine_id = engine_id
         self.clock = clock
         self.spark: SparkSession | None = None
+        self._own_spark: SparkSession | None = None  # the engine's own work (authz: unchecked)
         self.streams: StreamSupervisor | None = None
         self.record: EngineRecord | None = None
         self._sessions: dict[int, OpenSession] = {}
@@ -263,6 +264,10 @@ class Engine:
 
         access = Access(self.settings.access_file, self.settings.admins)
         authz.install(self.spark, authz.Decider(access, self.store, clock=self.clock))
+        # The engine's own catalog work (table recovery) in a session of its own: a dedicated
+        # engine's root session becomes its user's.
+        self._own_spark = self.spark.newSession()
+        identity.bind(self._own_spark, identity.SYSTEM_USER)
 
     def _start_spark(self, record: EngineRecord) -> SparkSession:
         from sparkgate.engine.spark import build_spark, wait_for_executors
@@ -523,8 +528,8 @@ class Engine:
         from sparkgate.tables.recovery import recover
 
         try:
-            assert self.spark is not None
-            recover(self.spark, self.store, self.settings, now=now)
+            assert self._own_spark is not None
+            recover(self._own_spark, self.store, self.settings, now=now)
         except Exception:
             log.exception("table recovery failed")
 

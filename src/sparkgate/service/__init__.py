@@ -13,6 +13,7 @@ stable codes each door maps to its protocol.
 - ``queries``: reading, listing and waiting for queries, their result pages;
 - ``streams``: stream jobs; ``jobs``: deploys, jobs and their runs;
 - ``accounts``: personal access tokens, dashboard sign-ins, the audit log;
+- ``data_access``: why a user may use a table (explain), a table's owner and grants;
 - ``connect``: Spark Connect sessions and operations (the Connect door forwards the calls);
 - ``views``: records as the JSON doors and the dashboard show them.
 """
@@ -24,6 +25,7 @@ from sparkgate.jobs.deploy import Deployer
 from sparkgate.jobs.runs import JobRunner
 from sparkgate.service.accounts import Accounts
 from sparkgate.service.connect import ConnectService
+from sparkgate.service.data_access import DataAccess
 from sparkgate.service.gateway import Gateway
 from sparkgate.service.idempotency import Idempotency
 from sparkgate.service.jobs import JobService
@@ -62,6 +64,7 @@ class Service:
         self.streams = StreamService(settings, store, users, gateway, streams)
         self.jobs = JobService(store, users, deployer, job_runner)
         self.accounts = Accounts(store, users)
+        self.data_access = DataAccess(store, users)
         self.connect = ConnectService(settings, store, users, gateway)
         gateway.on_cancelling = self.connect.interrupt
 

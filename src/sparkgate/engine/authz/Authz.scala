@@ -108,6 +108,9 @@ object Authz {
   /** Forget what was decided: the rules or the grants changed. */
   def invalidate(): Unit = { decisions.clear(); activeUntil = 0L }
 
+  /** Ask again whether rules are in force, keeping the answers about tables. */
+  def recheckActive(): Unit = activeUntil = 0L
+
   def policy: Decider = decider
 
   def active: Boolean = {
@@ -146,6 +149,8 @@ object Authz {
   }
 
   private def connectUser(session: SparkSession): Option[String] = {
+    // Only where Spark's Connect service runs: asking for its session manager would make one.
+    if (!session.sparkContext.getConf.get("spark.plugins", "").contains("SparkConnectPlugin")) return None
     try org.apache.spark.sql.connect.service.SparkgateConnectUsers.userOf(session)
     catch { case _: Throwable => None }
   }

@@ -1,0 +1,63 @@
+"""Data access control: ``GET /v1/access/explain`` (admins) and
+``GET /v1/tables/{table}/grants`` (the table's owner and admins)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from sparkgate.api.bodies import AccessExplanation, TableGrants
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+
+router = APIRouter(tags=["access"])
+
+
+@router.get(
+    "/v1/access/explain",
+    response_model=AccessExplanation,
+    responses=refusals({403: "Admins only.", 422: "Unknown privilege or table name."}),
+)
+def explain_access(
+    service: ServiceDep, user: UserDep, who: str, privilege: str, table: str
+) -> dict[str, Any]:
+    """``?who=bob&privilege=SELECT&table=hr.salaries``: the table rule, ownership and grants
+    that decide, the columns hidden and masked and the rows filtered, and the answer."""
+    explained = service.data_access.explain(user=user, who=who, privilege=privilege, table=table)
+    access = explained.access
+    return {
+        "user": who,
+        "privilege": privilege.upper(),
+        "table": table,
+        "allowed": explained.allowed,
+        "privileges": sorted(access.privileges),
+        "hidden_columns": sorted(access.hidden),
+        "masks": access.masks,
+        "row_filter": access.filter,
+        "reasons": list(explained.reasons),
+    }
+
+
+@router.get(
+    "/v1/tables/{table}/grants",
+    response_model=TableGrants,
+    responses=refusals({403: "Not the table's owner or an admin.", 422: "Not a table name."}),
+)
+def table_grants(service: ServiceDep, user: UserDep, table: str) -> dict[str, Any]:
+    """A table's owner (who created it through sparkgate) and its grants."""
+    found = service.data_access.grants(user=user, table=table)
+    return {
+        "table": found.table.dotted,
+        "owner": found.owner,
+        "grants": [
+            {
+                "grantee_type": g.grantee_kind,
+                "grantee": g.grantee,
+                "privilege": g.privilege,
+                "granted_by": g.granted_by,
+                "granted_at": g.granted_at,
+            }
+            for g in found.grants
+        ],
+    }

@@ -1,0 +1,55 @@
+"""``sparkgate access``: why a user may or may not use a table, and what was granted on it."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+import typer
+
+from sparkgate.cli.common import JsonOption, client, console, print_json
+from sparkgate.cli.render import table
+
+app = typer.Typer(help="Data access control: explain a decision, list a table's grants.")
+
+
+@app.command()
+def explain(
+    user: Annotated[str, typer.Argument(help="The user asked about.")],
+    privilege: Annotated[str, typer.Argument(help="SELECT, INSERT, DELETE, UPDATE, OWNERSHIP.")],
+    table_name: Annotated[str, typer.Argument(metavar="TABLE", help="schema.table")],
+    as_json: JsonOption = False,
+) -> None:
+    """Which table rule, ownership and grants decide, and the answer (admins).
+
+    Example: sparkgate access explain bob SELECT hr.salaries
+    """
+    with client() as sg:
+        answer = sg.explain_access(user, privilege, table_name)
+    if as_json:
+        print_json(answer)
+        return
+    for reason in answer["reasons"]:
+        console.print(f"- {reason}", highlight=False)
+    verdict = "allowed" if answer["allowed"] else "denied"
+    console.print(f"{user} {answer['privilege']} on {table_name}: {verdict}", highlight=False)
+
+
+@app.command()
+def grants(
+    table_name: Annotated[str, typer.Argument(metavar="TABLE", help="schema.table")],
+    as_json: JsonOption = False,
+) -> None:
+    """A table's owner and what was granted on it (its owner and admins).
+
+    Example: sparkgate access grants hr.salaries
+    """
+    with client() as sg:
+        answer = sg.table_grants(table_name)
+    if as_json:
+        print_json(answer)
+        return
+    console.print(f"{answer['table']}, owned by {answer['owner'] or '(not recorded)'}")
+    rows = (
+        (g["grantee_type"], g["grantee"], g["privilege"], g["granted_by"]) for g in answer["grants"]
+    )
+    console.print(table(("grantee_type", "grantee", "privilege", "granted_by"), rows))
