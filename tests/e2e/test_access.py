@@ -315,6 +315,30 @@ def test_a_creator_owns_their_table_and_its_grants_go_with_it(env: Env) -> None:
     env.rows("dave", "DROP TABLE analysts.dave_t")
 
 
+def test_each_query_says_what_it_read_and_wrote_and_writes_are_audited(env: Env) -> None:
+    read = env.run("bob", "SELECT count(*) FROM hr.salaries s JOIN sales.orders o USING (name)")
+    assert read["output"]["tables"] == {
+        "read": ["spark_catalog.hr.salaries", "spark_catalog.sales.orders"],
+        "written": [],
+    }, read["output"]
+    made = env.run(
+        "dave", "CREATE TABLE analysts.touched USING parquet AS SELECT * FROM sales.orders"
+    )
+    assert made["state"] == "success", made["error"]
+    assert made["output"]["tables"] == {
+        "read": ["spark_catalog.sales.orders"],
+        "written": ["spark_catalog.analysts.touched"],
+    }, made["output"]
+    dropped = env.run("dave", "DROP TABLE analysts.touched")
+    assert dropped["output"]["tables"]["written"] == ["spark_catalog.analysts.touched"]
+    with env.api("carol") as api:
+        events = api.get("/v1/audit", params={"object": "analysts.touched"}).json()["events"]
+    assert [(e["user"], e["action"], e["detail"]["query_id"]) for e in events] == [
+        ("dave", "table.write", dropped["id"]),
+        ("dave", "table.write", made["id"]),
+    ]
+
+
 def test_refusals_are_audited(env: Env) -> None:
     env.refused("dave", "SELECT * FROM hr.salaries")
     with env.api("carol") as api:

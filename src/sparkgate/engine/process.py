@@ -151,6 +151,8 @@ class Engine:
         self.clock = clock
         self.spark: SparkSession | None = None
         self._own_spark: SparkSession | None = None  # the engine's own work (authz: unchecked)
+        self._decider: authz.Decider | None = None
+        self._authz: Any = None  # the SQL extension's Authz object in the JVM
         self.streams: StreamSupervisor | None = None
         self.record: EngineRecord | None = None
         self._sessions: dict[int, OpenSession] = {}
@@ -263,7 +265,8 @@ class Engine:
         from sparkgate.auth.access import Access
 
         access = Access(self.settings.access_file, self.settings.admins)
-        authz.install(self.spark, authz.Decider(access, self.store, clock=self.clock))
+        self._decider = authz.Decider(access, self.store, clock=self.clock)
+        self._authz = authz.install(self.spark, self._decider)
         # The engine's own catalog work (table recovery) in a session of its own: a dedicated
         # engine's root session becomes its user's.
         self._own_spark = self.spark.newSession()
@@ -730,12 +733,17 @@ class Engine:
             execution.cancelled,
             self.streams,
         )
+        checked = self._decider is not None and self._decider.active()
+        if checked:
+            authz.take_touched(self._authz)  # what an earlier statement of this thread left
         try:
             executor = EXECUTORS.get(statement.kind)
             if executor is None:
                 raise ValueError(f"this engine cannot run {statement.kind.value} statements")
             result = executor(ctx)
             hooks.finish(ctx, result)  # e.g. commit a two-phase table: may still fail
+            if checked:
+                self._record_touched(execution, result)
             outcome: ExecResult | BaseException = result
         except BaseException as exc:
             outcome = exc
@@ -753,6 +761,27 @@ class Engine:
                 delete_result(outcome.result["path"])
             self._retrying(partial(self._record_unrecordable, statement, refused))
             self._retrying(partial(self._release_session, execution))
+
+    def _record_touched(self, execution: Execution, result: ExecResult) -> None:
+        """Who touched what: the tables and views the statement read and wrote, from the
+        checks of its plans, go in its record; each write is audited against the table."""
+        try:
+            touched = authz.take_touched(self._authz)
+            if not any(touched.values()):
+                return
+            result.output["tables"] = touched
+            now = self.clock()
+            for name in touched.get("written", []):
+                self.store.audit.add(
+                    "table.write",
+                    "ok",
+                    now=now,
+                    user=execution.session.record.owner,
+                    target=f"table:{name}",
+                    detail={"query_id": execution.statement.id},
+                )
+        except Exception:
+            log.exception("recording what statement %s touched failed", execution.statement.id)
 
     def _finish(
         self, execution: Execution, outcome: ExecResult | BaseException

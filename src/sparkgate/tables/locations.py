@@ -30,8 +30,11 @@ def new_token(now: float) -> str:
     return f"{time.strftime('%Y%m%dt%H%M%S', time.gmtime(now))}_{uuid.uuid4().hex[:6]}"
 
 
+STAGING_PREFIX = "sparkgate_staging_"
+
+
 def staging_table_name(token: str) -> str:
-    return f"sparkgate_staging_{token}".lower()
+    return f"{STAGING_PREFIX}{token}".lower()
 
 
 def version_dir_name(table: str, token: str) -> str:

@@ -108,6 +108,19 @@ object Authz {
   /** Forget what was decided: the rules or the grants changed. */
   def invalidate(): Unit = { decisions.clear(); activeUntil = 0L }
 
+  private val touchedHere = new ThreadLocal[Touched] { override def initialValue(): Touched = new Touched }
+
+  /** What the statements checked on this thread read and wrote since it was last taken. */
+  def noteTouched(touched: Touched): Unit = touchedHere.get.add(touched)
+
+  /** JSON {"read": [...], "written": [...]}, and forget it (the engine asks after each
+   *  statement, on the statement's thread). */
+  def takeTouched(): String = {
+    val found = touchedHere.get
+    touchedHere.set(new Touched)
+    json.writeValueAsString(Map("read" -> found.read.toArray, "written" -> found.written.toArray).asJava)
+  }
+
   /** Ask again whether rules are in force, keeping the answers about tables. */
   def recheckActive(): Unit = activeUntil = 0L
 
@@ -163,7 +176,14 @@ object Authz {
 }
 
 /** The checks for one session; `user` decides, `session` resolves names. */
-class Checker(session: SparkSession, user: String) {
+/** What a statement read and wrote, as its check found it. */
+class Touched {
+  val read = scala.collection.mutable.LinkedHashSet[String]()
+  val written = scala.collection.mutable.LinkedHashSet[String]()
+  def add(other: Touched): Unit = { read ++= other.read; written ++= other.written }
+}
+
+class Checker(session: SparkSession, user: String, val touched: Touched = new Touched) {
   import Authz._
 
   private def deny(privilege: String, obj: String): Nothing =
@@ -174,11 +194,13 @@ class Checker(session: SparkSession, user: String) {
   def need(privilege: String, obj: Obj): Unit = {
     val have = privileges(obj)
     if (!have.contains(privilege) && !have.contains("OWNERSHIP")) deny(privilege, obj.name)
+    if (privilege == "SELECT") touched.read += obj.name else touched.written += obj.name
   }
 
   def owns(obj: Obj): Unit = {
     if (!privileges(obj).contains("OWNERSHIP") && !policy.ownsSchema(user, obj.catalog, obj.schema))
       deny("OWNERSHIP", obj.name)
+    touched.written += obj.name
   }
 
   def ownsSchema(catalog: String, schema: String): Unit =
@@ -206,6 +228,7 @@ class Checker(session: SparkSession, user: String) {
   /** A create: ownership of the schema; the creator owns what it makes. */
   private def creates(obj: Obj, top: Boolean, replacing: Boolean = false): Unit = {
     if (replacing && exists(obj)) owns(obj) else ownsSchema(obj.catalog, obj.schema)
+    touched.written += obj.name
     if (top && !exists(obj)) policy.changed(user, "created", obj.catalog, obj.schema, obj.table, null, null)
   }
 
@@ -217,14 +240,14 @@ class Checker(session: SparkSession, user: String) {
       val obj = objOf(session, v.desc)
       need("SELECT", obj)
       val owner = Option(policy.ownerOf(obj.catalog, obj.schema, obj.table)).getOrElse(user)
-      new Checker(session, owner).check(v.child, top = false)
+      new Checker(session, owner, touched).check(v.child, top = false)
     case s: SubqueryAlias if s.getTagValue(ViewTag.Tag).isDefined =>
       val obj = s.getTagValue(ViewTag.Tag).get
       need("SELECT", obj)
       // SECURITY DEFINER, as Trino's views: what it reads is checked as its owner (as the
       // user reading it when sparkgate did not record one).
       val owner = Option(policy.ownerOf(obj.catalog, obj.schema, obj.table)).getOrElse(user)
-      new Checker(session, owner).check(s.child, top = false)
+      new Checker(session, owner, touched).check(s.child, top = false)
     case r: LogicalRelation =>
       r.catalogTable match {
         case Some(t) => need("SELECT", objOf(session, t))
@@ -327,6 +350,7 @@ class Checker(session: SparkSession, user: String) {
       val from = qualify(session, c.oldName)
       val to = qualify(session, c.newName)
       owns(from); ownsSchema(to.catalog, to.schema)
+      touched.written += to.name
       if (top && exists(from) && !exists(to))
         policy.changed(user, "renamed", from.catalog, from.schema, from.table, to.schema, to.table)
     case c: TruncateTableCommand => owns(qualify(session, c.tableName))
@@ -375,6 +399,7 @@ class Checker(session: SparkSession, user: String) {
           case parts => Obj(from.catalog, parts(parts.length - 2), parts.last)
         }
         owns(from); ownsSchema(to.catalog, to.schema)
+        touched.written += to.name
         if (top && exists(from) && !exists(to))
           policy.changed(user, "renamed", from.catalog, from.schema, from.table, to.schema, to.table)
       }
@@ -616,8 +641,11 @@ class Authorize(session: SparkSession) extends (LogicalPlan => Unit) {
     Authz.userOf(session) match {
       case Some(Authz.SystemUser) =>
       case Some(user) =>
-        try new Checker(session, user).check(plan, top = true)
-        catch {
+        val checker = new Checker(session, user)
+        try {
+          checker.check(plan, top = true)
+          Authz.noteTouched(checker.touched)
+        } catch {
           case e: InsufficientPrivilege =>
             // A view's own plan, checked while the view is resolved: the statement reading
             // the view is checked as a whole, with the view as its boundary (its owner's

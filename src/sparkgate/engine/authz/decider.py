@@ -20,6 +20,7 @@ from sparkgate.auth.tables import Access as TableAccess
 from sparkgate.runtime.identity import SYSTEM_USER, bind
 from sparkgate.store import Store
 from sparkgate.store.table_access import TableName
+from sparkgate.tables.locations import STAGING_PREFIX
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -238,15 +239,28 @@ def _authz(spark: SparkSession) -> Any:
     return jvm.java.lang.Class.forName("sparkgate.authz.Authz$").getField("MODULE$").get(None)
 
 
-def install(spark: SparkSession, decider: Decider) -> None:
-    """Give the engine's extension its policy; the root session is the engine's own."""
+def take_touched(module: Any) -> dict[str, list[str]]:
+    """What the statements checked on this thread read and wrote since the last call (from
+    ``module``, the extension's ``Authz`` object), sparkgate's staging tables left out."""
+    found: dict[str, list[str]] = json.loads(module.takeTouched())
+    return {
+        kind: [name for name in names if not name.rpartition(".")[2].startswith(STAGING_PREFIX)]
+        for kind, names in found.items()
+    }
+
+
+def install(spark: SparkSession, decider: Decider) -> Any:
+    """Give the engine's extension its policy; the root session is the engine's own. The
+    extension's ``Authz`` object, for :func:`take_touched`."""
     from pyspark.java_gateway import ensure_callback_server_started
 
     gateway = spark.sparkContext._gateway
     assert gateway is not None
     ensure_callback_server_started(gateway)  # type: ignore[no-untyped-call]
-    _authz(spark).install(decider)
+    module = _authz(spark)
+    module.install(decider)
     bind(spark, SYSTEM_USER)
+    return module
 
 
-__all__ = ["Decider", "bind", "install"]
+__all__ = ["Decider", "bind", "install", "take_touched"]
