@@ -8,6 +8,7 @@ One server for the module, share level ``server``: every user's sessions in one 
 - alice (group hr): owns schema hr; every right
 - bob (group analysts): SELECT on hr.salaries with ssn hidden, salary masked, EU rows only
 - dave (group analysts): no rule on hr tables; SELECT on the definer view hr.eu_pay
+- frank (a JWT; group platform from the token only): SELECT on hr.salaries as platform
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from sparkgate.testing import (
     local_test_settings,
     user_files,
 )
+from sparkgate.testing.jwt import JwtIssuer
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -46,6 +48,7 @@ groups: {hr: [alice], analysts: [bob, dave]}
 rules:
   - {users: [alice], allow: [sql, code, streams, jobs]}
   - {groups: [analysts], allow: [sql, streams]}
+  - {users: [frank], allow: [sql]}
 tables:
   - {group: hr, schema: hr, privileges: [SELECT, INSERT, DELETE, UPDATE, OWNERSHIP]}
   - user: bob
@@ -57,6 +60,7 @@ tables:
       - {name: salary, mask: "CASE WHEN is_member('hr') THEN salary ELSE 0 END"}
       - {name: name, mask: "concat(substr(name, 1, 1), '***')"}
     filter: "region = 'EU'"
+  - {group: platform, schema: hr, table: salaries, privileges: [SELECT]}
   - {schema: hr, table: eu_pay, privileges: [SELECT]}
   - {schema: sales, privileges: [SELECT]}
   - {group: analysts, schema: analysts, privileges: [SELECT, INSERT, DELETE, UPDATE]}
@@ -82,6 +86,7 @@ class Env:
         self.home = home
         self.warehouse = server.settings.resolved_warehouse_dir
         self.tokens: dict[str, str] = {}
+        self.issuer: JwtIssuer | None = None
 
     def api(self, user: str) -> httpx.Client:
         return httpx.Client(base_url=self.server.url, auth=(user, PASSWORDS[user]), timeout=120)
@@ -149,10 +154,13 @@ def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterato
     home = tmp_path_factory.mktemp("access-home")
     users = user_files(home, PASSWORDS, ACCESS)
     connect_port, thrift_port = free_port(), free_port()
+    issuer = JwtIssuer()
+    issuer.write_jwks(home / "jwks.json")
     settings = local_test_settings(
         home,
         metastore_uri=metastore_uri,
-        auth="password",
+        auth="password,jwt",
+        auth_jwt_jwks=str(home / "jwks.json"),
         **users,
         connect_port=connect_port,
         thrift_port=thrift_port,
@@ -162,6 +170,7 @@ def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterato
     )
     server = ServerProcess(settings).start()
     env = Env(server, connect_port, thrift_port, home)
+    env.issuer = issuer
     try:
         values = ", ".join(f"('{n}', '{r}', {s}, '{x}')" for n, r, s, x in SALARIES)
         for sql in (
@@ -379,6 +388,29 @@ def test_explain_says_which_rule_owner_or_grant_decides(env: Env) -> None:
             == 403
         )
         assert api.get("/v1/tables/hr.eu_pay/grants").status_code == 403
+
+
+def test_groups_from_a_jwt_meet_the_table_rules(env: Env) -> None:
+    """frank's group comes from his token only; his latest sign-in's groups count."""
+    assert env.issuer is not None
+    query = {"query": "SELECT count(*) FROM hr.salaries"}
+    with httpx.Client(
+        base_url=env.server.url,
+        headers={"Authorization": f"Bearer {env.issuer.token('frank', groups=['platform'])}"},
+        timeout=120,
+    ) as frank:
+        done = frank.post("/v1/queries", json=query, params={"wait": 60}).json()
+        assert done["state"] == "success", done["error"]
+        assert frank.get(f"/v1/queries/{done['id']}/result").json()["rows"] == [[3]]
+    with httpx.Client(
+        base_url=env.server.url,
+        headers={"Authorization": f"Bearer {env.issuer.token('frank', groups=[])}"},
+        timeout=120,
+    ) as frank:
+        # Signed in again without the group: the engine's rules see it gone at once.
+        done = frank.post("/v1/queries", json=query, params={"wait": 60}).json()
+        assert done["state"] == "failed", done
+        assert done["error"]["code"] == "INSUFFICIENT_PRIVILEGE", done["error"]
 
 
 # -- the other doors, with their own clients -------------------------------------------------

@@ -256,6 +256,7 @@ _NOT_OWNED = (
     "/v1/engines",
     "/v1/whoami",
     "/v1/audit",
+    "/v1/tables",  # shared catalog objects, not owned ids: a table's grants are its owner's
     "/version",
     "/metrics",
     "/ui/jobs",

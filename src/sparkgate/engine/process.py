@@ -557,6 +557,10 @@ class Engine:
                 spark.conf.set(key, value)
             # Whose table rules this session's plans meet (sparkgate.engine.authz).
             authz.bind(spark, session.owner)
+            if self._decider is not None and session.owner:
+                groups = session.attributes.get("groups") or []
+                if self._decider.learn_groups(session.owner, groups):
+                    self._authz.invalidate()
             register_udfs(spark, self.settings.udf_modules)
         except Exception as exc:
             log.exception("session %s could not start", session.id)

@@ -146,6 +146,10 @@ class Gateway:
             self.users.check_conf(user, conf or {})
             self.users.check_session_limit(user)
             owner = user.name
+            if user.groups:
+                # The groups the user signed in with (an LDAP directory's, a JWT's, the access
+                # file's): the engine's table rules match them (engine.authz).
+                attributes = {**(attributes or {}), "groups": sorted(user.groups)}
             share_key = self.users.share_key(user, uuid.uuid4().hex[:12])
         elif owner is not None:
             # Internal sessions (job runs) share only with their owner's.

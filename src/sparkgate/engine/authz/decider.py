@@ -41,12 +41,22 @@ class Decider:
         self.access = access
         self.store = store
         self.clock = clock
+        # What each user's latest session said of their groups (from LDAP or a JWT): the
+        # access file alone does not know them.
+        self._signed_in_groups: dict[str, frozenset[str]] = {}
+
+    def learn_groups(self, user: str, groups: list[str]) -> bool:
+        """Whether they changed (the extension's answers about the user are then stale)."""
+        known = frozenset(groups)
+        changed = self._signed_in_groups.get(user) != known
+        self._signed_in_groups[user] = known
+        return changed
 
     def _rules(self) -> AccessRules:
         return self.access.rules()
 
     def _groups(self, rules: AccessRules, user: str) -> frozenset[str]:
-        return rules.groups_of(user)
+        return rules.groups_of(user, self._signed_in_groups.get(user, frozenset()))
 
     def decision(self, user: str, name: TableName) -> TableAccess:
         rules = self._rules()
