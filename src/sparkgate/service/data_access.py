@@ -50,6 +50,7 @@ class DataAccess:
         name = table_name(table)
         rules = self.users.rules()
         groups = rules.groups_of(who)
+        facts = self.store.table_access.facts(name)
         explained = explain(
             rules.tables,
             who,
@@ -59,11 +60,8 @@ class DataAccess:
             name.table,
             wanted,
             admin=rules.is_admin(who, groups),
-            owner=self.store.table_access.owner(name),
-            grants=[
-                (g.grantee_kind, g.grantee, g.privilege)
-                for g in self.store.table_access.grants(name)
-            ],
+            owner=facts.owner,
+            grants=facts.as_triples(),
         )
         if (
             not explained.allowed
@@ -82,7 +80,7 @@ class DataAccess:
     def grants(self, *, user: Principal, table: str) -> TableGrants:
         """A table's owner and grants: for admins and the owner."""
         name = table_name(table)
-        owner = self.store.table_access.owner(name)
-        if not user.admin and user.name != owner:
+        facts = self.store.table_access.facts(name)
+        if not user.admin and user.name != facts.owner:
             raise Forbidden(f"Only the owner of {name.dotted} or an admin sees its grants.")
-        return TableGrants(name, owner, self.store.table_access.grants(name))
+        return TableGrants(name, facts.owner, facts.grants)

@@ -38,6 +38,16 @@ class GrantRecord:
     granted_at: float
 
 
+@dataclass(frozen=True)
+class TableFacts:
+    owner: str | None
+    grants: list[GrantRecord]
+
+    def as_triples(self) -> list[tuple[str, str, str]]:
+        """(grantee kind, grantee, privilege) of each grant, as the rules take them."""
+        return [(g.grantee_kind, g.grantee, g.privilege) for g in self.grants]
+
+
 def _where(table: sa.Table, name: TableName) -> sa.ColumnElement[bool]:
     return sa.and_(
         table.c.catalog == name.catalog,
@@ -52,29 +62,38 @@ class TableAccess:
 
     def owner(self, name: TableName) -> str | None:
         with self._db.read() as conn:
-            return conn.execute(
-                sa.select(table_owners.c.owner).where(_where(table_owners, name))
-            ).scalar_one_or_none()
+            return self._owner(conn, name)
 
     def grants(self, name: TableName) -> list[GrantRecord]:
         with self._db.read() as conn:
-            rows = conn.execute(
-                sa.select(
-                    table_grants.c.grantee_kind,
-                    table_grants.c.grantee,
-                    table_grants.c.privilege,
-                    table_grants.c.granted_by,
-                    table_grants.c.granted_at,
-                )
-                .where(_where(table_grants, name))
-                .order_by(
-                    table_grants.c.grantee_kind, table_grants.c.grantee, table_grants.c.privilege
-                )
-            ).all()
-        return [
-            GrantRecord(str(kind), str(grantee), str(privilege), str(by), float(str(at)))
-            for kind, grantee, privilege, by, at in rows
-        ]
+            return self._grants(conn, name)
+
+    def facts(self, name: TableName) -> TableFacts:
+        """The owner and the grants, in one read: what a decision about the table needs."""
+        with self._db.read() as conn:
+            return TableFacts(self._owner(conn, name), self._grants(conn, name))
+
+    @staticmethod
+    def _owner(conn: Connection, name: TableName) -> str | None:
+        owner: str | None = conn.execute(
+            sa.select(table_owners.c.owner).where(_where(table_owners, name))
+        ).scalar_one_or_none()
+        return owner
+
+    @staticmethod
+    def _grants(conn: Connection, name: TableName) -> list[GrantRecord]:
+        rows = conn.execute(
+            sa.select(
+                table_grants.c.grantee_kind,
+                table_grants.c.grantee,
+                table_grants.c.privilege,
+                table_grants.c.granted_by,
+                table_grants.c.granted_at,
+            )
+            .where(_where(table_grants, name))
+            .order_by(table_grants.c.grantee_kind, table_grants.c.grantee, table_grants.c.privilege)
+        ).all()
+        return [GrantRecord(**row._mapping) for row in rows]
 
     def created(self, name: TableName, owner: str, *, now: float) -> None:
         with self._db.begin() as conn:

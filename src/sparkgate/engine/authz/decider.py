@@ -61,8 +61,7 @@ class Decider:
     def decision(self, user: str, name: TableName) -> TableAccess:
         rules = self._rules()
         groups = self._groups(rules, user)
-        owner = self.store.table_access.owner(name)
-        grants = self.store.table_access.grants(name)
+        facts = self.store.table_access.facts(name)
         return effective(
             rules.tables,
             user,
@@ -71,8 +70,8 @@ class Decider:
             name.schema,
             name.table,
             admin=rules.is_admin(user, groups),
-            owner=owner,
-            grants=[(g.grantee_kind, g.grantee, g.privilege) for g in grants],
+            owner=facts.owner,
+            grants=facts.as_triples(),
         )
 
     # -- the JVM's callbacks -------------------------------------------------------------
