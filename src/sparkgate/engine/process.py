@@ -737,23 +737,20 @@ class Engine:
             execution.cancelled,
             self.streams,
         )
-        checked = self._decider is not None and self._decider.active()
-        if checked:
-            authz.take_touched(self._authz)  # what an earlier statement of this thread left
         try:
             executor = EXECUTORS.get(statement.kind)
             if executor is None:
                 raise ValueError(f"this engine cannot run {statement.kind.value} statements")
             result = executor(ctx)
             hooks.finish(ctx, result)  # e.g. commit a two-phase table: may still fail
-            if checked:
-                self._record_touched(execution, result)
             outcome: ExecResult | BaseException = result
         except BaseException as exc:
             outcome = exc
             hooks.fail(ctx, exc)  # e.g. abort a two-phase table
         finally:
             sc.clearJobTags()
+        if self._decider is not None and self._decider.active():
+            self._record_touched(execution, outcome)
         refused = self._finish(execution, outcome)
         if refused is not None:
             # The store refused what the statement produced: it must still end, or a
@@ -766,14 +763,15 @@ class Engine:
             self._retrying(partial(self._record_unrecordable, statement, refused))
             self._retrying(partial(self._release_session, execution))
 
-    def _record_touched(self, execution: Execution, result: ExecResult) -> None:
-        """Who touched what: the tables and views the statement read and wrote, from the
-        checks of its plans, go in its record; each write is audited against the table."""
+    def _record_touched(self, execution: Execution, outcome: ExecResult | BaseException) -> None:
+        """Who touched what: the tables and views a statement that succeeded read and wrote,
+        from the checks of its plans, go in its record; each write is audited against the
+        table. Taken whatever the outcome, so that the thread's next statement starts clean."""
         try:
             touched = authz.take_touched(self._authz)
-            if not any(touched.values()):
+            if not isinstance(outcome, ExecResult) or not any(touched.values()):
                 return
-            result.output["tables"] = touched
+            outcome.output["tables"] = touched
             now = self.clock()
             for name in touched.get("written", []):
                 self.store.audit.add(

@@ -227,9 +227,10 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
 
   /** A create: ownership of the schema; the creator owns what it makes. */
   private def creates(obj: Obj, top: Boolean, replacing: Boolean = false): Unit = {
-    if (replacing && exists(obj)) owns(obj) else ownsSchema(obj.catalog, obj.schema)
+    lazy val existed = exists(obj) // one catalog call at most: with Hive's, a round trip
+    if (replacing && existed) owns(obj) else ownsSchema(obj.catalog, obj.schema)
     touched.written += obj.name
-    if (top && !exists(obj)) policy.changed(user, "created", obj.catalog, obj.schema, obj.table, null, null)
+    if (top && !existed) policy.changed(user, "created", obj.catalog, obj.schema, obj.table, null, null)
   }
 
   /** Every check the plan needs; `top`: the plan is the statement itself (not under EXPLAIN),
