@@ -384,6 +384,31 @@ def test_connection_options_before_or_after_the_command(fake: FakeServer) -> Non
     assert both.exit_code == 1 and "not both" in said(both)
 
 
+def test_an_argument_named_like_a_connection_option_stays_the_commands() -> None:
+    """click keeps parsed values by name: an argument called ``user`` (``sparkgate access
+    explain USER ...``) must not be read as the --user the root group adds after commands."""
+    import typer
+
+    from sparkgate.cli.common import connection
+    from sparkgate.cli.connection import Sparkgate, before_command
+
+    tiny = typer.Typer(cls=Sparkgate)
+    tiny.callback()(before_command)
+
+    @tiny.command()
+    def explain(user: str) -> None:
+        typer.echo(f"{user} {connection.user}")
+
+    @tiny.command()
+    def other() -> None:
+        typer.echo(str(connection.user))
+
+    done = CliRunner().invoke(tiny, ["--user", "carol", "explain", "bob"])
+    assert done.exit_code == 0 and done.stdout == "bob carol\n", done.output
+    after = CliRunner().invoke(tiny, ["other", "--user", "carol"])
+    assert after.exit_code == 0 and after.stdout == "carol\n", after.output
+
+
 def test_a_bad_server_url_is_a_usage_error_quoting_it(tmp_path: Path) -> None:
     for args, env in (
         ("sessions list --server gw:8998", {}),

@@ -14,7 +14,7 @@ app = typer.Typer(help="Data access control: explain a decision, list a table's 
 
 @app.command()
 def explain(
-    user: Annotated[str, typer.Argument(help="The user asked about.")],
+    who: Annotated[str, typer.Argument(metavar="USER", help="The user asked about.")],
     privilege: Annotated[str, typer.Argument(help="SELECT, INSERT, DELETE, UPDATE, OWNERSHIP.")],
     table_name: Annotated[str, typer.Argument(metavar="TABLE", help="schema.table")],
     as_json: JsonOption = False,
@@ -24,14 +24,14 @@ def explain(
     Example: sparkgate access explain bob SELECT hr.salaries
     """
     with client() as sg:
-        answer = sg.explain_access(user, privilege, table_name)
+        answer = sg.explain_access(who, privilege, table_name)
     if as_json:
         print_json(answer)
         return
     for reason in answer["reasons"]:
         console.print(f"- {reason}", highlight=False)
     verdict = "allowed" if answer["allowed"] else "denied"
-    console.print(f"{user} {answer['privilege']} on {table_name}: {verdict}", highlight=False)
+    console.print(f"{who} {answer['privilege']} on {table_name}: {verdict}", highlight=False)
 
 
 @app.command()

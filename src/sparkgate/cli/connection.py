@@ -149,8 +149,13 @@ def _add_options(command: Any) -> None:
             _add_options(sub)
         return
     assert isinstance(command, TyperCommand), command
+    # By option and by name: click keeps parsed values by name, so an argument of the
+    # command named ``user`` would otherwise be read as the --user option too.
     taken = {opt for param in command.params for opt in getattr(param, "opts", ())}
-    command.params.extend(p for p in _after_options() if not set(p.opts) & taken)
+    names = {param.name for param in command.params}
+    command.params.extend(
+        p for p in _after_options() if not set(p.opts) & taken and p.name not in names
+    )
 
 
 class Sparkgate(TyperGroup):
