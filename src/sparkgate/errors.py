@@ -115,13 +115,23 @@ class QueryFinished(Conflict):
 class ResultNotReady(Conflict):
     code = "RESULT_NOT_AVAILABLE"
 
-    def __init__(self, query_id: int, state: str) -> None:
-        hint = {
+    def __init__(
+        self, query_id: int, state: str, *, connect: bool = False, load: bool = False
+    ) -> None:
+        hints = {
             "success": "it ran Python or a file and produced no rows; see its output",
             "failed": "it failed; see its error",
             "cancelled": "it was cancelled",
             "cancelling": "it is being cancelled",
-        }.get(state, "wait for it to finish (GET /v1/queries/{id}?wait=30)")
+        }
+        if connect:
+            # The door streams a Spark Connect operation's rows to its client; none are stored.
+            kept = "sparkgate does not keep them"
+            hints["success"] = f"its rows went to the Spark Connect client that ran it; {kept}"
+            hints["running"] = f"its rows go to the Spark Connect client that runs it; {kept}"
+        if load:
+            hints["success"] = "it loaded a file into a table; see its output (output.load)"
+        hint = hints.get(state, "wait for it to finish (GET /v1/queries/{id}?wait=30)")
         super().__init__(
             f"Query {query_id} is {state}: no result to read; {hint}.",
             query_id=query_id,

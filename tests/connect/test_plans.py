@@ -29,6 +29,61 @@ def test_sql_text_is_recorded_as_sql() -> None:
     assert read_plan(base_pb2.Plan(command=command)).sql == "SET a=b"
 
 
+def test_sql_with_dataframes_as_arguments_is_recorded_as_its_sql() -> None:
+    # spark.sql("SELECT * FROM {df}", df=df): the SQL's root, with the DataFrames beside it.
+    with_relations = relations_pb2.Relation(
+        with_relations=relations_pb2.WithRelations(
+            root=relations_pb2.Relation(sql=relations_pb2.SQL(query="SELECT * FROM v")),
+            references=[_range(3)],
+        )
+    )
+    command = commands_pb2.Command(sql_command=commands_pb2.SqlCommand(input=with_relations))
+    assert read_plan(base_pb2.Plan(command=command)).sql == "SELECT * FROM v"
+    assert read_plan(_relation_plan(with_relations)).sql == "SELECT * FROM v"
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "SELECT 1",
+        "  select * from t where update = 1",
+        "-- why\n(SELECT 1) UNION (SELECT 2);",
+        "WITH c AS (SELECT 1 AS a) SELECT * FROM c",
+        "WITH c AS (SELECT * FROM t WHERE insert = 1) SELECT * FROM c",
+        "VALUES (1), (2)",
+        "TABLE t",
+        "FROM t SELECT a",
+        "FROM t |> WHERE a > 1",
+    ],
+)
+def test_spark_sql_of_a_query_is_only_analysed(text: str) -> None:
+    command = commands_pb2.Command(sql_command=commands_pb2.SqlCommand(sql=text))
+    assert read_plan(base_pb2.Plan(command=command)).analysed_only
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        "CREATE TABLE t (a INT)",
+        "INSERT INTO t SELECT 1",
+        "WITH c AS (SELECT 1 AS a) INSERT INTO t SELECT * FROM c",
+        "FROM s INSERT INTO t SELECT a",
+        "SHOW TABLES",
+        "EXPLAIN SELECT 1",
+        "SET a=b",
+        "SELECT 1; DROP TABLE t",
+        "SELECT 'unterminated",
+        "",
+    ],
+)
+def test_spark_sql_of_anything_else_runs_at_once(text: str) -> None:
+    command = commands_pb2.Command(sql_command=commands_pb2.SqlCommand(sql=text))
+    assert not read_plan(base_pb2.Plan(command=command)).analysed_only
+    # The same text as a relation runs when the plan does: never merely analysed.
+    root = relations_pb2.Relation(sql=relations_pb2.SQL(query=text))
+    assert not read_plan(_relation_plan(root)).analysed_only
+
+
 def test_a_dataframe_plan_is_summarised_from_its_last_step_to_its_sources() -> None:
     read = relations_pb2.Relation(
         read=relations_pb2.Read(

@@ -312,6 +312,46 @@ def test_errors_keep_spark_error_class_and_are_recorded(env: Env) -> None:
     assert failed[0]["error"]["code"] == "TABLE_OR_VIEW_NOT_FOUND", failed[0]["error"]
 
 
+def test_each_run_is_one_query_and_its_rows_are_the_clients(env: Env) -> None:
+    """spark.sql of a query is a SqlCommand that Spark only analyses, handing the query back
+    for the DataFrame to run: the query is recorded when it runs, once a run, as its SQL. A
+    command runs in spark.sql itself: recorded once. Neither's rows are sparkgate's to give."""
+    from pyspark.errors import AnalysisException
+
+    tag = uuid.uuid4().hex[:12]
+    with env.spark("alice") as spark:
+        assert spark.sql(f"SELECT '{tag}-select' AS tag, 1 + 1 AS two").collect()[0].two == 2
+        assert spark.sql(f"SELECT '{tag}-never' AS tag").columns == ["tag"]  # never run
+        spark.sql(f"CREATE OR REPLACE TEMPORARY VIEW v_{tag} AS SELECT '{tag}' AS tag")
+        twice = spark.sql(f"SELECT * FROM v_{tag}")
+        assert twice.collect() == twice.collect()
+        with pytest.raises(AnalysisException):
+            spark.sql(f"SELECT * FROM missing_{tag}")
+        refs = spark.sql(
+            f"SELECT id, '{tag}-refs' AS t FROM {{df}} WHERE id > 1", df=spark.range(4)
+        )
+        assert [r.id for r in refs.collect()] == [2, 3]
+    queries = [q for q in _queries(env) if tag in q["query"]]
+
+    def recorded(words: str) -> list[tuple[str, str]]:
+        return [(q["kind"], q["state"]) for q in queries if words in q["query"]]
+
+    assert recorded(f"'{tag}-select'") == [("sql", "success")], queries
+    assert recorded(f"'{tag}-never'") == [], queries
+    assert recorded(f"CREATE OR REPLACE TEMPORARY VIEW v_{tag}") == [("sql", "success")]
+    assert recorded(f"SELECT * FROM v_{tag}") == [("sql", "success")] * 2, queries
+    assert recorded(f"missing_{tag}") == [("sql", "failed")], queries
+    assert recorded(f"'{tag}-refs'") == [("sql", "success")], queries
+    selected = next(q for q in queries if f"'{tag}-select'" in q["query"])
+    with env.api("alice") as api:
+        answer = api.get(f"/v1/queries/{selected['id']}/result")
+    assert answer.status_code == 409, answer.text
+    error = answer.json()["error"]
+    assert error["code"] == "RESULT_NOT_AVAILABLE", error
+    assert "Spark Connect client" in error["message"], error
+    assert "Python" not in error["message"], error
+
+
 def test_a_sql_only_user_is_refused_code_streams_and_denied_settings(env: Env) -> None:
     from pyspark.sql.connect.functions import col, udf
     from pyspark.sql.types import LongType
@@ -329,6 +369,9 @@ def test_a_sql_only_user_is_refused_code_streams_and_denied_settings(env: Env) -
         with pytest.raises(Exception) as caught:
             spark.sql("SET spark.sql.warehouse.dir=/tmp/elsewhere").collect()
         assert "spark.sql.warehouse.dir" in str(caught.value), caught.value
+        with pytest.raises(Exception) as caught:  # SQL beside DataFrames is read as well
+            spark.sql("SET spark.sql.warehouse.dir=/tmp/elsewhere -- {df}", df=spark.range(1))
+        assert "PERMISSION_DENIED" in str(caught.value), caught.value
         spark.conf.set("spark.sql.shuffle.partitions", "3")  # an allowed one
         assert spark.conf.get("spark.sql.shuffle.partitions") == "3"
         with pytest.raises(Exception) as caught:

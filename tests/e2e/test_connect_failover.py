@@ -84,7 +84,8 @@ def test_a_client_goes_on_through_another_node(
         with b.client() as on_b:
             queries = on_b.queries()["queries"]
         texts = [q["query"] for q in queries]
-        assert texts.count("SELECT count(*) AS n FROM survivor") >= 2, texts
+        # One query a run, on either node (spark.sql's analysis of it is none).
+        assert texts.count("SELECT count(*) AS n FROM survivor") == 2, texts
         assert all(q["state"] == "success" for q in queries), queries
     finally:
         spark.stop()

@@ -16,6 +16,7 @@ import logging
 import time
 import uuid
 from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from typing import Any, Literal, NoReturn
 
 import grpc
@@ -39,7 +40,7 @@ from sparkgate.errors import (
     StoreUnavailable,
     Unauthenticated,
 )
-from sparkgate.service.connect import ConnectService, ConnectTarget
+from sparkgate.service.connect import ConnectService, ConnectTarget, Operation
 
 log = logging.getLogger("sparkgate.connect")
 
@@ -116,16 +117,22 @@ class ConnectDoor:
             request.operation_id = str(uuid.uuid4())
         else:
             _check_operation_id(context, request.operation_id)
+        statement_id: int | None = None
+        pending: _Pending | None = None
         with _answering(context):
             operation = read_plan(request.plan)
-            statement = self.connect.start(user, target, request.operation_id, operation)
+            if operation.analysed_only:
+                self.connect.admit(user, target, operation)
+                pending = _Pending(user, request.operation_id, operation, self.connect.clock())
+            else:
+                statement_id = self.connect.start(user, target, request.operation_id, operation).id
         reattachable = request.request_options and any(
             option.reattach_options.reattachable for option in request.request_options
         )
         call = self._forward(
             context, target, lambda: self._link(target).stream("ExecutePlan", request)
         )
-        yield from self._relay(context, target, call, statement.id, bool(reattachable))
+        yield from self._relay(context, target, call, statement_id, bool(reattachable), pending)
 
     def reattach_execute(
         self, request: base_pb2.ReattachExecuteRequest, context: grpc.ServicerContext
@@ -229,19 +236,27 @@ class ConnectDoor:
         call: Any,
         statement_id: int | None,
         reattachable: bool,
+        pending: _Pending | None = None,
     ) -> Iterator[bytes]:
         """Hand on an operation's answers; end its query when the operation ends (a stream
-        the engine closes for the client to reattach leaves it running)."""
+        the engine closes for the client to reattach leaves it running). A ``pending``
+        operation is recorded only if it fails or turns out to have run."""
         context.add_callback(call.cancel)  # the client went away: so does the engine's call
         last = None
         try:
             for message in call:
                 last = message
+                if pending is not None and statement_id is None and _ran(message):
+                    with _answering(context):
+                        statement_id = self._record(target, pending)
                 yield message
         except grpc.RpcError as exc:
             if exc.code() is grpc.StatusCode.CANCELLED and not context.is_active():
                 return  # the client left; a reattachable operation goes on in the engine
             self._engine_failed(target, exc)
+            if pending is not None and statement_id is None:
+                with _answering(context):
+                    statement_id = self._record(target, pending)
             if statement_id is not None:
                 error = engine_error(exc)
                 with _answering(context):
@@ -254,6 +269,17 @@ class ConnectDoor:
         if not reattachable or (last is not None and _completes(last)):
             with _answering(context):
                 self.connect.finish(statement_id)
+
+    def _record(self, target: ConnectTarget, pending: _Pending) -> int:
+        """Record a pending operation as the query it was after all, since it started."""
+        statement = self.connect.record(
+            pending.user,
+            target,
+            pending.operation_id,
+            pending.operation,
+            started_at=pending.started_at,
+        )
+        return statement.id
 
     def _engine_failed(self, target: ConnectTarget, exc: grpc.RpcError) -> None:
         if exc.code() is grpc.StatusCode.UNAVAILABLE:
@@ -286,6 +312,28 @@ def engine_error(exc: grpc.RpcError) -> dict[str, Any]:
                 if info.metadata.get("sqlState"):
                     error["sql_state"] = info.metadata["sqlState"]
     return error
+
+
+@dataclass(frozen=True)
+class _Pending:
+    """An admitted operation not recorded yet: ``spark.sql`` of a query, which Spark only
+    analyses (the query runs, and is recorded, when its DataFrame runs). If it fails, or
+    Spark ran it after all, it is recorded then, as it was."""
+
+    user: Principal
+    operation_id: str
+    operation: Operation
+    started_at: float
+
+
+def _ran(message: bytes) -> bool:
+    """Whether an answer shows that Spark ran the SQL of a ``spark.sql``: it answers a
+    command's rows as a local relation, and hands a query back as the relation it was sent."""
+    response = base_pb2.ExecutePlanResponse.FromString(message)
+    if not response.HasField("sql_command_result"):
+        return False
+    kind = response.sql_command_result.relation.WhichOneof("rel_type")
+    return kind not in ("sql", "with_relations")
 
 
 def _completes(message: bytes) -> bool:

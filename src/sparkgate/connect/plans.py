@@ -1,6 +1,7 @@
 """What the Connect door reads in a client's plan before forwarding it: the SQL text or a
 readable summary (what a query's record shows), whether it runs the client's code on the
-engine, and whether it starts a streaming query. Read from pyspark's own messages."""
+engine, whether it starts a streaming query, and whether Spark only analyses it there (SQL
+text that is a query). Read from pyspark's own messages."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pyspark.sql.connect.proto import base_pb2, commands_pb2, relations_pb2
 
 from sparkgate.errors import InvalidRequest
 from sparkgate.service.connect import Operation
+from sparkgate.sql.errors import SqlSyntaxError
+from sparkgate.sql.lexer import Kind, lex
 
 # Messages that carry code for the engine to run, and how an error names them.
 CODE_MESSAGES = {
@@ -24,6 +27,13 @@ STREAMING_COMMANDS = {"write_stream_operation_start", "pipeline_command"}
 # Commands that run something other than Spark SQL on the engine's behalf.
 CODE_COMMANDS = {"execute_external_command": "an external command"}
 _SUMMARY_MAX = 2000
+# The first words of SQL text that is a query (Spark's grammar: a query, a CTE, inline rows,
+# ``TABLE t``, ``FROM t SELECT``/``|>`` and Hive's ``MAP``/``REDUCE``). Anything else may be
+# a command, which Spark runs at once.
+_QUERY_STARTS = ("SELECT", "WITH", "VALUES", "TABLE", "FROM", "MAP", "REDUCE")
+# What makes a WITH or FROM statement a command: ``WITH c AS (...) INSERT ...``,
+# ``FROM t INSERT INTO ...``.
+_DML = ("INSERT", "DELETE", "UPDATE", "MERGE")
 
 
 def read_plan(plan: base_pb2.Plan) -> Operation:
@@ -42,18 +52,41 @@ def read_plan(plan: base_pb2.Plan) -> Operation:
         command = root.WhichOneof("command_type") or "unknown"
         code = code or CODE_COMMANDS.get(command)
         if command == "sql_command":
-            return Operation(
-                _clip(_command_sql(root.sql_command)), sql=_command_sql(root.sql_command), code=code
-            )
+            text = _command_sql(root.sql_command)
+            return Operation(_clip(text), sql=text, code=code, analysed_only=is_query(text))
         return Operation(
             _clip(f"{command}: {_describe_command(root)}"),
             code=code,
             streaming=command in STREAMING_COMMANDS,
         )
     assert isinstance(root, relations_pb2.Relation)
-    if root.WhichOneof("rel_type") == "sql":
-        return Operation(_clip(root.sql.query), sql=root.sql.query, code=code)
+    query = _sql_of(root)
+    if query is not None:
+        return Operation(_clip(query), sql=query, code=code)
     return Operation(_clip(describe(root)), code=code)
+
+
+def is_query(text: str) -> bool:
+    """Whether SQL text is a query, which ``spark.sql`` only has Spark analyse (Spark hands
+    the query back for the DataFrame to run it), rather than a command, which Spark runs at
+    once. Only what is surely a query: text that cannot be read is not."""
+    try:
+        lexemes = lex(text)
+    except SqlSyntaxError:
+        return False
+    first = next((x for x in lexemes if not (x.kind is Kind.PUNCT and x.value == "(")), None)
+    if first is None or not first.is_word(*_QUERY_STARTS):
+        return False
+    may_write = first.is_word("WITH", "FROM")
+    depth = 0
+    for number, lexeme in enumerate(lexemes):
+        if lexeme.kind is Kind.PUNCT:
+            depth += {"(": 1, ")": -1}.get(lexeme.value, 0)
+            if lexeme.value == ";" and any(x.value != ";" for x in lexemes[number:]):
+                return False  # more than one statement: a script, run at once
+        elif may_write and depth == 0 and lexeme.is_word(*_DML):
+            return False
+    return True
 
 
 def _decompress(compressed: base_pb2.Plan.CompressedOperation) -> Message:
@@ -105,9 +138,19 @@ def _code_in(message: Message) -> str | None:
 
 
 def _command_sql(command: commands_pb2.SqlCommand) -> str:
-    if command.HasField("input") and command.input.WhichOneof("rel_type") == "sql":
-        return command.input.sql.query
-    return command.sql
+    text = _sql_of(command.input) if command.HasField("input") else None
+    return command.sql if text is None else text
+
+
+def _sql_of(relation: relations_pb2.Relation) -> str | None:
+    """The SQL text of a relation that is SQL text: ``spark.sql(...)``, also with DataFrames
+    as arguments (``spark.sql("SELECT * FROM {df}", df=df)``: SQL with references)."""
+    kind = relation.WhichOneof("rel_type")
+    if kind == "sql":
+        return relation.sql.query
+    if kind == "with_relations" and relation.with_relations.root.WhichOneof("rel_type") == "sql":
+        return relation.with_relations.root.sql.query
+    return None
 
 
 def _describe_command(command: commands_pb2.Command) -> str:

@@ -5,7 +5,9 @@ authenticated user, becomes a sparkgate session (created, limited, audited and p
 engine like any other), recorded in the store so that every node finds the engine that holds
 it. Each operation (an ExecutePlan) is a sparkgate query: checked against the user's rights
 first, recorded running, ended with its outcome. A cancel from any door interrupts it in the
-engine. The door forwards the calls themselves; it decides nothing of this.
+engine. One exception: ``spark.sql`` of a query, which Spark only analyses (the query runs,
+and is recorded, when its DataFrame runs), is recorded only if it fails or ran after all.
+The door forwards the calls themselves; it decides nothing of this.
 """
 
 from __future__ import annotations
@@ -71,6 +73,10 @@ class Operation:
     sql: str | None = None  # the SQL text, when the plan is SQL text
     code: str | None = None  # what in it runs the client's code ("a Python UDF"), if anything
     streaming: bool = False  # it starts a streaming query
+    # SQL text that is a query, sent by ``spark.sql``: Spark only analyses it and hands it
+    # back, and it runs (and is recorded) when its DataFrame does. Not recorded until the
+    # answer shows otherwise: it failed, or Spark ran it after all.
+    analysed_only: bool = False
 
 
 @dataclass
@@ -209,6 +215,11 @@ class ConnectService:
         self, user: Principal, target: ConnectTarget, operation_id: str, operation: Operation
     ) -> StatementRecord:
         """Check an operation against the user's rights and limits and record it running."""
+        self.admit(user, target, operation)
+        return self.record(user, target, operation_id, operation)
+
+    def admit(self, user: Principal, target: ConnectTarget, operation: Operation) -> None:
+        """Check an operation against the user's rights and limits (refused: an error)."""
         where = _name(target)
         if operation.streaming:
             raise NotSupported(
@@ -223,12 +234,23 @@ class ConnectService:
         if operation.code is not None:
             self.users.require(user, CODE, f"run {operation.code} on the engine", target=where)
         self.users.check_query_limit(user)
+
+    def record(
+        self,
+        user: Principal,
+        target: ConnectTarget,
+        operation_id: str,
+        operation: Operation,
+        *,
+        started_at: float | None = None,
+    ) -> StatementRecord:
+        """Record an admitted operation as a query running since ``started_at`` (now)."""
         kind = StatementKind.SQL if operation.sql is not None else StatementKind.DATAFRAME
         with self.store.db.begin() as conn:
             statement = self.store.statements.add(
                 target.session.id,
                 operation.sql if operation.sql is not None else operation.description,
-                now=self.clock(),
+                now=self.clock() if started_at is None else started_at,
                 kind=kind,
                 running=True,
                 conn=conn,

@@ -173,7 +173,7 @@ class Queries:
     ) -> ResultPage:
         """A page of a succeeded query's rows (``limit`` defaults to 1000, at most
         ``result_page_max``)."""
-        path = result_path(statement)
+        path = self._result_path(statement)
         page_limit = min(limit if limit is not None else 1000, self.settings.result_page_max)
         try:
             rows, total = results.read_page(path, offset, page_limit)
@@ -186,11 +186,20 @@ class Queries:
         self, statement: StatementRecord, offset: int, limit: int
     ) -> tuple[list[pa.RecordBatch], int]:
         """The Arrow batches holding rows ``offset`` to ``offset + limit``, and the total."""
-        path = result_path(statement)
+        path = self._result_path(statement)
         try:
             return results.read_batches(path, offset, limit)
         except FileNotFoundError as exc:
             raise ResultGone(statement.id, path) from exc
+
+    def _result_path(self, statement: StatementRecord) -> str:
+        try:
+            return result_path(statement)
+        except ResultNotReady:
+            # Only now, when there is none, ask whether a Connect client had the rows.
+            if self.store.connect.records_operation(statement.id):
+                raise ResultNotReady(statement.id, statement.state.value, connect=True) from None
+            raise
 
     def fetch(self, statement: StatementRecord, *, from_start: bool, limit: int) -> Fetched:
         """The next ``limit`` rows after the query's cursor (or its first rows), moving the

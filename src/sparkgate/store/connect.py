@@ -98,6 +98,14 @@ class ConnectMaps:
         with self._db.read() as conn:
             return conn.execute(query).scalar()
 
+    def records_operation(self, statement_id: int) -> bool:
+        """Whether a query records a Connect operation (whose rows went to its client)."""
+        query = sa.select(connect_operations.c.statement_id).where(
+            connect_operations.c.statement_id == statement_id
+        )
+        with self._db.read() as conn:
+            return conn.execute(query).first() is not None
+
     def operation_of(self, statement_id: int) -> ConnectOperation | None:
         """The Connect operation a query records, as Spark's Connect service knows it (None
         for the other queries): one read."""
