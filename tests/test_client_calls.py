@@ -39,6 +39,8 @@ CALLS: list[tuple[str, Call, str, str, Any, float | None]] = [
     ("sessions_filtered",
      lambda sg: sg.sessions(state=["idle", "busy"], offset=5, limit=2, total=True),
      "GET", "/v1/sessions?limit=2&offset=5&total=true&state=idle&state=busy", None, None),
+    ("sessions_one_off", lambda sg: sg.sessions(one_off=True), "GET",
+     "/v1/sessions?limit=100&one_off=true", None, None),
     ("kill_session", lambda sg: sg.kill_session(3), "DELETE", "/v1/sessions/3", None, None),
     ("wait_session", lambda sg: sg.wait_session(3, {"success"}), "GET", "/v1/sessions/3",
      None, None),

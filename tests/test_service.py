@@ -97,6 +97,25 @@ def test_lists_hold_ones_own_and_admins_choose(service: Service) -> None:
     assert [s.id for s in sessions] == [theirs.session_id]
 
 
+def test_one_off_queries_sessions_are_told_from_other_batches(service: Service) -> None:
+    """What the gateway records for a one-off query marks its session as one; a Livy batch
+    (and a batch session) is not one, and the unfiltered list, Livy's, holds them all."""
+    one_off = service.gateway.submit("SELECT 1", user=ALICE)
+    livy, _ = service.gateway.create_session(
+        SessionKind.BATCH,
+        user=ALICE,
+        attributes={"livy": {"file": "etl.py"}},
+        first_statement=(StatementKind.FILE, "etl.py"),
+    )
+    interactive, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    others = service.gateway.sessions(user=ALICE, one_off=False).items
+    assert [s.id for s in others] == [livy.id, interactive.id]
+    alone = service.gateway.sessions(user=ALICE, one_off=True).items
+    assert [s.id for s in alone] == [one_off.session_id]
+    everything = service.gateway.sessions(user=ALICE, kinds=[SessionKind.BATCH]).items
+    assert [s.id for s in everything] == [one_off.session_id, livy.id]
+
+
 def test_an_impersonator_sees_what_it_made_by_id_and_in_lists(
     service: Service, store: Store
 ) -> None:

@@ -193,10 +193,13 @@ class Client:
         limit: int = 100,
         after: str | None = None,
         total: bool | None = None,
+        one_off: bool = False,
     ) -> dict[str, Any]:
         """A page of sessions, oldest first; the next one is ``sessions(after=page["next"])``
-        (``next`` is None on the last page)."""
-        params = _paging(offset, limit, after, total, state=state or None)
+        (``next`` is None on the last page). ``one_off``: one-off queries' sessions too."""
+        params = _paging(
+            offset, limit, after, total, state=state or None, one_off="true" if one_off else None
+        )
         return self._call("GET", "/v1/sessions", params=params)
 
     def kill_session(self, session_id: int) -> dict[str, Any]:

@@ -26,6 +26,35 @@ def test_sql_prints_a_table(server: ServerProcess) -> None:
     assert "3 rows" in done.stderr
 
 
+def tsv(done: subprocess.CompletedProcess[str]) -> list[dict[str, str]]:
+    """A piped command's table: a header line, then rows, tab-separated, each whole."""
+    assert done.returncode == 0, done.stderr
+    header, *rows = done.stdout.splitlines()
+    names = header.split("\t")
+    assert all(len(row.split("\t")) == len(names) for row in rows), done.stdout
+    return [dict(zip(names, row.split("\t"), strict=True)) for row in rows]
+
+
+def test_piped_tables_are_tsv_and_one_off_sessions_are_listed_on_request(
+    server: ServerProcess,
+) -> None:
+    """Piped, nothing is cut to 80 columns. Each one-off query ran in a session of its own,
+    which the sessions list leaves out unless asked."""
+    long = "v" * 200
+    query = f"SELECT '{long}' AS a_rather_long_column_name, 'x' AS started_at_as_well"
+    rows = tsv(sparkgate(server, "sql", query))
+    assert rows == [{"a_rather_long_column_name": long, "started_at_as_well": "x"}]
+    ours = tsv(sparkgate(server, "queries", "list", "--limit", "5"))[0]
+    assert ours["query"] == query and ours["state"] == "success"
+    assert len(ours["created"]) >= len("2026-01-01T00:00:00Z")  # whole: 2026-...Z
+    before = str(int(ours["session"]) - 1)  # a page starting at its session
+    listed = tsv(sparkgate(server, "sessions", "list", "--after", before))
+    assert ours["session"] not in [s["id"] for s in listed]
+    with_one_off = tsv(sparkgate(server, "sessions", "list", "--after", before, "--one-off"))
+    one_off = next(s for s in with_one_off if s["id"] == ours["session"])
+    assert one_off["kind"] == "batch" and one_off["created"].endswith("Z"), one_off
+
+
 def test_sql_failure_exits_non_zero_with_the_message(server: ServerProcess) -> None:
     done = sparkgate(server, "sql", "SELECT nope FROM range(1)")
     assert done.returncode == 1

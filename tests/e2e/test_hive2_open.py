@@ -38,6 +38,7 @@ def open_server(
         tmp_path_factory.mktemp("hive2-open"),
         metastore_uri=metastore_uri,
         thrift_port=port,
+        connect_port=free_port(),  # every door: one name for the anonymous user
         warm_engines=0,
         thrift_login_timeout=LOGIN_TIMEOUT,
         thrift_max_pending_logins_per_address=MAX_PENDING,
@@ -65,6 +66,74 @@ def test_without_authentication_both_nosasl_and_plain_connect(
     query = httpx.get(f"{server.url}/v1/queries/{query_id}", timeout=30).json()
     session = httpx.get(f"{server.url}/v1/sessions/{query['session_id']}", timeout=30).json()
     assert session["owner"] == "anonymous"
+
+
+def test_without_authentication_every_door_names_the_anonymous_user(
+    open_server: tuple[ServerProcess, int],
+) -> None:
+    """SQL's current_user() is the session's sparkgate user at every door, as the queries
+    list names it, and so is the owner of a table it creates: without authentication,
+    ``anonymous`` (not the engine's OS user)."""
+    from pyspark.sql.connect.session import SparkSession
+
+    server, port = open_server
+    who = "SELECT current_user() AS who"
+    with (
+        hive.connect("127.0.0.1", port=port, username="whoever", auth="NOSASL") as conn,
+        conn.cursor() as cursor,
+    ):
+        cursor.execute(who)
+        assert cursor.fetchall() == [("anonymous",)]
+        ids = [int.from_bytes(cursor._operationHandle.operationId.guid[8:], "big")]
+        # Spark's own current user, the owner a new table records, is the session's too.
+        cursor.execute("CREATE TABLE open_door_owned (i INT) USING parquet")
+        try:
+            cursor.execute("DESCRIBE TABLE EXTENDED open_door_owned")
+            described = cursor.fetchall()
+            assert [row[1] for row in described if row[0] == "Owner"] == ["anonymous"]
+        finally:
+            cursor.execute("DROP TABLE open_door_owned")
+    with server.client() as sg:
+        rest = sg.wait(sg.submit(who)["id"], timeout=240)
+        assert rest["state"] == "success", rest
+        assert sg.result(rest["id"])["rows"] == [["anonymous"]]
+        ids.append(rest["id"])
+    with httpx.Client(base_url=server.url, timeout=60) as http:
+        ids.append(_livy_sql(http, who, [["anonymous"]]))
+    spark = SparkSession.builder.remote(f"sc://localhost:{server.settings.connect_port}/").create()
+    try:
+        assert spark.sql(who).collect()[0].who == "anonymous"
+    finally:
+        spark.stop()
+    with server.client() as sg:
+        listed = sg.queries(limit=1000)["queries"]
+    named = {q["id"]: q["owner"] for q in listed if "current_user()" in q["query"]}
+    assert set(ids) < set(named), (ids, named)  # and Spark Connect's
+    assert set(named.values()) == {"anonymous"}, named
+
+
+def _livy_sql(http: httpx.Client, code: str, rows: list[list[object]]) -> int:
+    """Run ``code`` in a new Livy SQL session, check its rows; the statement's query id."""
+    session = http.post("/sessions", json={"kind": "sql"}).json()
+    try:
+        eventually(
+            lambda: http.get(f"/sessions/{session['id']}/state").json()["state"] == "idle",
+            timeout=240,
+            what="the Livy session idle",
+        )
+        posted = http.post(f"/sessions/{session['id']}/statements", json={"code": code}).json()
+
+        def available() -> dict[str, object] | None:
+            got = http.get(f"/sessions/{session['id']}/statements/{posted['id']}").json()
+            return got if got["state"] == "available" else None
+
+        done = eventually(available, timeout=240, what="the Livy statement")
+        output = done["output"]
+        assert output["status"] == "ok", output
+        assert output["data"]["application/json"]["data"] == rows
+        return int(done["sparkgate"]["query_id"])
+    finally:
+        http.delete(f"/sessions/{session['id']}")
 
 
 # -- before login: what a fuzzer sends ----------------------------------------------------

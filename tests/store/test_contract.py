@@ -56,6 +56,25 @@ def test_sessions_ended_long_ago_can_be_left_out(store: Store, make_session: Any
     assert [s.id for s in page.items] == [live.id, recent.id] and page.total == 2
 
 
+def test_one_off_queries_sessions_can_be_left_out_or_listed_alone(
+    store: Store, make_session: Any
+) -> None:
+    interactive = make_session()
+    # A Livy batch and a batch session made through /v1/sessions are not one-off queries.
+    livy = store.sessions.add(SessionKind.BATCH, now=NOW, attributes={"livy": {"file": "a.py"}})
+    plain = store.sessions.add(SessionKind.BATCH, now=NOW)
+    one_off = [
+        store.sessions.add(SessionKind.BATCH, now=NOW, attributes={"isolation": isolation})
+        for isolation in ("session", "engine")
+    ]
+    others = store.sessions.list_page(one_off=False)
+    assert [s.id for s in others.items] == [interactive.id, livy.id, plain.id]
+    assert others.total == 3
+    alone = store.sessions.list_page(one_off=True, kinds=[SessionKind.BATCH])
+    assert [s.id for s in alone.items] == [s.id for s in one_off] and alone.total == 2
+    assert store.sessions.list_page().total == 5  # no filter: every session, as Livy lists
+
+
 def test_first_statements_of_sessions(store: Store, make_session: Any) -> None:
     a, b, c = make_session(), make_session(), make_session()
     store.statements.add(a.id, "SELECT 'a0'", now=NOW)

@@ -74,6 +74,9 @@ def test_every_page_sends_the_policy_and_works_under_it(
     page.get_by_label("Kind").select_option("batch")
     page.get_by_role("button", name="Filter").click()
     expect(page).to_have_url(re.compile(r"kind=batch"))
+    # A one-off query's session is folded into the one-off row, whose link keeps the filter.
+    page.locator("#session-list tr.one-off-group").get_by_role("link").click()
+    expect(page).to_have_url(re.compile(r"kind=batch&one_off=true"))
     batch = page.locator(f'#session-list tr[data-session-id="{query["session_id"]}"]')
     expect(batch).to_have_count(1)
 

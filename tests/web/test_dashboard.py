@@ -119,6 +119,34 @@ def test_sessions_page_kills_a_session(
     screenshot(page, "sessions")
 
 
+def test_sessions_page_groups_one_off_queries_sessions(
+    dashboard: Dashboard, login: Callable[..., Any], screenshot: Callable[[Any, str], None]
+) -> None:
+    """Each one-off query runs in a session of its own: the list folds them into one row
+    that says how many there are and links to the list with them."""
+    one_off = dashboard.submit("bob", "SELECT 'on its own'")
+    dashboard.wait("bob", one_off["id"])
+    with dashboard.api("bob") as api:
+        counts = [
+            api.get("/v1/sessions", params=params).json()["total"]
+            for params in ({"one_off": "true"}, {})
+        ]
+    page = login("bob")
+    page.goto("/ui/sessions")
+    row = page.locator(f'#session-list tr[data-session-id="{one_off["session_id"]}"]')
+    group = page.locator("#session-list tr.one-off-group")
+    expect(group).to_have_attribute("data-one-off", str(counts[0] - counts[1]))
+    expect(row).to_have_count(0)
+    screenshot(page, "grouped")
+    group.get_by_role("link").click()
+    expect(page).to_have_url(re.compile(r"/ui/sessions\?one_off=true$"))
+    expect(row).to_be_visible()
+    expect(group).to_have_count(0)
+    page.get_by_role("link", name="Hide them").click()
+    expect(page).to_have_url(re.compile(r"/ui/sessions$"))
+    expect(row).to_have_count(0)
+
+
 def test_engines_page_shows_recycle_to_admins_only(
     dashboard: Dashboard, login: Callable[..., Any], screenshot: Callable[[Any, str], None]
 ) -> None:

@@ -19,6 +19,9 @@ from sparkgate.client import DEFAULT_SERVER, Client, ClientError
 from sparkgate.credentials import CredentialsError
 
 console = Console()
+# Piped or redirected, what is printed goes out whole: without a terminal to ask, Rich would
+# wrap and cut every line to 80 columns. (Tables print as TSV there: render.Tabular.)
+console.soft_wrap = not console.is_terminal
 err_console = Console(stderr=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]

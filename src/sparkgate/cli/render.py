@@ -1,12 +1,69 @@
-"""Rich tables for results, queries and sessions."""
+"""Tables for results, queries and sessions: Rich's on a terminal, TSV anywhere else."""
 
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 from typing import Any
 
+from rich.console import Console, ConsoleOptions, RenderResult
+from rich.segment import Segment
 from rich.table import Table
+from rich.text import Text
+
+Cell = str | Text  # a str is Rich markup (a styled outcome); a Text is shown as it is
+
+
+class Shortened(str):
+    """A cell of text as it is (never read as markup: a query, an error message), which a
+    terminal's table shows cut to ``width`` characters, and TSV prints whole."""
+
+    width: int
+
+    def __new__(cls, text: str, width: int) -> Shortened:
+        made = super().__new__(cls, text)
+        made.width = width
+        return made
+
+
+class Tabular(Table):
+    """A table as Rich draws it on a terminal. Anywhere else (a pipe, a file) it prints
+    whole as TSV: a header line, then a line per row, tab-separated, no box, nothing cut to
+    a width (Rich would fit it to 80 columns, the width it assumes without a terminal). In
+    a cell a backslash, tab or line break is written ``\\``, ``\\t``, ``\\n`` (``\\r``), as
+    MySQL's batch mode and PostgreSQL's COPY do, so that each row stays one line."""
+
+    def __init__(self, names: Sequence[str], *, title: str | None = None) -> None:
+        super().__init__(header_style="bold", title=title, title_justify="left")
+        self.names = list(names)
+        self.cells: list[list[Cell]] = []
+
+    def add_cells(self, cells: Iterable[Cell]) -> None:
+        row = list(cells)
+        self.cells.append(row)
+        self.add_row(*(Text(shorten(c, c.width)) if isinstance(c, Shortened) else c for c in row))
+
+    def tsv(self) -> str:
+        lines = [self.names, *([_plain(c) for c in row] for row in self.cells)]
+        text = "\n".join("\t".join(_escaped(c) for c in line) for line in lines)
+        return f"# {self.title}\n{text}" if self.title else text
+
+    def __rich_console__(self, console: Console, options: ConsoleOptions) -> RenderResult:
+        if console.is_terminal:
+            yield from super().__rich_console__(console, options)
+        else:  # as segments: Text would turn the tabs into spaces
+            yield Segment(self.tsv())
+            yield Segment.line()
+
+
+def _plain(value: Cell) -> str:
+    if isinstance(value, Text):
+        return value.plain
+    return str(value) if isinstance(value, Shortened) else Text.from_markup(value).plain
+
+
+def _escaped(text: str) -> str:
+    return text.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n").replace("\r", "\\r")
 
 
 def cell(value: Any) -> str:
@@ -19,17 +76,18 @@ def cell(value: Any) -> str:
 
 def table(
     columns: Iterable[str],
-    rows: Iterable[Iterable[str]],
+    rows: Iterable[Iterable[Cell]],
     *,
     title: str | None = None,
     fold: bool = True,
-) -> Table:
-    """A table with a bold header; long cells wrap (``fold``) rather than being cut."""
-    made = Table(header_style="bold", title=title, title_justify="left")
-    for column in columns:
+) -> Tabular:
+    """A table with a bold header; on a terminal, long cells wrap (``fold``) rather than
+    being cut."""
+    made = Tabular(list(columns), title=title)
+    for column in made.names:
         made.add_column(column, overflow="fold" if fold else "ellipsis")
     for row in rows:
-        made.add_row(*row)
+        made.add_cells(row)
     return made
 
 
@@ -37,16 +95,18 @@ def shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def result_table(schema: list[dict[str, str]], rows: list[list[Any]]) -> Table:
-    table = Table(show_lines=False, header_style="bold")
+def result_table(schema: list[dict[str, str]], rows: list[list[Any]]) -> Tabular:
+    """A query's rows; the header names each column and (on a terminal) its type. Values
+    are shown as they are, never read as markup."""
+    made = Tabular([column["name"] for column in schema])
     for column in schema:
-        table.add_column(f"{column['name']}\n[dim]{column['type']}[/]")
+        made.add_column(Text.assemble(column["name"], "\n", (column["type"], "dim")))
     for row in rows:
-        table.add_row(*(cell(v) for v in row))
-    return table
+        made.add_cells(Text(cell(v)) for v in row)
+    return made
 
 
-def queries_table(queries: list[dict[str, Any]]) -> Table:
+def queries_table(queries: list[dict[str, Any]]) -> Tabular:
     return table(
         ("id", "session", "state", "created", "finished", "query"),
         (
@@ -56,21 +116,21 @@ def queries_table(queries: list[dict[str, Any]]) -> Table:
                 q["state"],
                 q["created_at"] or "",
                 q["finished_at"] or "",
-                shorten(" ".join(q["query"].split()), 60),
+                Shortened(" ".join(q["query"].split()), 60),
             )
             for q in queries
         ),
     )
 
 
-def sessions_table(sessions: list[dict[str, Any]]) -> Table:
+def sessions_table(sessions: list[dict[str, Any]]) -> Tabular:
     return table(
         ("id", "kind", "name", "state", "engine", "statements", "created"),
         (
             (
                 str(s["id"]),
                 s["kind"],
-                s["name"] or "",
+                Text(s["name"] or ""),
                 s["state"],
                 cell(s["engine_id"]),
                 str(s["statement_count"]),
@@ -93,8 +153,8 @@ def describe_error(error: dict[str, Any] | None) -> str:
 
 
 def short_error(error: dict[str, Any] | None) -> str:
-    """An error's first line, cut to fit a table cell; "" for none."""
-    return shorten(describe_error(error).splitlines()[0], 80) if error else ""
+    """An error's first line, cut to fit a table cell on a terminal; "" for none."""
+    return Shortened(describe_error(error).splitlines()[0], 80) if error else ""
 
 
 def output_text(output: dict[str, Any] | None) -> str:

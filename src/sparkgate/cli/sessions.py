@@ -26,11 +26,19 @@ def list_sessions(
     after: Annotated[
         str | None, typer.Option(help="The page after this cursor (a list's `next`).")
     ] = None,
+    one_off: Annotated[
+        bool,
+        typer.Option(
+            "--one-off", help="One-off queries' sessions (`sparkgate sql` without --session) too."
+        ),
+    ] = False,
     as_json: JsonOption = False,
 ) -> None:
-    """Sessions, oldest first; newer ones with ``--after`` and the cursor printed last."""
+    """Sessions, oldest first; newer ones with ``--after`` and the cursor printed last.
+    Each one-off query runs in a session of its own, ended with it: those are left out
+    unless ``--one-off``."""
     with client() as sg:
-        page = sg.sessions(state=state, limit=limit, after=after)
+        page = sg.sessions(state=state, limit=limit, after=after, one_off=one_off)
     show_page(page, "sessions", sessions_table, as_json)
 
 

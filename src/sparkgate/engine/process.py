@@ -694,16 +694,18 @@ class Engine:
     # -- one statement -------------------------------------------------------------------
 
     def _run_as_owner(self, owner: str | None) -> None:
-        """SQL's current_user() is the session's owner, as Spark Thrift Server makes it the
-        connected user (else it would be the engine's OS user). The value is a JVM
+        """Spark's current user is the session's user (``anonymous`` without
+        authentication, the name the session's plans are checked as: identity.bind), as
+        Spark Thrift Server makes it the connected user; else it is the engine's OS user,
+        and a table the statement creates records that as its owner. (SQL's current_user()
+        is the SQL extension's, authz NameUser, either way.) The value is a JVM
         thread-local, and PySpark pins each Python thread to a JVM thread: set it on the
-        statement's thread. Without authentication there is no one to name."""
-        if owner is None or not self.settings.auth_methods:
-            return
+        statement's thread, every time, as the thread may have run another's statement."""
         assert self.spark is not None
         jvm = self.spark.sparkContext._jvm
         assert jvm is not None
-        jvm.org.apache.spark.sql.catalyst.CurrentUserContext.CURRENT_USER().set(owner)
+        user = owner or identity.ANONYMOUS
+        jvm.org.apache.spark.sql.catalyst.CurrentUserContext.CURRENT_USER().set(user)
 
     def _execute(self, execution: Execution) -> None:
         statement = execution.statement

@@ -90,15 +90,18 @@ class Gateway:
         states: Iterable[SessionState] | None = None,
         kinds: Iterable[SessionKind] | None = None,
         ended_since: float | None = None,
+        one_off: bool | None = None,
         window: Window = Window(),
     ) -> Page[SessionRecord]:
         """The sessions the user may see (admins: ``owner``'s, or everyone's), oldest first;
-        ``ended_since``: only active ones and those ended since then."""
+        ``ended_since``: only active ones and those ended since then; ``one_off``: only
+        one-off queries' sessions (True), or none of them (False)."""
         visible = scope(user, owner)
         return self.store.sessions.list_page(
             states=states,
             kinds=kinds,
             ended_since=ended_since,
+            one_off=one_off,
             owner=visible.owner,
             creator=visible.creator,
             **window.kwargs(),
@@ -366,6 +369,7 @@ class Gateway:
                 user=user,
                 conf=conf,
                 first_statement=(kind, code),
+                # Also what marks a one-off query's session (store.sessions.one_off_queries).
                 attributes={"isolation": "session" if on_shared else "engine"},
                 audit_submit=True,
                 key=key,

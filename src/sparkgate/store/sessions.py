@@ -40,6 +40,20 @@ def active_or_ended_since(since: float) -> sa.ColumnElement[bool]:
     )
 
 
+def one_off_queries(one_off: bool) -> sa.ColumnElement[bool]:
+    """The WHERE clause of one-off queries' sessions (``one_off``), or of all the others.
+
+    A one-off query (``POST /v1/queries`` without a session, ``sparkgate sql``) is a batch
+    session whose ``attributes.isolation`` the gateway recorded; Livy's batches and batch
+    sessions made through ``/v1/sessions`` have none. Read as ``in_scope`` reads
+    ``created_by``; the kind is compared first, so other sessions' attributes go unread."""
+    batch = sessions.c.kind == SessionKind.BATCH.value
+    isolation = sessions.c.attributes["isolation"].as_string()
+    if one_off:
+        return sa.and_(batch, isolation.is_not(None))
+    return sa.or_(sa.not_(batch), isolation.is_(None))
+
+
 class Sessions:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -114,6 +128,7 @@ class Sessions:
         kinds: Iterable[SessionKind] | None = None,
         engine_id: int | None = None,
         ended_since: float | None = None,
+        one_off: bool | None = None,
         owner: str | None = None,
         creator: str | None = None,
         offset: int = 0,
@@ -122,6 +137,7 @@ class Sessions:
         count: bool = True,
     ) -> Page[SessionRecord]:
         """Sessions by id; ``ended_since``: only active ones and those ended since then;
+        ``one_off``: only one-off queries' sessions (True) or none of them (False);
         ``owner``/``creator``: only those a ``Scope`` with them admits.
 
         ``after``: keyset paging, the sessions after that id (the page's ``next_after`` is the
@@ -136,6 +152,8 @@ class Sessions:
             where.append(sessions.c.engine_id == engine_id)
         if ended_since is not None:
             where.append(active_or_ended_since(ended_since))
+        if one_off is not None:
+            where.append(one_off_queries(one_off))
         query = sa.select(sessions).where(*where)
         if after is not None:
             query = query.where(sessions.c.id > after)

@@ -7,6 +7,7 @@ the native API does (``service.views``).
 from __future__ import annotations
 
 from typing import Any
+from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -18,28 +19,52 @@ from sparkgate.http.params import Id
 from sparkgate.service import Service
 from sparkgate.service.views import engine_view, session_view
 from sparkgate.states import SessionKind, SessionState
+from sparkgate.store.records import Page, SessionRecord, Window
 from sparkgate.web.paging import shown, window_of
 from sparkgate.web.templating import render, render_list
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
 
 
-def _session_filters(state: str | None, kind: str | None, after: str | None) -> dict[str, Any]:
+def _session_filters(
+    state: str | None, kind: str | None, one_off: bool, after: str | None
+) -> dict[str, Any]:
     if state and state not in {s.value for s in SessionState}:
         raise InvalidRequest(f"state: unknown session state {state!r}.", field="state")
     if kind and kind not in {k.value for k in SessionKind}:
         raise InvalidRequest(f"kind: unknown session kind {kind!r}.", field="kind")
-    return {"state": state or "", "kind": kind or "", "after": after or ""}
+    return {
+        "state": state or "",
+        "kind": kind or "",
+        "one_off": "true" if one_off else "",
+        "after": after or "",
+    }
 
 
 def _sessions(service: Service, user: Principal, filters: dict[str, Any]) -> dict[str, Any]:
-    page = service.gateway.sessions(
-        user=user,
-        states=[SessionState(filters["state"])] if filters["state"] else None,
-        kinds=[SessionKind(filters["kind"])] if filters["kind"] else None,
-        window=window_of(filters),
-    )
-    return shown("sessions", page, session_view, filters)
+    """A page of sessions. One-off queries' sessions (one each, ended with it: most of a new
+    user's) are left out unless asked for; the page says how many, and links to them."""
+
+    def listed(one_off: bool | None, window: Window) -> Page[SessionRecord]:
+        return service.gateway.sessions(
+            user=user,
+            states=[SessionState(filters["state"])] if filters["state"] else None,
+            kinds=[SessionKind(filters["kind"])] if filters["kind"] else None,
+            one_off=one_off,
+            window=window,
+        )
+
+    with_one_off = bool(filters["one_off"])
+    page = listed(None if with_one_off else False, window_of(filters))
+    hidden = 0 if with_one_off else listed(True, Window(limit=0)).total or 0
+    # The same list with them, or without them again (its first page).
+    kept = {k: v for k, v in filters.items() if v and k not in {"after", "one_off"}}
+    toggled = urlencode(kept if with_one_off else {**kept, "one_off": "true"})
+    return {
+        **shown("sessions", page, session_view, filters),
+        "one_off_hidden": hidden,
+        "one_off_toggle": f"/ui/sessions?{toggled}" if toggled else "/ui/sessions",
+    }
 
 
 @router.get("/sessions")
@@ -49,9 +74,10 @@ def sessions_page(
     user: UserDep,
     state: str | None = None,
     kind: str | None = None,
+    one_off: bool = False,
     after: str | None = None,
 ) -> HTMLResponse:
-    filters = _session_filters(state, kind, after)
+    filters = _session_filters(state, kind, one_off, after)
     return render_list(
         request,
         "sessions.html",

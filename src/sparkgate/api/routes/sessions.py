@@ -82,14 +82,17 @@ def list_sessions(
     owner: str | None = None,
     state: Annotated[list[SessionState] | None, Query()] = None,
     kind: Annotated[list[SessionKind] | None, Query()] = None,
+    one_off: bool = False,
 ) -> dict[str, Any]:
     """Your sessions, oldest first: ``?state=idle&state=busy&limit=100`` (admins: everyone's,
-    or ``?owner=``); the next page is ``?after=<next>``."""
+    or ``?owner=``); the next page is ``?after=<next>``. The session each one-off query
+    (``POST /v1/queries`` without a session) ran in is left out unless ``?one_off=true``."""
     page = service.gateway.sessions(
         user=user,
         owner=owner,
         states=state,
         kinds=kind,
+        one_off=None if one_off else False,
         window=listing.window(),
     )
     return {"sessions": [session_view(s) for s in page.items], **listing.paging(page)}
