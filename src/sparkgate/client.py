@@ -27,8 +27,10 @@ from __future__ import annotations
 import os
 import time
 import uuid
-from collections.abc import Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Generator, Iterator, Mapping, Sequence
+from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 import httpx
 
@@ -102,6 +104,7 @@ class Client:
         timeout: float | httpx.Timeout | None = None,
         idempotent: bool | None = None,
         headers: Mapping[str, str] | None = None,
+        content: Iterator[bytes] | None = None,
     ) -> dict[str, Any]:
         """The one way every call goes: ``method path`` with its query ``params`` and JSON
         body, to the current node or, when it cannot answer, the next ones; the JSON object
@@ -113,6 +116,9 @@ class Client:
         # params=None and json=None are httpx's own defaults (no query, no body), but its
         # timeout=None means no timeout at all: so a timeout is only passed when one is set.
         options: dict[str, Any] = {"params": params, "json": json, "headers": headers}
+        if content is not None:  # a streamed body: read once, so never sent twice
+            options["content"] = content
+            safe = False
         if timeout is not None:
             options["timeout"] = timeout
         deadline = time.monotonic() + self.patience

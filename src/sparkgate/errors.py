@@ -419,12 +419,18 @@ class LimitExceeded(SparkgateError):
 class PayloadTooLarge(SparkgateError):
     code = "PAYLOAD_TOO_LARGE"
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, setting: str = "SPARKGATE_REQUEST_MAX_BYTES") -> None:
         super().__init__(
-            f"The request body is larger than the limit of {limit} bytes "
-            "(SPARKGATE_REQUEST_MAX_BYTES).",
+            f"The request body is larger than the limit of {limit} bytes ({setting}).",
             limit=limit,
         )
+
+
+class FileEmpty(InvalidRequest):
+    code = "FILE_EMPTY"
+
+    def __init__(self) -> None:
+        super().__init__("The file is empty: there is nothing to load.", field="body")
 
 
 class EngineLost(Conflict):

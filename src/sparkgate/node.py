@@ -15,7 +15,7 @@ import uuid
 from sparkgate.auth.users import Users
 from sparkgate.catalog.metastore import ensure_metastore
 from sparkgate.duties.reaper import reap_idle_sessions, reap_lost_engines
-from sparkgate.duties.results import expire_idempotency_keys, expire_results
+from sparkgate.duties.results import expire_idempotency_keys, expire_results, expire_uploads
 from sparkgate.duties.runner import Duty, DutyRunner
 from sparkgate.jobs.deploy import Deployer
 from sparkgate.jobs.runs import JobRunner
@@ -104,6 +104,7 @@ class ServerNode:
 
     def _expire_results(self, now: float) -> None:
         expire_results(self.store, self.settings, now=now)
+        expire_uploads(self.settings, now=now)
         if self.service.idempotency.enabled:  # a node on an older schema has no keys
             expire_idempotency_keys(self.store, self.settings, now=now)
 

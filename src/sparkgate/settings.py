@@ -67,6 +67,9 @@ class Settings(BaseSettings):
     # A dashboard sign-in lasts this long (seconds): its cookie's token expires then.
     dashboard_session_ttl: float = 12 * 3600.0
     request_max_bytes: int = 8 * 1024 * 1024  # request bodies over this are refused (413)
+    # A file loaded into a table (POST /v1/tables/{name}/data) is streamed to disk, not held
+    # in memory: this bounds the disk it takes, not the node's memory.
+    load_max_bytes: int = 10 * 1024 * 1024 * 1024
     ssl_certfile: Path | None = None
     ssl_keyfile: Path | None = None
     insecure: bool = False  # allow auth=none on an address other than loopback
@@ -96,6 +99,7 @@ class Settings(BaseSettings):
     results_dir: Path | None = None
     checkpoints_dir: Path | None = None
     staging_dir: Path | None = None
+    uploads_dir: Path | None = None  # files being loaded into tables; shared, as results_dir
 
     # Engines
     engine_heartbeat_interval: float = 2.0
@@ -273,6 +277,10 @@ class Settings(BaseSettings):
     @property
     def resolved_staging_dir(self) -> Path:
         return self._under_home(self.staging_dir, "staging")
+
+    @property
+    def resolved_uploads_dir(self) -> Path:
+        return self._under_home(self.uploads_dir, "uploads")
 
     @property
     def logs_dir(self) -> Path:

@@ -49,6 +49,9 @@ class StatementKind(StrEnum):
     # Connect service; the code is a readable summary of the plan. (SQL text sent through
     # Connect is recorded as ``sql``.)
     DATAFRAME = "dataframe"
+    # A file uploaded into a table (sparkgate load): the code is a JSON LoadRequest
+    # (sparkgate.tables.uploads) naming the uploaded file, the table and how.
+    LOAD = "load"
 
 
 class EngineState(StrEnum):

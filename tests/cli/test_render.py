@@ -9,7 +9,7 @@ from typing import Any
 from rich.console import Console
 
 from sparkgate.cli.render import queries_table, result_table, short_error, table
-from sparkgate.cli.sql import status_text
+from sparkgate.cli.waiting import status_text
 
 
 def printed(renderable: Any, *, terminal: bool) -> str:

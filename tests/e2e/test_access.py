@@ -509,6 +509,189 @@ def test_a_stream_whose_source_is_denied_does_not_start(env: Env) -> None:
     _denied(error)
 
 
+# -- loading files (sparkgate load, POST /v1/tables/{name}/data) ------------------------------
+
+
+def _load(
+    env: Env, user: str, table: str, data: bytes, *, wait: float = 60, **params: Any
+) -> httpx.Response:
+    """``data`` uploaded into ``table`` as ``user``, waited for."""
+    with env.api(user) as api:
+        return api.post(
+            f"/v1/tables/{table}/data",
+            content=data,
+            params={"wait": wait, **params},
+            headers={"content-type": "application/octet-stream"},
+        )
+
+
+def _loaded(env: Env, user: str, table: str, data: bytes, **params: Any) -> dict[str, Any]:
+    answer = _load(env, user, table, data, **params)
+    assert answer.status_code in (200, 201), answer.text
+    query: dict[str, Any] = answer.json()
+    with env.api(user) as api:
+        while query["state"] not in {"success", "failed", "cancelled"}:
+            query = api.get(f"/v1/queries/{query['id']}", params={"wait": 10}).json()
+    return query
+
+
+def _uploads_left(env: Env) -> list[str]:
+    root = env.server.settings.resolved_uploads_dir
+    return sorted(p.name for p in root.iterdir()) if root.is_dir() else []
+
+
+def _absent(env: Env, table: str) -> None:
+    schema, name = table.split(".")
+    assert env.rows("carol", f"SHOW TABLES IN {schema} LIKE '{name}'") == []
+
+
+def test_files_load_into_new_tables_their_uploader_owns(env: Env, tmp_path: Path) -> None:
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    # A CSV with a header (columns and types inferred); bob (analysts) owns schema analysts
+    # and has no `code` right: reading the uploaded file is not a read by path.
+    csv_with_header = b"id,name,amount\n1,ann,10.5\n2,ben,20\n"
+    query = _loaded(env, "bob", "analysts.orders_csv", csv_with_header, header="true")
+    assert query["state"] == "success", query.get("error")
+    assert query["kind"] == "load" and query["owner"] == "bob"
+    assert query["output"]["load"]["columns"] == [
+        ["id", "int"],
+        ["name", "string"],
+        ["amount", "double"],
+    ]
+    assert env.rows("bob", "SELECT * FROM analysts.orders_csv ORDER BY id") == [
+        [1, "ann", 10.5],
+        [2, "ben", 20.0],
+    ]
+    # One without a header, with its schema given.
+    query = _loaded(
+        env, "bob", "analysts.people", b"1,ann\n2,ben\n3,cid\n", schema="id INT, name STRING"
+    )
+    assert query["state"] == "success", query.get("error")
+    assert env.rows("bob", "SELECT max(id), count(*) FROM analysts.people") == [[3, 3]]
+    # A Parquet file.
+    parquet = tmp_path / "t.parquet"
+    pq.write_table(pa.table({"k": [1, 2], "v": ["x", "y"]}), parquet)
+    query = _loaded(env, "bob", "analysts.kv", parquet.read_bytes(), format="parquet")
+    assert query["state"] == "success", query.get("error")
+    assert env.rows("bob", "SELECT * FROM analysts.kv ORDER BY k") == [[1, "x"], [2, "y"]]
+    with env.api("bob") as api:
+        assert api.get("/v1/tables/analysts.orders_csv/grants").json()["owner"] == "bob"
+        no_rows = api.get(f"/v1/queries/{query['id']}/result").json()["error"]
+    assert no_rows["code"] == "RESULT_NOT_AVAILABLE"
+    assert "loaded a file into a table" in no_rows["message"]
+    assert _uploads_left(env) == []
+
+
+def test_append_and_overwrite_read_the_file_with_the_tables_columns(env: Env) -> None:
+    env.rows("carol", "CREATE TABLE analysts.ledger (id INT, amount DOUBLE) USING parquet")
+    env.rows("carol", "INSERT INTO analysts.ledger VALUES (1, 1.0)")
+    # dave (analysts: INSERT and DELETE on schema analysts, no ownership) appends a headerless
+    # CSV read with the table's own columns, then a JSON-lines file; then replaces the rows.
+    query = _loaded(env, "dave", "analysts.ledger", b"2,2.5\n3,3.5\n", mode="append")
+    assert query["state"] == "success", query.get("error")
+    query = _loaded(
+        env, "dave", "analysts.ledger", b'{"id": 4, "amount": 4}\n', mode="append", format="json"
+    )
+    assert query["state"] == "success", query.get("error")
+    assert env.rows("carol", "SELECT count(*), sum(amount) FROM analysts.ledger") == [[4, 11.0]]
+    query = _loaded(env, "dave", "analysts.ledger", b"9,9.0\n", mode="overwrite")
+    assert query["state"] == "success", query.get("error")
+    assert env.rows("carol", "SELECT * FROM analysts.ledger") == [[9, 9.0]]
+
+
+BAD_FILES = [
+    # (what, table, data, params, code, in the message)
+    ("extra field", "analysts.bad1", b"a,b\n1,x\n2,y,3\n", {"header": "true"}, "BAD_RECORD",
+     "line 3 has 3 field(s)"),
+    ("value of the wrong type", "analysts.bad2", b"1,x\n2,y\nabc,z\n",
+     {"schema": "a INT, b STRING"}, "BAD_RECORD", "line 3, column a: 'abc' is not a valid INT"),
+    ("json that is not json", "analysts.bad3", b'{"a": 1}\n{"a": \n', {"format": "json",
+     "schema": "a INT"}, "BAD_RECORD", "line 2 is not a JSON object"),
+    ("not a parquet file", "analysts.bad4", b"a,b\n1,2\n", {"format": "parquet"}, "BAD_FILE",
+     "cannot read the file as parquet"),
+    ("append of a value that does not fit", "analysts.ledger", b"10,ten\n", {"mode": "append"},
+     "BAD_RECORD", "line 1, column amount: 'ten' is not a valid DOUBLE"),
+    ("overwrite with a bad last row", "analysts.ledger", b"10,1.0\n11,eleven\n",
+     {"mode": "overwrite"}, "BAD_RECORD", "line 2, column amount"),
+]  # fmt: skip
+
+
+def test_bad_files_fail_naming_line_and_column_and_change_nothing(env: Env) -> None:
+    env.rows("carol", "CREATE TABLE IF NOT EXISTS analysts.ledger (id INT, amount DOUBLE)")
+    before = sorted(env.rows("carol", "SELECT * FROM analysts.ledger"))
+    for what, table, data, params, code, message in BAD_FILES:
+        query = _loaded(env, "bob", table, data, **params)
+        assert query["state"] == "failed", what
+        assert query["error"]["code"] == code, (what, query["error"])
+        assert message in query["error"]["message"], (what, query["error"])
+        if table != "analysts.ledger":
+            _absent(env, table)
+    assert sorted(env.rows("carol", "SELECT * FROM analysts.ledger")) == before
+    # Refused before anything runs: an empty file, an unknown format or mode, a bad name.
+    for table, data, params, status, code in [
+        ("analysts.bad5", b"", {}, 422, "FILE_EMPTY"),
+        ("analysts.bad6", b"a\n", {"format": "xlsx"}, 422, "INVALID_REQUEST"),
+        ("analysts.bad7", b"a\n", {"mode": "merge"}, 422, "INVALID_REQUEST"),
+        ("analysts.x;DROP TABLE y", b"a\n", {}, 422, "INVALID_REQUEST"),
+        ("analysts.bad8", b"a\n", {"format": "parquet", "schema": "a INT"}, 422, "INVALID_REQUEST"),
+    ]:
+        answer = _load(env, "bob", table, data, **params)
+        assert answer.status_code == status, (table, answer.text)
+        assert answer.json()["error"]["code"] == code, answer.text
+    for table in ("analysts.bad5", "analysts.bad6", "analysts.bad7", "analysts.bad8"):
+        _absent(env, table)
+    assert _uploads_left(env) == []
+
+
+def test_loads_the_table_rules_refuse_change_nothing(env: Env) -> None:
+    before = _salaries(env)
+    # bob may read hr.salaries (masked), not write it, and does not own schema hr.
+    query = _loaded(env, "bob", "hr.salaries", b"zed,EU,1,999\n", mode="append")
+    _denied(query["error"], "INSERT")
+    query = _loaded(env, "bob", "hr.uploaded", b"a\n1\n", header="true")
+    assert query["state"] == "failed"
+    assert query["error"]["code"] == "INSUFFICIENT_PRIVILEGE", query["error"]
+    assert "OWNERSHIP on schema spark_catalog.hr" in query["error"]["message"]
+    _absent(env, "hr.uploaded")
+    assert _salaries(env) == before
+    # The file a load may read is the engine's to name: no user sets it.
+    with env.api("bob") as api:
+        answer = api.post(
+            "/v1/queries",
+            json={"query": "SELECT 1", "conf": {"sparkgate.upload": "/etc/passwd"}},
+        )
+    assert answer.status_code == 403, answer.text
+    assert _uploads_left(env) == []
+
+
+def test_sparkgate_load_from_the_cli(env: Env, tmp_path: Path) -> None:
+    good = tmp_path / "scores.csv"
+    good.write_text("who,score\nann,1\nben,2\n")
+    bad = tmp_path / "bad.csv"
+    bad.write_text("who,score\nann,one\n")
+    cli_env = {**os.environ, "SPARKGATE_TOKEN": env.token("bob")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sparkgate.cli.main", "load", *args, "--server", env.server.url],
+            check=False,
+            capture_output=True,
+            text=True,
+            env=cli_env,
+            timeout=300,
+        )
+
+    done = cli(str(good), "--table", "analysts.scores", "--header")
+    assert done.returncode == 0, done.stderr
+    assert "loaded scores.csv" in done.stderr and "analysts.scores" in done.stderr
+    failed = cli(str(bad), "--table", "analysts.scores", "--mode", "append", "--header")
+    assert failed.returncode == 1
+    assert "line 2, column score: 'one' is not a valid INT" in failed.stderr
+    assert env.rows("bob", "SELECT count(*) FROM analysts.scores") == [[2]]
+
+
 def test_every_user_here_shared_one_engine(env: Env) -> None:
     with env.api("carol") as api:
         engines = api.get("/v1/engines", params={"state": "running"}).json()["engines"]

@@ -77,8 +77,8 @@ DEFAULT_CONF_DENY = (
     "spark.sql.artifact.*",
 )
 # Never settable, whatever the access file's deny list says: the user a Spark session checks
-# table rules as (sparkgate.engine.authz).
-ALWAYS_DENY = ("sparkgate.user",)
+# table rules as, and the uploaded file a load may read (sparkgate.engine.authz).
+ALWAYS_DENY = ("sparkgate.user", "sparkgate.upload")
 
 
 class _Rule(BaseModel):

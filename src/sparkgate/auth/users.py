@@ -299,6 +299,9 @@ class Users:
         if kind is StatementKind.CATALOG:
             self.require(user, SQL, "read the catalog", target=target)
             return
+        if kind is StatementKind.LOAD:  # SQL the engine writes; the table rules decide
+            self.require(user, SQL, "load a file into a table", target=target)
+            return
         if kind is not StatementKind.SQL:
             self.require(user, CODE, "run Python code", target=target)
             return

@@ -15,6 +15,7 @@ import shutil
 from sparkgate.settings import Settings
 from sparkgate.states import ACTIVE_STATEMENT_STATES
 from sparkgate.store import Store
+from sparkgate.tables.uploads import remove_orphans
 
 log = logging.getLogger("sparkgate.results")
 
@@ -43,6 +44,14 @@ def expire_results(store: Store, settings: Settings, *, now: float) -> list[str]
     if old:
         log.info("removed %d result(s) older than %.0fs", len(old), settings.result_retention)
     return sorted(old)
+
+
+def expire_uploads(settings: Settings, *, now: float) -> list[str]:
+    """Remove the files of uploads and loads that a dead node or engine left behind."""
+    removed = remove_orphans(settings.resolved_uploads_dir, now=now)
+    if removed:
+        log.info("removed %d upload(s) left behind", len(removed))
+    return removed
 
 
 def expire_idempotency_keys(store: Store, settings: Settings, *, now: float) -> int:

@@ -15,10 +15,12 @@ from sparkgate.engine.python_runner import run_statement
 from sparkgate.engine.sql_handlers import run_sql
 from sparkgate.runtime.contract import Executor
 from sparkgate.states import StatementKind
+from sparkgate.tables.loader import run_load
 
 EXECUTORS: dict[StatementKind, Executor] = {
     StatementKind.SQL: run_sql,  # sparkgate's SQL extensions, then spark.sql (sql_handlers)
     StatementKind.PYSPARK: run_statement,  # Python in the session's namespace (python_runner)
     StatementKind.FILE: run_file,  # a .py or .sql file, like spark-submit (batch_files)
     StatementKind.CATALOG: run_catalog,  # a JDBC metadata call (catalog_calls)
+    StatementKind.LOAD: run_load,  # an uploaded file into a table (tables.loader)
 }

@@ -2,12 +2,14 @@
 
 A pure ASGI middleware: a declared Content-Length over the limit is refused at once; a body
 sent without one (chunked) is counted as it arrives and refused when it passes the limit, so
-no route, validator or store ever sees it.
+no route, validator or store ever sees it. Routes that stream a body to disk (a file loaded
+into a table) are ``exempt``: they count what they write against a limit of their own.
 """
 
 from __future__ import annotations
 
 import json
+import re
 
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -15,12 +17,15 @@ from sparkgate.errors import PayloadTooLarge
 
 
 class BodyLimit:
-    def __init__(self, app: ASGIApp, limit: int) -> None:
+    def __init__(self, app: ASGIApp, limit: int, exempt: re.Pattern[str] | None = None) -> None:
         self.app = app
         self.limit = limit
+        self.exempt = exempt
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] != "http":
+        if scope["type"] != "http" or (
+            self.exempt is not None and self.exempt.match(scope.get("path", ""))
+        ):
             await self.app(scope, receive, send)
             return
         for name, value in scope.get("headers", []):

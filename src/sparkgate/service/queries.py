@@ -26,7 +26,7 @@ from sparkgate.service.gateway import Gateway
 from sparkgate.service.visibility import scope
 from sparkgate.service.watcher import StatementWatcher
 from sparkgate.settings import Settings
-from sparkgate.states import TERMINAL_STATEMENT_STATES, StatementState
+from sparkgate.states import TERMINAL_STATEMENT_STATES, StatementKind, StatementState
 from sparkgate.store import Store
 from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
 
@@ -223,5 +223,6 @@ def result_path(statement: StatementRecord) -> str:
     """Where a query's result is: only a query that succeeded with rows has one."""
     info = statement.result_info
     if statement.state is not StatementState.SUCCESS or info is None or info.path is None:
-        raise ResultNotReady(statement.id, statement.state.value)
+        load = statement.kind is StatementKind.LOAD
+        raise ResultNotReady(statement.id, statement.state.value, load=load)
     return info.path

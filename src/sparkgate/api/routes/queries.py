@@ -24,8 +24,10 @@ from sparkgate.http.params import (
     Wait,
     created,
 )
+from sparkgate.service import Service
 from sparkgate.service.views import query_view, result_page_view
 from sparkgate.states import StatementState
+from sparkgate.store.records import StatementRecord
 
 router = APIRouter(prefix="/v1/queries", tags=["queries"])
 
@@ -98,6 +100,14 @@ async def submit_query(
     )
     if replayed:
         response.headers[REPLAYED_HEADER] = "true"
+    return await accepted(service, statement, wait, limit)
+
+
+async def accepted(
+    service: Service, statement: StatementRecord, wait: float, limit: int | None
+) -> dict[str, Any]:
+    """A queued statement's answer: as queued; with ``wait``, the whole query when it is final
+    (or the wait ends), with its first result page if it succeeded."""
     if wait <= 0:
         return {
             "id": statement.id,
