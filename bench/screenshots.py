@@ -3,8 +3,9 @@
     scripts/bench screenshots [--out docs/images]
 
 Starts a sparkgate server with authentication on (users alice and bob) and real engines, has
-both users run a few queries (one fails, one is cancelled, one is still running) and alice run a
-stream job, then photographs the queries page and the stream's page in Debian's Chromium.
+both users run a few queries (one fails, one is cancelled, one is still running), alice make a
+small shop schema that both then read and alice run a stream job, then photographs the queries
+page, the stream's page and a table's catalog page in Debian's Chromium.
 """
 
 from __future__ import annotations
@@ -40,6 +41,28 @@ QUERIES = [
     ("alice", "SELECT id % 10 AS bucket, count(*) FROM range(100000) GROUP BY 1 ORDER BY 1"),
 ]
 LONG = "SELECT sum(id % 7) FROM range(100000000000)"
+# The catalog page's table: made and written by alice, read by both.
+CATALOG = [
+    ("alice", "CREATE SCHEMA shop"),
+    (
+        "alice",
+        "CREATE TABLE shop.orders (id BIGINT COMMENT 'order number', customer STRING,"
+        " amount DECIMAL(10,2), placed DATE COMMENT 'day the order was placed') USING parquet",
+    ),
+    (
+        "alice",
+        "INSERT INTO shop.orders SELECT id, concat('customer-', id % 7),"
+        " CAST(id * 3.5 AS DECIMAL(10,2)), date_add(DATE'2026-01-01', CAST(id % 90 AS INT))"
+        " FROM range(500)",
+    ),
+    ("alice", "CREATE VIEW shop.big_orders AS SELECT * FROM shop.orders WHERE amount > 1000"),
+    ("bob", "SELECT customer, sum(amount) AS total FROM shop.orders GROUP BY customer"),
+    (
+        "alice",
+        "CREATE TABLE shop.customers USING parquet AS SELECT DISTINCT customer FROM shop.orders",
+    ),
+    ("bob", "SELECT count(*) FROM shop.big_orders"),
+]
 
 
 def _client(url: str, user: str) -> httpx.Client:
@@ -85,7 +108,7 @@ def main() -> None:
         with bench_server(console, **settings) as server:
             clients = {user: _client(server.url, user) for user in USERS}
             sessions = {user: _session(client) for user, client in clients.items()}
-            for user, sql in QUERIES:
+            for user, sql in [*CATALOG, *QUERIES]:
                 client = clients[user]
                 query = client.post(
                     "/v1/queries", json={"query": sql, "session_id": sessions[user]}
@@ -100,7 +123,11 @@ def main() -> None:
             clients["bob"].post(f"/v1/queries/{cancelled['id']}/cancel")
             _finish(clients["bob"], cancelled["id"])
             clients["alice"].post("/v1/streams", json={"name": STREAM, "sql": SCRIPT})
-            clients["bob"].post("/v1/queries", json={"query": LONG, "session_id": sessions["bob"]})
+            running = (
+                clients["bob"]
+                .post("/v1/queries", json={"query": LONG, "session_id": sessions["bob"]})
+                .json()
+            )
             console.print("letting the stream run for 40 s...")
             time.sleep(40)
             with sync_playwright() as playwright:
@@ -118,11 +145,19 @@ def main() -> None:
                 page.goto(f"{server.url}/ui/streams/{STREAM}")
                 page.wait_for_timeout(2000)
                 page.screenshot(path=args.out / "dashboard-stream.png")
+                # The running query holds both cores: the table's first rows would wait.
+                clients["bob"].post(f"/v1/queries/{running['id']}/cancel")
+                _finish(clients["bob"], running["id"])
+                page.goto(f"{server.url}/ui/tables/shop.orders")
+                page.wait_for_selector("#preview tbody tr")
+                page.screenshot(path=args.out / "dashboard-catalog.png", full_page=True)
                 browser.close()
             clients["alice"].post(f"/v1/streams/{STREAM}/stop")
             for client in clients.values():
                 client.close()
-    console.print(f"saved {args.out}/dashboard-queries.png and dashboard-stream.png")
+    console.print(
+        f"saved {args.out}/dashboard-queries.png, dashboard-stream.png and dashboard-catalog.png"
+    )
 
 
 if __name__ == "__main__":

@@ -455,3 +455,40 @@ class EngineUnreachable(SparkgateError):
     service the call needs); the same call may be sent again."""
 
     code = "ENGINE_UNAVAILABLE"
+
+
+class TableNotFound(NotFound):
+    """Also what a user is told of a table they may not see (the engine's check says so)."""
+
+    code = "TABLE_NOT_FOUND"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"Table or view {name} does not exist. List what you may see with "
+            "GET /v1/tables (sparkgate tables list).",
+            table=name,
+        )
+
+
+class SchemaNotFound(NotFound):
+    code = "SCHEMA_NOT_FOUND"
+
+    def __init__(self, name: str) -> None:
+        super().__init__(
+            f"Schema {name} does not exist. List the schemas with GET /v1/tables.", schema=name
+        )
+
+
+class CatalogUnavailable(SparkgateError):
+    """The catalog statement run for a catalog read failed (the engine or its metastore)."""
+
+    code = "CATALOG_UNAVAILABLE"
+
+    def __init__(self, query_id: int, error: dict[str, object] | None) -> None:
+        what = error or {}
+        super().__init__(
+            f"Reading the catalog failed in query {query_id}: [{what.get('code', 'UNKNOWN')}] "
+            f"{what.get('message', 'no error recorded')}. Try again; GET /v1/queries/{query_id} "
+            "has the details.",
+            query_id=query_id,
+        )

@@ -26,6 +26,8 @@ from sparkgate.api.routes import (
     queries,
     sessions,
     streams,
+    table_data,
+    tables,
     users,
 )
 from sparkgate.hive2 import http as hive2_http
@@ -76,7 +78,9 @@ def create_app(settings: Settings) -> FastAPI:
     app = FastAPI(title="sparkgate", version=__version__, lifespan=lifespan)
     install_error_handlers(app)
     app.add_middleware(UnexpectedErrors)  # innermost: inside the timer and the body limit
-    app.add_middleware(BodyLimit, limit=settings.request_max_bytes)
+    app.add_middleware(
+        BodyLimit, limit=settings.request_max_bytes, exempt=table_data.STREAMED_BODIES
+    )
     app.add_middleware(RequestTimer)  # outermost: times every answer, refusals included
     # Every router but liveness authenticates: a route added to any of them is guarded.
     guarded = [Depends(get_user)]
@@ -91,6 +95,8 @@ def create_app(settings: Settings) -> FastAPI:
         users.router,
         audit.router,
         access.router,
+        table_data.router,
+        tables.router,
         hive2_http.router,
     ):
         app.include_router(router, dependencies=guarded)

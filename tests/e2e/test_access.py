@@ -14,7 +14,10 @@ One server for the module, share level ``server``: every user's sessions in one 
 from __future__ import annotations
 
 import contextlib
+import json
 import os
+import subprocess
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -743,3 +746,132 @@ def test_generated_queries_never_show_what_the_rules_hide(env: Env, sql: str, us
     assert not leaked, (user, sql, leaked, seen)
     if user == "dave" and "hr.salaries" in sql:
         raise AssertionError(f"dave read hr.salaries: {sql}")
+
+
+# -- the catalog (/v1/tables, sparkgate tables, the dashboard's catalog page) -----------------
+
+
+def _catalog(env: Env, user: str, path: str = "", **params: str) -> httpx.Response:
+    with env.api(user) as api:
+        return api.get(f"/v1/tables{path}", params=params, timeout=300)
+
+
+def _tables_of(listing: dict[str, Any]) -> dict[str, set[tuple[str, str]]]:
+    return {s["name"]: {(t["name"], t["kind"]) for t in s["tables"]} for s in listing["schemas"]}
+
+
+def test_the_catalog_shows_each_user_what_their_rules_let_them_see(env: Env) -> None:
+    mine = env.run("bob", "SELECT count(*) FROM hr.salaries")
+    # dave has no rule on hr.salaries: not listed, and "not found" as a table that is not there.
+    listed = _catalog(env, "dave")
+    assert listed.status_code == 200, listed.text
+    tables = _tables_of(listed.json())
+    assert ("eu_pay", "view") in tables["hr"] and ("salaries", "table") not in tables["hr"]
+    assert ("orders", "table") in tables["sales"]
+    hidden, absent = _catalog(env, "dave", "/hr.salaries"), _catalog(env, "dave", "/hr.nothing")
+    assert hidden.status_code == absent.status_code == 404, hidden.text
+    assert hidden.json()["error"]["code"] == absent.json()["error"]["code"] == "TABLE_NOT_FOUND"
+    # bob reads it with ssn hidden, names masked, EU rows only: so does its page.
+    detail = _catalog(env, "bob", "/hr.salaries").json()
+    assert (detail["name"], detail["kind"], detail["owner"]) == ("hr.salaries", "table", "carol")
+    assert [c["name"] for c in detail["columns"]] == ["name", "region", "salary"]
+    assert sorted(detail["preview"]["rows"]) == [["a***", "EU", 0], ["c***", "EU", 0]]
+    assert detail["provider"] == "parquet" and detail["size_bytes"] > 0 and detail["files"] >= 1
+    assert detail["last_change"] >= detail["created_at"]
+    # His own queries of it (carol's made it), not the catalog's own reads.
+    recent = [(q["id"], q["user"], q["access"], q["state"]) for q in detail["recent_queries"]]
+    assert (mine["id"], "bob", "read", "success") in recent
+    assert {q[1] for q in recent} == {"bob"} and detail["query_id"] not in {q[0] for q in recent}
+    # A view has no files; its preview is its owner's reading, as the rules say.
+    view = _catalog(env, "dave", "/hr.eu_pay").json()
+    assert view["kind"] == "view" and view["size_bytes"] is None and view["owner"] == "alice"
+    assert sorted(view["preview"]["rows"]) == [["ann", 5000], ["cid", 6000]]
+    for path, params, status in (
+        ("", {"schema": "nope"}, 404),
+        ("", {"schema": "hr;DROP"}, 422),
+        ("/a.b.c", {}, 422),
+    ):
+        refused = _catalog(env, "bob", path, **params)
+        assert refused.status_code == status, (path, params, refused.text)
+
+
+def test_sparkgate_tables_list_and_show(env: Env) -> None:
+    cli_env = {**os.environ, "SPARKGATE_TOKEN": env.token("bob")}
+
+    def cli(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [sys.executable, "-m", "sparkgate.cli.main", "tables", *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            env={**cli_env, "SPARKGATE_SERVER": env.server.url},
+            timeout=300,
+        )
+
+    listed = cli("list", "--schema", "HR", "--json")
+    assert listed.returncode == 0, listed.stderr
+    only_hr = json.loads(listed.stdout)
+    assert [s["name"] for s in only_hr["schemas"]] == ["hr"]
+    assert {("eu_pay", "view"), ("salaries", "table")} <= _tables_of(only_hr)["hr"]
+    shown = cli("show", "hr.salaries")
+    assert shown.returncode == 0, shown.stderr
+    assert "owned by carol" in shown.stdout and "a***" in shown.stdout
+    assert "ssn" not in shown.stdout and "111" not in shown.stdout
+
+
+def test_the_catalog_page_in_chromium_shows_a_user_only_what_they_may_see(env: Env) -> None:
+    from tests.web.conftest import chromium, watch_csp
+
+    path = chromium()
+    if path is None:
+        pytest.skip("Debian's chromium is not installed; the catalog page's browser test needs it")
+    from playwright.sync_api import expect, sync_playwright
+
+    read = env.run("bob", "SELECT count(*) FROM hr.salaries")
+    slow = 120_000  # ms: each page runs a catalog query as its user, on two busy cores
+    violations: list[str] = []
+    with sync_playwright() as playwright:
+        browser = playwright.chromium.launch(
+            executable_path=path, args=["--no-sandbox"] if os.geteuid() == 0 else []
+        )
+        try:
+
+            def sign_in(user: str) -> Any:
+                page = browser.new_context(base_url=env.server.url).new_page()
+                watch_csp(page, violations)
+                page.goto("/ui/login")
+                page.get_by_label("User name").fill(user)
+                page.get_by_label("Password or access token").fill(PASSWORDS[user])
+                page.get_by_role("button", name="Sign in").click()
+                page.wait_for_url("**/ui/queries")
+                return page
+
+            bob = sign_in("bob")
+            bob.get_by_role("link", name="Catalog").click()
+            salaries = bob.locator('tr[data-table="hr.salaries"]')
+            expect(salaries).to_be_visible(timeout=slow)
+            salaries.get_by_role("link").click()
+            expect(bob.locator("main h1")).to_have_text("hr.salaries", timeout=slow)
+            expect(bob.get_by_test_id("owner")).to_have_text("carol")
+            expect(bob.get_by_test_id("size")).to_contain_text("B in ")
+            columns = bob.get_by_test_id("columns")
+            expect(columns.locator("tbody tr")).to_have_count(3)
+            expect(columns).not_to_contain_text("ssn")
+            preview = bob.locator("#preview tbody")
+            expect(preview.locator("tr")).to_have_count(2)
+            expect(preview).to_contain_text("a***")
+            expect(preview).not_to_contain_text("ben")
+            expect(
+                bob.locator(f'[data-testid="recent"] tr[data-query-id="{read["id"]}"]')
+            ).to_be_visible()
+
+            dave = sign_in("dave")
+            dave.goto("/ui/tables?schema=hr")
+            expect(dave.locator('tr[data-table="hr.eu_pay"]')).to_be_visible(timeout=slow)
+            expect(dave.locator('tr[data-table="hr.salaries"]')).to_have_count(0)
+            missing = dave.goto("/ui/tables/hr.salaries", timeout=slow)
+            assert missing is not None and missing.status == 404
+            expect(dave.locator("main")).to_contain_text("does not exist")
+        finally:
+            browser.close()
+    assert violations == [], "the catalog pages broke the Content-Security-Policy"

@@ -140,6 +140,15 @@ def test_table_created_by_a_batch_is_readable_in_a_session(sg: Client, interacti
     counted = run(sg, f"SELECT count(*) AS n FROM {table}", session["id"])
     assert counted["state"] == "success", counted
     assert sg.result(counted["id"])["rows"] == [[1234]]
+    # Without table rules, what each query read and wrote is recorded all the same, and the
+    # catalog lists them as the table's recent queries.
+    name = f"spark_catalog.default.{table}"
+    assert created["output"]["tables"] == {"read": [], "written": [name]}, created["output"]
+    assert counted["output"]["tables"] == {"read": [name], "written": []}, counted["output"]
+    detail = sg.table(table)
+    recent = {(q["id"], q["access"]) for q in detail["recent_queries"]}
+    assert {(created["id"], "write"), (counted["id"], "read")} <= recent, detail
+    assert detail["size_bytes"] > 0 and detail["preview"]["total"] == 20, detail
 
 
 def test_sql_errors_carry_class_message_and_position(sg: Client, interactive: Any) -> None:

@@ -424,3 +424,93 @@ def test_bad_requests_are_refused(catalog: Catalog, code: str, says: str) -> Non
         EXECUTORS[StatementKind.CATALOG](catalog.context(code))
     assert raised.value.error["code"] == "INVALID_CATALOG_REQUEST"
     assert says in raised.value.error["message"]
+
+
+# -- the catalog page's calls (catalog_browse) -----------------------------------------
+
+
+def test_browse_lists_each_schemas_tables_and_views(spark: Any, catalog: Catalog) -> None:
+    spark.sql("CREATE DATABASE cc_empty")
+    try:
+        one = catalog.call({"call": "browse", "schema": "CC_SALES"})
+        everything = catalog.call({"call": "browse"})
+    finally:
+        spark.sql("DROP DATABASE cc_empty")
+    assert one.columns == [("schema", "string"), ("name", "string"), ("kind", "string")]
+    assert one.rows == [
+        ["cc_sales", "order_items", "table"],
+        ["cc_sales", "orders", "table"],
+        ["cc_sales", "v_orders", "view"],
+    ]
+    assert ["cc_hr", "people", "table"] in everything.rows
+    assert ["cc_empty", None, None] in everything.rows  # a schema with nothing to see
+    assert not [row for row in everything.rows if row[1] in ("cc_tmp", "cc_global")]
+
+
+def test_describe_gives_the_columns_kind_and_first_rows(spark: Any, catalog: Catalog) -> None:
+    spark.sql("INSERT INTO cc_hr.people SELECT id, concat('p', id) FROM range(30)")
+    request = {"call": "describe", "schema": "cc_hr", "table": "people"}
+    outcome = EXECUTORS[StatementKind.CATALOG](catalog.context(json.dumps(request)))
+    table = outcome.output["table"]
+    assert (table["schema"], table["table"], table["kind"]) == ("cc_hr", "people", "table")
+    assert table["provider"] == "parquet" and table["location"].endswith("people")
+    assert [(c["name"], c["type"]) for c in table["columns"]] == [
+        ("person_id", "int"),
+        ("name", "string"),
+    ]
+    assert "files" in table and "preview_error" not in table
+    assert outcome.result is not None
+    rows, total = read_page(outcome.result["path"], 0, 100)
+    assert total == 20 and all(name == f"p{pid}" for pid, name in rows)
+    view = EXECUTORS[StatementKind.CATALOG](
+        catalog.context(json.dumps({"call": "describe", "schema": "cc_sales", "table": "v_orders"}))
+    )
+    assert view.output["table"]["kind"] == "view" and "files" not in view.output["table"]
+    assert "cc_sales.orders" in view.output["table"]["view_text"]
+
+
+def test_a_preview_that_cannot_run_in_time_leaves_the_rest(
+    spark: Any, catalog: Catalog, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Others' long tasks may hold every executor core: the page does not wait for them."""
+    from sparkgate.engine import catalog_browse
+
+    spark.sql(
+        "CREATE VIEW cc_hr.slow AS SELECT id, "
+        "java_method('java.lang.Thread', 'sleep', CAST(5000 AS BIGINT)) AS z FROM range(2)"
+    )
+    monkeypatch.setattr(catalog_browse, "PREVIEW_SECONDS", 0.5)
+    try:
+        started = time.monotonic()
+        request = {"call": "describe", "schema": "cc_hr", "table": "slow"}
+        outcome = EXECUTORS[StatementKind.CATALOG](catalog.context(json.dumps(request)))
+        took = time.monotonic() - started
+    finally:
+        spark.sql("DROP VIEW cc_hr.slow")
+    table = outcome.output["table"]
+    assert table["preview_error"]["code"] == "PREVIEW_TIMED_OUT", table
+    assert [c["name"] for c in table["columns"]] == ["id", "z"]
+    assert outcome.result is None and took < 5, took
+
+
+@pytest.mark.parametrize(
+    ("request_", "code"),
+    [
+        ({"call": "describe", "schema": "cc_hr", "table": "nobody"}, "TABLE_OR_VIEW_NOT_FOUND"),
+        ({"call": "describe", "schema": "cc_hr"}, "INVALID_CATALOG_REQUEST"),
+        ({"call": "browse", "schema": "cc_nothing"}, "SCHEMA_NOT_FOUND"),
+        # A name is only ever a name: quoted, whatever it holds.
+        (
+            {"call": "describe", "schema": "x`; DROP TABLE y; --", "table": "t"},
+            "TABLE_OR_VIEW_NOT_FOUND",
+        ),
+    ],
+)
+def test_what_is_not_there_fails_as_absent(
+    catalog: Catalog, request_: dict[str, Any], code: str
+) -> None:
+    from sparkgate.runtime.failures import describe_failure
+
+    with pytest.raises(Exception) as raised:
+        EXECUTORS[StatementKind.CATALOG](catalog.context(json.dumps(request_)))
+    assert describe_failure(raised.value)["code"] == code

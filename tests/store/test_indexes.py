@@ -178,3 +178,71 @@ def test_keyset_pages_of_sessions_use_indexes(full: Store) -> None:
             assert not re.search(r"^\s*SCAN sessions\b", shown, re.MULTILINE), shown
         else:
             assert not re.search(r"Seq Scan on sessions\b", shown), shown
+
+
+def test_a_tables_recent_statements_are_found_by_its_name(store: Store) -> None:
+    """The catalog's recent queries of one table among many (``statement_tables``): read
+    through (table_name, at), newest first, never by scanning what every statement read."""
+    count, tables = 8_000, 200
+    with store.db.begin() as conn:
+        conn.execute(
+            sa.insert(schema.sessions),
+            [
+                {
+                    "id": i,
+                    "kind": "batch",
+                    "state": SessionState.DEAD.value,
+                    "owner": RARE if i == 1 else OWNERS[i % 2],
+                    "conf": {},
+                    "attributes": {},
+                    "statement_count": 1,
+                    "version": 1,
+                    "created_at": NOW,
+                    "last_activity_at": NOW,
+                    "updated_at": NOW,
+                }
+                for i in range(1, count + 1)
+            ],
+        )
+        conn.execute(
+            sa.insert(schema.statements),
+            [
+                {
+                    "id": n,
+                    "session_id": n,
+                    "seq": 0,
+                    "kind": "sql",
+                    "code": f"SELECT * FROM t{n % tables}",
+                    "state": StatementState.SUCCESS.value,
+                    "progress": 1.0,
+                    "version": 3,
+                    "created_at": NOW + n,
+                    "updated_at": NOW + n,
+                }
+                for n in range(1, count + 1)
+            ],
+        )
+        conn.execute(
+            sa.insert(schema.statement_tables),
+            [
+                {"statement_id": n, "table_name": f"s.t{n % tables}", "access": "read", "at": n}
+                for n in range(1, count + 1)
+            ],
+        )
+    if store.db.dialect == "postgresql":
+        with store.db.engine.connect().execution_options(isolation_level="AUTOCOMMIT") as conn:
+            conn.exec_driver_sql("ANALYZE")
+    # Statement n read t<n % 200>, in session n: t1's are bob's, and the first is carol's.
+    for name, owner in (("everyone's", None), ("one owner's", "bob"), ("a rare owner's", RARE)):
+        read = partial(store.statement_tables.recent, "s.t1", owner=owner)
+        assert read(), name
+        shown = "\n".join([f"-- {name}", *plan(store, read)])
+        if store.db.dialect == "sqlite":
+            assert not re.search(r"^\s*SCAN (statement_tables|statements)\b", shown, re.M), shown
+            assert "ix_statement_tables_table_name_at" in shown, shown
+        else:
+            # The planner may start from a rare owner's sessions, and hash a statements table
+            # this small whole: its call. What every statement read is never read whole.
+            assert not re.search(r"Seq Scan on statement_tables\b", shown), shown
+            if owner is None:
+                assert "ix_statement_tables_table_name_at" in shown, shown

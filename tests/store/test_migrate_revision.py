@@ -21,9 +21,9 @@ def test_a_pinned_node_upgrades_to_its_revision_and_never_downgrades(tmp_path: P
         assert _revision(store) == "0006_fetch_cursor"
         store.migrate("0006_fetch_cursor")  # the same node again: nothing to do
         store.migrate()  # the new release upgrades
-        assert _revision(store) == "0010_table_access"
+        assert _revision(store) == "0011_statement_tables"
         store.migrate("0006_fetch_cursor")  # the old release restarts on the newer schema
-        assert _revision(store) == "0010_table_access"
+        assert _revision(store) == "0011_statement_tables"
     finally:
         store.close()
 

@@ -1,15 +1,16 @@
 """The ``sparkgate`` command: ``server``, ``sql``, ``deploy``, ``queries``, ``sessions``,
 ``streams``, ``jobs``, ``engines``, ``stop``, ``login``, ``logout``, ``whoami``, ``tokens``,
-``users``, ``audit``, ``access``."""
+``users``, ``audit``, ``access``, ``load``, ``tables``."""
 
 from __future__ import annotations
 
 import typer
 
-from sparkgate.cli import access, auth, engines, jobs, queries, sessions, streams, users
+from sparkgate.cli import access, auth, engines, jobs, queries, sessions, streams, tables, users
 from sparkgate.cli.audit import audit
 from sparkgate.cli.connection import Sparkgate, before_command
 from sparkgate.cli.deploy import deploy
+from sparkgate.cli.load import load
 from sparkgate.cli.server import server
 from sparkgate.cli.sql import sql
 
@@ -23,6 +24,7 @@ app.callback()(before_command)
 app.command()(server)
 app.command()(sql)
 app.command()(deploy)
+app.command()(load)
 app.add_typer(queries.app, name="queries")
 app.add_typer(sessions.app, name="sessions")
 app.add_typer(streams.app, name="streams")
@@ -36,6 +38,7 @@ app.add_typer(auth.app, name="tokens")
 app.add_typer(users.app, name="users")
 app.command()(audit)
 app.add_typer(access.app, name="access")
+app.add_typer(tables.app, name="tables")
 
 
 def main() -> None:

@@ -11,7 +11,8 @@ Calls: ``catalogs``, ``schemas``, ``tables``, ``table_types``, ``columns``, ``ty
 has no keys). Name arguments are JDBC patterns (``%`` any run, ``_`` one character, ``\\``
 escapes; ``*`` is a wildcard too, as in Spark's own patterns), matched case-insensitively;
 null, missing, ``""``, ``%`` and ``*`` match everything. ``catalog`` is accepted and ignored,
-as Spark Thrift Server does.
+as Spark Thrift Server does. Two more calls serve sparkgate's catalog page, with exact names:
+``browse`` and ``describe`` (``catalog_browse``).
 
 No call runs a Spark job per table: ``spark.catalog`` listings run a few small jobs per call
 or per database, and columns come from ``DESCRIBE TABLE EXTENDED ... AS JSON``, a catalog
@@ -26,7 +27,8 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from sparkgate.engine.user_code import StatementInterrupted
+from sparkgate.engine import catalog_browse
+from sparkgate.engine.session_catalog import check_cancelled, permanent_tables, quote
 from sparkgate.runtime.contract import ExecResult, ExecutionContext, rows_result
 from sparkgate.runtime.failures import DescribedError
 
@@ -56,6 +58,9 @@ CALL_FIELDS: dict[str, tuple[str, ...]] = {
         "foreign_schema",
         "foreign_table",
     ),
+    # sparkgate's catalog page (catalog_browse): exact names, not patterns.
+    "browse": ("schema",),
+    "describe": ("schema", "table"),
 }
 
 
@@ -264,10 +269,6 @@ def _quote_if_needed(name: str) -> str:
     return "`" + name.replace("`", "``") + "`"
 
 
-def _quote(*parts: str) -> str:
-    return ".".join("`" + part.replace("`", "``") + "`" for part in parts)
-
-
 # -- result layouts -------------------------------------------------------------------
 
 CATALOGS: Columns = [("TABLE_CAT", "string")]
@@ -471,6 +472,10 @@ def table_type(spark_table_type: str) -> str:
 def run_catalog(ctx: ExecutionContext) -> ExecResult:
     """Answer a catalog statement: ``{"call": "tables", ...}`` -> rows in JDBC's layout."""
     request = parse_request(ctx.statement.code)
+    if request.call == "browse":
+        return rows_result(ctx, *catalog_browse.browse(ctx, request.get("schema")))
+    if request.call == "describe":
+        return catalog_browse.describe(ctx, request.get("schema"), request.get("table"))
     columns, rows = _CALLS[request.call](ctx, request)
     return rows_result(ctx, columns, rows)
 
@@ -503,7 +508,7 @@ def _tables(ctx: ExecutionContext, request: CatalogRequest) -> tuple[Columns, Ro
             rows.append(["", schema, name, kind, remarks or "", None, None, None, None, None])
 
     for database in _databases(spark, request.get("schema")):
-        _check_cancelled(ctx)
+        check_cancelled(ctx)
         for table in spark.catalog.listTables(database, prefilter):
             if not table.isTemporary:
                 add(database, table.name, table_type(table.tableType), table.description)
@@ -525,17 +530,17 @@ def _columns(ctx: ExecutionContext, request: CatalogRequest) -> tuple[Columns, R
     # (schema shown, name shown, name to describe)
     targets: list[tuple[str | None, str, str]] = []
     for database in _databases(spark, request.get("schema")):
-        for name in _permanent_tables(spark, database):
+        for name in permanent_tables(spark, database):
             if matches(table_pattern, name):
-                targets.append((database, name, _quote("spark_catalog", database, name)))
+                targets.append((database, name, quote("spark_catalog", database, name)))
     global_views, local_views = _temporary_views(spark, request.get("schema"))
     for schema, name in [*global_views, *local_views]:
         if matches(table_pattern, name):
-            targets.append((schema, name, _quote(schema, name) if schema else _quote(name)))
+            targets.append((schema, name, quote(schema, name) if schema else quote(name)))
     targets.sort(key=lambda target: (target[0] or "", target[1]))
     rows: Rows = []
     for schema, name, quoted in targets:
-        _check_cancelled(ctx)
+        check_cancelled(ctx)
         for position, column in enumerate(_describe_columns(spark, quoted), start=1):
             if matches(column_pattern, column["name"]):
                 rows.append(column_row(schema, name, position, column))
@@ -553,7 +558,7 @@ def _functions(ctx: ExecutionContext, request: CatalogRequest) -> tuple[Columns,
     rows: Rows = []
     # As Spark Thrift Server: every database lists the built-in and temporary functions too.
     for database in _databases(spark, request.get("schema")):
-        _check_cancelled(ctx)
+        check_cancelled(ctx)
         for function in spark.catalog.listFunctions(database, prefilter):
             if matches(pattern, function.name):
                 rows.append(
@@ -603,12 +608,6 @@ def _global_temp_database(spark: SparkSession) -> str:
     return spark.conf.get("spark.sql.globalTempDatabase", "global_temp") or "global_temp"
 
 
-def _permanent_tables(spark: SparkSession, database: str) -> list[str]:
-    # SHOW TABLES is a command, run when called: no Spark job, unlike spark.catalog listings.
-    shown = spark.sql(f"SHOW TABLES IN {_quote('spark_catalog', database)}").collect()
-    return [row["tableName"] for row in shown if not row["isTemporary"]]
-
-
 def _temporary_views(
     spark: SparkSession, schema_pattern: str | None
 ) -> tuple[list[tuple[str, str]], list[tuple[None, str]]]:
@@ -616,7 +615,7 @@ def _temporary_views(
     session's local ones (always, with no schema, as Spark Thrift Server lists them)."""
     global_temp = _global_temp_database(spark)
     # Listing the global temporary database lists the session's local views too.
-    shown = spark.sql(f"SHOW TABLES IN {_quote(global_temp)}").collect()
+    shown = spark.sql(f"SHOW TABLES IN {quote(global_temp)}").collect()
     with_global = matches(jdbc_pattern(schema_pattern), global_temp)
     global_views = [
         (global_temp, row["tableName"]) for row in shown if row["namespace"] and with_global
@@ -638,9 +637,3 @@ def _describe_columns(spark: SparkSession, quoted_name: str) -> list[dict[str, A
         raise
     columns: list[dict[str, Any]] = json.loads(described[0][0]).get("columns", [])
     return columns
-
-
-def _check_cancelled(ctx: ExecutionContext) -> None:
-    # Catalog calls run no jobs for the engine's cancel to interrupt: stop between tables.
-    if ctx.cancelled.is_set():
-        raise StatementInterrupted

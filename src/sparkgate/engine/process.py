@@ -45,6 +45,7 @@ from sparkgate.states import (
     EngineState,
     SessionKind,
     SessionState,
+    StatementKind,
     StatementState,
 )
 from sparkgate.store import Store
@@ -92,6 +93,8 @@ class Execution:
     finished: threading.Event = field(default_factory=threading.Event)
     last_cancel: float = 0.0
     claimed_in: int = 0  # the engine's tick that claimed it
+    # The tables it read and wrote ({"read": [...], "written": [...]}), recorded with its end.
+    touched: dict[str, list[str]] | None = None
 
     @property
     def done(self) -> bool:
@@ -751,7 +754,7 @@ class Engine:
             hooks.fail(ctx, exc)  # e.g. abort a two-phase table
         finally:
             sc.clearJobTags()
-        if self._decider is not None and self._decider.active():
+        if self._authz is not None:
             self._record_touched(execution, outcome)
         refused = self._finish(execution, outcome)
         if refused is not None:
@@ -766,14 +769,24 @@ class Engine:
             self._retrying(partial(self._release_session, execution))
 
     def _record_touched(self, execution: Execution, outcome: ExecResult | BaseException) -> None:
-        """Who touched what: the tables and views a statement that succeeded read and wrote,
-        from the checks of its plans, go in its record; each write is audited against the
-        table. Taken whatever the outcome, so that the thread's next statement starts clean."""
+        """Who touched what: the tables and views a statement read and wrote, from the checks
+        of its plans (with table rules or without: the extension records either way), are
+        indexed with its end whatever the outcome (``store.statement_tables``, for the
+        catalog's recent queries); a statement that succeeded also says them in its record,
+        and with table rules each write is audited against the table. Taken whatever the
+        outcome, so that the thread's next statement starts clean. The catalog's own reads
+        (a preview, as the user) are not recorded: they would crowd out the queries."""
         try:
             touched = authz.take_touched(self._authz)
-            if not isinstance(outcome, ExecResult) or not any(touched.values()):
+            if execution.statement.kind is StatementKind.CATALOG or not any(touched.values()):
+                return
+            if self.store.statement_tables.available():
+                execution.touched = touched
+            if not isinstance(outcome, ExecResult):
                 return
             outcome.output["tables"] = touched
+            if not touched.get("written") or not (self._decider and self._decider.active()):
+                return
             now = self.clock()
             for name in touched.get("written", []):
                 self.store.audit.add(
@@ -846,6 +859,8 @@ class Engine:
                 conn=conn,
                 error=error,
             )
+        if done.applied and execution.touched:
+            self.store.statement_tables.add(statement.id, execution.touched, now=now, conn=conn)
         log.info("statement %s -> %s", statement.id, done.state)
 
     def _record_unrecordable(self, statement: StatementRecord, exc: Exception) -> None:

@@ -19,6 +19,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from sparkgate.errors import (
+    CatalogUnavailable,
     ConfigurationError,
     Conflict,
     Forbidden,
@@ -109,6 +110,7 @@ _STATUSES: tuple[tuple[type[SparkgateError], int], ...] = (
     (InvalidRequest, 422),
     (ConfigurationError, 503),
     (StoreUnavailable, 503),
+    (CatalogUnavailable, 503),
 )
 
 

@@ -14,6 +14,8 @@ stable codes each door maps to its protocol.
 - ``streams``: stream jobs; ``jobs``: deploys, jobs and their runs;
 - ``accounts``: personal access tokens, dashboard sign-ins, the audit log;
 - ``data_access``: why a user may use a table (explain), a table's owner and grants;
+- ``catalog``: the tables and views a user may see, one table's details and recent queries;
+- ``loads``: a file uploaded into a table (received to disk, then queued as a load);
 - ``connect``: Spark Connect sessions and operations (the Connect door forwards the calls);
 - ``views``: records as the JSON doors and the dashboard show them.
 """
@@ -24,11 +26,13 @@ from sparkgate.auth.users import Users
 from sparkgate.jobs.deploy import Deployer
 from sparkgate.jobs.runs import JobRunner
 from sparkgate.service.accounts import Accounts
+from sparkgate.service.catalog import Catalog
 from sparkgate.service.connect import ConnectService
 from sparkgate.service.data_access import DataAccess
 from sparkgate.service.gateway import Gateway
 from sparkgate.service.idempotency import Idempotency
 from sparkgate.service.jobs import JobService
+from sparkgate.service.loads import Loads
 from sparkgate.service.queries import Queries
 from sparkgate.service.streams import StreamService
 from sparkgate.service.watcher import StatementWatcher
@@ -65,6 +69,8 @@ class Service:
         self.jobs = JobService(store, users, deployer, job_runner)
         self.accounts = Accounts(store, users)
         self.data_access = DataAccess(store, users)
+        self.catalog = Catalog(store, gateway, self.queries)
+        self.loads = Loads(settings, users, gateway)
         self.connect = ConnectService(settings, store, users, gateway)
         gateway.on_cancelling = self.connect.interrupt
 

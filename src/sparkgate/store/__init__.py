@@ -18,6 +18,7 @@ from sparkgate.store.jobs import Deployments, JobRuns, Jobs
 from sparkgate.store.leases import Leases
 from sparkgate.store.migrate import migrate
 from sparkgate.store.sessions import Sessions
+from sparkgate.store.statement_tables import StatementTables
 from sparkgate.store.statements import Statements
 from sparkgate.store.streams import StreamJobs, StreamQueries
 from sparkgate.store.table_access import TableAccess
@@ -45,6 +46,7 @@ class Store:
         self.connect = ConnectMaps(db)
         self.idempotency = IdempotencyKeys(db)
         self.table_access = TableAccess(db)
+        self.statement_tables = StatementTables(db)
 
     @classmethod
     def open(cls, url: str, *, hints: bool = True) -> Store:

@@ -491,3 +491,17 @@ table_grants = sa.Table(
     sa.Column("granted_by", sa.String(255), nullable=False),
     sa.Column("granted_at", Time, nullable=False),
 )
+
+# What each statement read and wrote (the engine's check of its plans, rules or not): the
+# catalog finds a table's recent statements here by name and time, not by scanning their
+# JSON. ``table_name`` is the full name (``spark_catalog.hr.salaries``), ``access`` "read" or
+# "write"; ``at``: when the statement ended.
+statement_tables = sa.Table(
+    "statement_tables",
+    metadata,
+    sa.Column("statement_id", sa.Integer, sa.ForeignKey("statements.id"), primary_key=True),
+    sa.Column("table_name", sa.String(767), primary_key=True),
+    sa.Column("access", sa.String(8), primary_key=True),
+    sa.Column("at", Time, nullable=False),
+    sa.Index(None, "table_name", "at"),
+)

@@ -14,10 +14,10 @@ from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from sparkgate.http.errors import register_error_page
-from sparkgate.web import jobs, login, queries, sessions, streams
+from sparkgate.web import jobs, login, queries, sessions, streams, tables
 from sparkgate.web.assets import router as assets_router
 
-PAGES = (queries.router, sessions.router, streams.router, jobs.router)
+PAGES = (queries.router, sessions.router, streams.router, jobs.router, tables.router)
 
 
 def install(app: FastAPI) -> None:

@@ -92,6 +92,9 @@ case class Decision(privileges: Set[String], hidden: Set[String], masks: Map[Str
 
 object Authz {
   val UserKey = "sparkgate.user"
+  /** The file a load (`sparkgate load`) reads, set by the engine on the load's own session:
+   *  sparkgate put it there, so reading it is not a read by path of the user's choosing. */
+  val UploadKey = "sparkgate.upload"
   /** The engine's own work (its root session): not a user, never checked. */
   val SystemUser = "@system"
   val SessionCatalog = "spark_catalog"
@@ -183,13 +186,37 @@ class Touched {
   def add(other: Touched): Unit = { read ++= other.read; written ++= other.written }
 }
 
-class Checker(session: SparkSession, user: String, val touched: Touched = new Touched) {
+/** The policy of a walk that only records (no table rules in force): everything is allowed,
+ *  nothing is asked or written. */
+object AllowAll extends Decider {
+  val Everything: Set[String] = Set("SELECT", "INSERT", "DELETE", "UPDATE", "OWNERSHIP")
+  override def active(): Boolean = false
+  override def decide(user: String, catalog: String, schema: String, table: String): String = ""
+  override def ownsSchema(user: String, catalog: String, schema: String): Boolean = true
+  override def hasCode(user: String): Boolean = true
+  override def isMember(user: String, group: String): Boolean = false
+  override def ownerOf(catalog: String, schema: String, table: String): String = null
+  override def changed(user: String, action: String, catalog: String, schema: String, table: String,
+                       toSchema: String, toTable: String): Unit = ()
+  override def grant(user: String, revoke: Boolean, privileges: String, catalog: String,
+                     schema: String, table: String, granteeKind: String, grantee: String): String = null
+  override def grants(user: String, catalog: String, schema: String, table: String): String = "[]"
+  override def denied(user: String, privilege: String, obj: String): Unit = ()
+}
+
+class Checker(session: SparkSession, user: String, val touched: Touched = new Touched,
+              allowAll: Boolean = false) {
   import Authz._
+
+  // `allowAll`: no rules are in force, and the walk only records what the statement reads and
+  // writes (Authz.record), asking no one: no py4j call, no store read.
+  private val rules: Decider = if (allowAll) AllowAll else policy
 
   private def deny(privilege: String, obj: String): Nothing =
     throw new InsufficientPrivilege(privilege, obj, user)
 
-  def privileges(obj: Obj): Set[String] = decision(user, obj).privileges
+  def privileges(obj: Obj): Set[String] =
+    if (allowAll) AllowAll.Everything else decision(user, obj).privileges
 
   def need(privilege: String, obj: Obj): Unit = {
     val have = privileges(obj)
@@ -198,19 +225,26 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
   }
 
   def owns(obj: Obj): Unit = {
-    if (!privileges(obj).contains("OWNERSHIP") && !policy.ownsSchema(user, obj.catalog, obj.schema))
+    if (!privileges(obj).contains("OWNERSHIP") && !rules.ownsSchema(user, obj.catalog, obj.schema))
       deny("OWNERSHIP", obj.name)
     touched.written += obj.name
   }
 
   def ownsSchema(catalog: String, schema: String): Unit =
-    if (!policy.ownsSchema(user, catalog, schema)) deny("OWNERSHIP", s"schema $catalog.$schema")
+    if (!rules.ownsSchema(user, catalog, schema)) deny("OWNERSHIP", s"schema $catalog.$schema")
 
-  def code(what: String): Unit = if (!policy.hasCode(user)) deny("CODE", what)
+  def code(what: String): Unit = if (!rules.hasCode(user)) deny("CODE", what)
+
+  /** A read of `paths`: the `code` right, unless it is exactly the file of this session's load. */
+  private def readsPaths(paths: Seq[String]): Unit = {
+    val upload = session.conf.getOption(UploadKey).filter(_.nonEmpty)
+    if (!(paths.nonEmpty && upload.exists(u => paths.forall(_ == u))))
+      code(s"path ${paths.mkString(", ")}")
+  }
 
   /** DESCRIBE and the like: a table the user has no privilege on is as if absent. */
   def visible(obj: Obj): Unit = {
-    if (privileges(obj).isEmpty && !policy.ownsSchema(user, obj.catalog, obj.schema)) {
+    if (privileges(obj).isEmpty && !rules.ownsSchema(user, obj.catalog, obj.schema)) {
       throw new AnalysisException("TABLE_OR_VIEW_NOT_FOUND",
         Map("relationName" -> s"`${obj.schema}`.`${obj.table}`",
           "searchPath" -> s"[`${obj.catalog}`, `${obj.schema}`]"))
@@ -230,7 +264,7 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
     lazy val existed = exists(obj) // one catalog call at most: with Hive's, a round trip
     if (replacing && existed) owns(obj) else ownsSchema(obj.catalog, obj.schema)
     touched.written += obj.name
-    if (top && !existed) policy.changed(user, "created", obj.catalog, obj.schema, obj.table, null, null)
+    if (top && !existed) rules.changed(user, "created", obj.catalog, obj.schema, obj.table, null, null)
   }
 
   /** Every check the plan needs; `top`: the plan is the statement itself (not under EXPLAIN),
@@ -240,20 +274,20 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
     case v: View if !v.isTempView =>
       val obj = objOf(session, v.desc)
       need("SELECT", obj)
-      val owner = Option(policy.ownerOf(obj.catalog, obj.schema, obj.table)).getOrElse(user)
-      new Checker(session, owner, touched).check(v.child, top = false)
+      val owner = Option(rules.ownerOf(obj.catalog, obj.schema, obj.table)).getOrElse(user)
+      new Checker(session, owner, touched, allowAll).check(v.child, top = false)
     case s: SubqueryAlias if s.getTagValue(ViewTag.Tag).isDefined =>
       val obj = s.getTagValue(ViewTag.Tag).get
       need("SELECT", obj)
       // SECURITY DEFINER, as Trino's views: what it reads is checked as its owner (as the
       // user reading it when sparkgate did not record one).
-      val owner = Option(policy.ownerOf(obj.catalog, obj.schema, obj.table)).getOrElse(user)
-      new Checker(session, owner, touched).check(s.child, top = false)
+      val owner = Option(rules.ownerOf(obj.catalog, obj.schema, obj.table)).getOrElse(user)
+      new Checker(session, owner, touched, allowAll).check(s.child, top = false)
     case r: LogicalRelation =>
       r.catalogTable match {
         case Some(t) => need("SELECT", objOf(session, t))
         case None => r.relation match {
-          case f: HadoopFsRelation => code(s"path ${f.location.rootPaths.mkString(", ")}")
+          case f: HadoopFsRelation => readsPaths(f.location.rootPaths.map(_.toUri.getPath))
           case _ =>
         }
       }
@@ -345,7 +379,7 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
       val obj = qualify(session, c.tableName)
       if (exists(obj) || !c.ifExists) {
         owns(obj)
-        if (top) policy.changed(user, "dropped", obj.catalog, obj.schema, obj.table, null, null)
+        if (top) rules.changed(user, "dropped", obj.catalog, obj.schema, obj.table, null, null)
       }
     case c: AlterTableRenameCommand =>
       val from = qualify(session, c.oldName)
@@ -353,7 +387,7 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
       owns(from); ownsSchema(to.catalog, to.schema)
       touched.written += to.name
       if (top && exists(from) && !exists(to))
-        policy.changed(user, "renamed", from.catalog, from.schema, from.table, to.schema, to.table)
+        rules.changed(user, "renamed", from.catalog, from.schema, from.table, to.schema, to.table)
     case c: TruncateTableCommand => owns(qualify(session, c.tableName))
     case c: InsertIntoDataSourceDirCommand =>
       code(s"path ${c.storage.locationUri.getOrElse("")}"); check(c.query, top = false)
@@ -402,7 +436,7 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
         owns(from); ownsSchema(to.catalog, to.schema)
         touched.written += to.name
         if (top && exists(from) && !exists(to))
-          policy.changed(user, "renamed", from.catalog, from.schema, from.table, to.schema, to.table)
+          rules.changed(user, "renamed", from.catalog, from.schema, from.table, to.schema, to.table)
       }
     case c: Command =>
       // Any other command naming a table: reading its metadata (DESCRIBE, SHOW CREATE
@@ -428,7 +462,8 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
   private val ReadOnlyCommands = Set("DescribeRelation", "DescribeColumn", "ShowColumns",
     "ShowCreateTable", "ShowTableProperties", "ShowPartitions", "ShowTableExtended",
     "DescribeTableCommand", "DescribeColumnCommand", "ShowColumnsCommand",
-    "ShowCreateTableCommand", "ShowTablePropertiesCommand", "ShowPartitionsCommand")
+    "ShowCreateTableCommand", "ShowTablePropertiesCommand", "ShowPartitionsCommand",
+    "DescribeRelationJsonCommand") // DESCRIBE ... AS JSON (JDBC's GetColumns, the catalog)
 
   private def targetOf(plan: LogicalPlan): Option[Obj] = {
     def obj(catalog: String, id: org.apache.spark.sql.connector.catalog.Identifier): Obj = {
@@ -447,7 +482,7 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
     targetOf(child).foreach { obj =>
       if (exists(obj) || !ifExists) {
         owns(obj)
-        if (top) policy.changed(user, "dropped", obj.catalog, obj.schema, obj.table, null, null)
+        if (top) rules.changed(user, "dropped", obj.catalog, obj.schema, obj.table, null, null)
       }
     }
 
@@ -635,10 +670,10 @@ object Authorize {
 class Authorize(session: SparkSession) extends (LogicalPlan => Unit) {
   import Authorize._
   override def apply(plan: LogicalPlan): Unit = {
-    if (!Authz.active) return
     // A plan analyzed while a statement executes (a CTAS's write, a command's own queries)
     // belongs to a statement that was checked whole before it started.
     if (session.sparkContext.getLocalProperty("spark.sql.execution.id") != null) return
+    if (!Authz.active) return record(plan)
     Authz.userOf(session) match {
       case Some(Authz.SystemUser) =>
       case Some(user) =>
@@ -658,6 +693,18 @@ class Authorize(session: SparkSession) extends (LogicalPlan => Unit) {
       case None =>
         throw new InsufficientPrivilege("a sparkgate user", "this Spark session", "nobody")
     }
+  }
+
+  /** No rules in force: nothing is refused, but what the statement reads and writes is still
+   *  recorded (the catalog's recent queries), by the same walk allowing everything. A record
+   *  only: whatever goes wrong in it leaves the statement alone. */
+  private def record(plan: LogicalPlan): Unit = {
+    if (session.conf.getOption(Authz.UserKey).contains(Authz.SystemUser)) return
+    val checker = new Checker(session, Authz.SystemUser, allowAll = true)
+    try {
+      checker.check(plan, top = true)
+      Authz.noteTouched(checker.touched)
+    } catch { case scala.util.control.NonFatal(_) => }
   }
 }
 

@@ -1,0 +1,64 @@
+"""The catalog: ``GET /v1/tables`` and ``GET /v1/tables/{name}``.
+
+A table's grants (``/v1/tables/{table}/grants``) are in ``access.py``; its path has one more
+segment, so ``{name}`` here never takes it.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from fastapi import APIRouter
+
+from sparkgate.api import bodies
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.service.catalog import listing_view, table_view
+
+router = APIRouter(prefix="/v1/tables", tags=["tables"])
+
+_CATALOG_FAILED = (
+    "The catalog query failed in its engine (`CATALOG_UNAVAILABLE`, naming the query), the "
+    "store is unreachable (`STORE_UNAVAILABLE`); send it again after `Retry-After` seconds."
+)
+
+
+@router.get(
+    "",
+    response_model=bodies.CatalogListing,
+    responses=refusals(
+        {
+            403: "The `sql` right is missing.",
+            404: "`schema` names no schema (`SCHEMA_NOT_FOUND`).",
+            422: "`schema` is not a schema name.",
+            429: "The user has `running_queries_per_user` queries waiting or running.",
+            503: _CATALOG_FAILED,
+        }
+    ),
+)
+async def list_tables(
+    service: ServiceDep, user: UserDep, schema: str | None = None
+) -> dict[str, Any]:
+    """The schemas, and in each the tables and views you may see (``?schema=hr``: one
+    schema). Listed by a catalog query run as you, so the table rules decide."""
+    return listing_view(await service.catalog.listing(user=user, schema=schema))
+
+
+@router.get(
+    "/{name}",
+    response_model=bodies.TableDetail,
+    responses=refusals(
+        {
+            403: "The `sql` right is missing.",
+            404: "No such table or view, or one you may not see (`TABLE_NOT_FOUND`).",
+            422: "`name` is not `schema.table` or `table`.",
+            429: "The user has `running_queries_per_user` queries waiting or running.",
+            503: _CATALOG_FAILED,
+        }
+    ),
+)
+async def get_table(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+    """``hr.salaries`` (or ``salaries``, in ``default``): its columns, owner, size and last
+    change, its first 20 rows as you read them (masks and row filters applied) and the
+    recent queries that read or wrote it (yours; admins see everyone's)."""
+    return table_view(await service.catalog.table(name, user=user))
