@@ -257,6 +257,7 @@ _NOT_OWNED = (
     "/v1/whoami",
     "/v1/audit",
     "/v1/tables",  # shared catalog objects, not owned ids: a table's grants are its owner's
+    "/ui/tables",  # the catalog's pages: the same objects
     "/version",
     "/metrics",
     "/ui/jobs",

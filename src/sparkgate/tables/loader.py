@@ -26,6 +26,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparkgate.results import delete as delete_result
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.runtime.failures import DescribedError, describe_failure
 from sparkgate.tables.handler import atomic_ctas
@@ -64,6 +65,10 @@ def run_load(ctx: ExecutionContext) -> ExecResult:
             raise _explained(spark, request, df, exc) from exc
         finally:
             spark.catalog.dropTempView(view)
+        if result.result is not None and result.result.get("path"):
+            # A create's CTAS stored Spark's empty answer: a load has no rows, whatever its mode.
+            delete_result(result.result["path"])
+        result.result = None
         result.output["load"] = {
             "table": f"{name.schema}.{name.table}",
             "mode": request.mode.value,
