@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkgate.auth.passwords import PasswordFile
-from sparkgate.testing.jwt import JwtIssuer
+from sparkgate_dev.jwt import JwtIssuer
 
 POLL = "/v1/sessions?limit=1"
 

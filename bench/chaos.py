@@ -14,7 +14,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from sparkgate.testing.chaos import FULL, SHORT, Chaos, Rig, describe
+from sparkgate_dev.chaos import FULL, SHORT, Chaos, Rig, describe
 
 
 def main() -> int:

@@ -62,7 +62,7 @@ from sparkgate.engine.spark import CONNECT_SECRET_ENV, engine_spark_conf
 from sparkgate.states import LIVE_ENGINE_STATES
 from sparkgate.store.connect import Endpoint
 from sparkgate.store.records import EngineRecord
-from sparkgate.testing import (
+from sparkgate_dev import (
     TEST_SPARK_CONF,
     ServerProcess,
     eventually,

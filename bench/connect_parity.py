@@ -54,7 +54,7 @@ from rich.console import Console
 
 from connect import make_token, spark_connect_server
 from sparkgate.auth.passwords import PasswordFile
-from sparkgate.testing import free_port
+from sparkgate_dev import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 RESULTS = ROOT / "bench" / "results" / "connect-parity"

@@ -41,7 +41,7 @@ from conformance import keep_logs, load_side, report, run_pytest, run_side, snap
 from harness import ThriftServer, bench_server_with_env, spark_thrift_server
 from rich.console import Console
 
-from sparkgate.testing import free_port
+from sparkgate_dev import free_port
 
 ROOT = Path(__file__).resolve().parent.parent
 SUITE = ROOT / "bench" / "dbt_suite"

@@ -34,7 +34,7 @@ from rich.table import Table
 
 from sparkgate.client import Client
 from sparkgate.streaming.runner import stop_gracefully
-from sparkgate.testing import ServerProcess, eventually, kill_engines, local_test_settings
+from sparkgate_dev import ServerProcess, eventually, kill_engines, local_test_settings
 
 TEMPLATE = {"path": "template.yaml", "content": "trigger: 1s\nretry: {min-backoff: 1s}\n"}
 QUERY = "SELECT value, value % 10 AS k FROM src WHERE value % 3 = 0"
@@ -183,7 +183,7 @@ def _progress(sg: Client, job: str) -> int:
 def raw_spark(home: Path) -> Any:
     from pyspark.sql import SparkSession
 
-    from sparkgate.testing import TEST_SPARK_CONF
+    from sparkgate_dev import TEST_SPARK_CONF
 
     builder = SparkSession.builder.appName("bench-deploy-raw").master("local[2]")
     for key, value in {

@@ -29,10 +29,9 @@ from harness import SHIPPED_TIMERS, bench_server, median, run, timed_ms
 from rich.console import Console
 from rich.table import Table
 
-from sparkgate import cluster
 from sparkgate.client import Client
 from sparkgate.states import EngineKind, EngineState
-from sparkgate.testing import ServerProcess, eventually, user_files
+from sparkgate_dev import ServerProcess, cluster, eventually, user_files
 
 TRIVIAL = "SELECT 1"
 IDLE = 35.0  # seconds: Spark's dynamic allocation gives an idle executor back after 30

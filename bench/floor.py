@@ -75,7 +75,7 @@ from status import fresh_pg_database
 
 from sparkgate.catalog.metastore import read_record
 from sparkgate.client import Client
-from sparkgate.testing import ServerProcess, eventually
+from sparkgate_dev import ServerProcess, eventually
 
 TRIVIAL = "SELECT 1"
 AGGREGATION = "SELECT id % 10 AS k, count(*) AS n, sum(id) AS s FROM range(100000) GROUP BY k"

@@ -25,7 +25,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkgate.auth.passwords import PasswordFile
-from sparkgate.testing import FUZZ_CHECKS, fuzz_api
+from sparkgate_dev import FUZZ_CHECKS, fuzz_api
 
 USER = ("fuzz", "fuzz-pass-1")
 ACCESS = "admins: [carol]\nlimits: {sessions_per_user: 1, running_queries_per_user: 2}\n"

@@ -23,7 +23,7 @@ from rich.console import Console
 from sparkgate.catalog.metastore import pyspark_jars, stop_metastore
 from sparkgate.client import Client
 from sparkgate.settings import Settings
-from sparkgate.testing import (
+from sparkgate_dev import (
     TEST_SPARK_CONF,
     ServerProcess,
     eventually,

@@ -32,7 +32,7 @@ from pyhive import hive
 from rich.console import Console
 from rich.table import Table
 
-from sparkgate.testing import ServerProcess, free_port
+from sparkgate_dev import ServerProcess, free_port
 
 TRIVIAL = "SELECT 1"
 AGGREGATION = "SELECT id % 10 AS k, count(*), sum(id) FROM range(100000) GROUP BY 1 ORDER BY 1"

@@ -24,7 +24,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkgate.client import Client
-from sparkgate.testing import ServerProcess
+from sparkgate_dev import ServerProcess
 
 TARGET = 1000
 NODES = 2

@@ -19,7 +19,7 @@ import threading
 import time
 from pathlib import Path
 
-from harness import bench_server, raw_spark  # type: ignore[import-not-found]
+from harness import bench_server, raw_spark
 from rich.console import Console
 from rich.table import Table
 
@@ -73,6 +73,7 @@ def main() -> None:
         size = write_csv(data, args.gb)
         console.print(f"wrote {size / 2**30:.2f} GiB")
         with bench_server(console) as server, Client(server.url, timeout=600) as sg:
+            assert server.process is not None
             pid = server.process.pid
             before = rss_mb(pid)
             sampler = Sampler(pid)

@@ -37,7 +37,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkgate.client import Client
-from sparkgate.testing import ServerProcess, eventually
+from sparkgate_dev import ServerProcess, eventually
 
 BENCH = Path(__file__).resolve().parent
 RATE = 100  # rows per second per query

@@ -24,7 +24,7 @@ from sparkgate.settings import Settings
 from sparkgate.states import EngineKind, SessionKind, SessionState
 from sparkgate.store import Store
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
-from sparkgate.testing import (
+from sparkgate_dev import (
     TEST_SPARK_CONF,
     ServerProcess,
     free_port,

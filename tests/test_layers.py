@@ -13,8 +13,11 @@ from collections import defaultdict
 from pathlib import Path
 
 import sparkgate
+import sparkgate_dev
 
 SRC = Path(sparkgate.__file__).parent
+# The rigs (test servers, the chaos suite, the standalone cluster): outside the package, on top.
+DEV = Path(sparkgate_dev.__file__).parent
 
 # Bottom to top; a module may import its own layer's and the ones below.
 LAYERS: list[set[str]] = [
@@ -22,6 +25,7 @@ LAYERS: list[set[str]] = [
     {
         "sparkgate",
         "errors",
+        "recorded",
         "states",
         "sql",
         "settings",
@@ -31,7 +35,7 @@ LAYERS: list[set[str]] = [
         "logs",
     },
     {"results", "store"},
-    {"auth", "metrics", "catalog", "cluster", "enginelink"},
+    {"auth", "metrics", "catalog", "enginelink"},
     # the engine side: what a statement handler is given, the capabilities, the engine
     {"runtime"},
     {"tables", "streaming"},
@@ -46,7 +50,7 @@ LAYERS: list[set[str]] = [
     {"api", "livy", "hive2", "connect", "web", "client"},
     # wiring, and what drives a server from outside
     {"server"},
-    {"cli", "testing"},
+    {"cli"},
 ]
 DOORS = {"api", "livy", "hive2", "connect", "web", "client"}
 RANK = {name: rank for rank, layer in enumerate(LAYERS) for name in layer}
@@ -166,3 +170,36 @@ def test_the_graph_is_read() -> None:
     for module, targets in GRAPH.items():
         arrows[_group(module)].update(_group(t) for t in targets)
     assert "service" in arrows["hive2"] and "service" in arrows["web"]
+
+
+def _absolute_imports(path: Path) -> set[str]:
+    """Every module ``path`` names in an absolute import (``from a.b import c``: ``a.b``)."""
+    found: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            found.add(node.module)
+    return found
+
+
+def test_nothing_in_the_package_imports_the_rigs() -> None:
+    """The rigs depend on sparkgate, never the reverse: the wheel ships without them."""
+    reaching = sorted(
+        f"{module} -> {imported}"
+        for module, path in MODULES.items()
+        for imported in _absolute_imports(path)
+        if imported.partition(".")[0] == "sparkgate_dev"
+    )
+    assert reaching == []
+
+
+def test_the_rigs_import_only_modules_the_package_has() -> None:
+    used = {
+        imported
+        for path in DEV.rglob("*.py")
+        for imported in _absolute_imports(path)
+        if imported.partition(".")[0] == "sparkgate"
+    }
+    assert "sparkgate.client" in used and "sparkgate.processes" in used  # the arrows are read
+    assert used - MODULES.keys() == set()

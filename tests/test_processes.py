@@ -7,7 +7,7 @@ import subprocess
 import sys
 
 from sparkgate.processes import alive
-from sparkgate.testing import eventually
+from sparkgate_dev import eventually
 
 
 def test_a_running_process_is_alive_and_its_zombie_is_not() -> None:

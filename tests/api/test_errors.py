@@ -14,7 +14,7 @@ from fastapi import FastAPI
 
 from sparkgate.errors import NotFound
 from sparkgate.http.errors import UnexpectedErrors, install_error_handlers
-from sparkgate.testing import eventually, free_port
+from sparkgate_dev import eventually, free_port
 
 
 def _app() -> FastAPI:

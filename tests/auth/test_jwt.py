@@ -21,8 +21,8 @@ from sparkgate.auth.jwt import JwtAuthenticator
 from sparkgate.auth.principal import Identity
 from sparkgate.errors import ConfigurationError
 from sparkgate.settings import Settings
-from sparkgate.testing import free_port
-from sparkgate.testing.jwt import JwtIssuer
+from sparkgate_dev import free_port
+from sparkgate_dev.jwt import JwtIssuer
 
 MakeAuth = Callable[..., JwtAuthenticator]
 

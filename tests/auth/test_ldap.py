@@ -12,8 +12,8 @@ from sparkgate.auth.ldap import LdapAuthenticator
 from sparkgate.auth.principal import Identity
 from sparkgate.errors import ConfigurationError
 from sparkgate.settings import Settings
-from sparkgate.testing import free_port
-from sparkgate.testing.slapd import LDAP_GROUPS, LDAP_USERS, SlapdServer, slapd_unavailable
+from sparkgate_dev import free_port
+from sparkgate_dev.slapd import LDAP_GROUPS, LDAP_USERS, SlapdServer, slapd_unavailable
 
 
 @pytest.fixture(scope="module")

@@ -6,7 +6,7 @@ import json
 import subprocess
 import sys
 
-from sparkgate.testing import ServerProcess, eventually
+from sparkgate_dev import ServerProcess, eventually
 
 
 def sparkgate(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:

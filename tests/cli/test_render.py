@@ -23,7 +23,7 @@ def printed(renderable: Any, *, terminal: bool) -> str:
 def test_without_a_terminal_a_table_is_tsv_whole_and_escaped() -> None:
     long = "v" * 150
     schema = [{"name": "label", "type": "string"}, {"name": "m", "type": "map<string,int>"}]
-    rows = [[long, {"k": 1}], ["tab\there\nand [bold]no markup[/]", None]]
+    rows: list[list[Any]] = [[long, {"k": 1}], ["tab\there\nand [bold]no markup[/]", None]]
     assert printed(result_table(schema, rows), terminal=False).splitlines() == [
         "label\tm",
         f'{long}\t{{"k": 1}}',

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from sparkgate.client import Client
-from sparkgate.testing import ServerProcess, eventually
+from sparkgate_dev import ServerProcess, eventually
 
 
 @pytest.fixture

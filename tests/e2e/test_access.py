@@ -31,7 +31,7 @@ from livy.models import SessionKind as LivyKind
 from livy.session import LivySession
 from pyhive import hive
 
-from sparkgate.testing import (
+from sparkgate_dev import (
     TEST_SPARK_CONF,
     ServerProcess,
     beeline,
@@ -40,7 +40,7 @@ from sparkgate.testing import (
     local_test_settings,
     user_files,
 )
-from sparkgate.testing.jwt import JwtIssuer
+from sparkgate_dev.jwt import JwtIssuer
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -633,14 +633,15 @@ def test_bad_files_fail_naming_line_and_column_and_change_nothing(env: Env) -> N
             _absent(env, table)
     assert sorted(env.rows("carol", "SELECT * FROM analysts.ledger")) == before
     # Refused before anything runs: an empty file, an unknown format or mode, a bad name.
-    for table, data, params, status, code in [
+    refused: list[tuple[str, bytes, dict[str, Any], int, str]] = [
         ("analysts.bad5", b"", {}, 422, "FILE_EMPTY"),
         ("analysts.bad6", b"a\n", {"format": "xlsx"}, 422, "INVALID_REQUEST"),
         ("analysts.bad7", b"a\n", {"mode": "merge"}, 422, "INVALID_REQUEST"),
         ("analysts.x;DROP TABLE y", b"a\n", {}, 422, "INVALID_REQUEST"),
         ("analysts.bad8", b"a\n", {"format": "parquet", "schema": "a INT"}, 422, "INVALID_REQUEST"),
-    ]:
-        answer = _load(env, "bob", table, data, **params)
+    ]
+    for table, data, options, status, code in refused:
+        answer = _load(env, "bob", table, data, **options)
         assert answer.status_code == status, (table, answer.text)
         assert answer.json()["error"]["code"] == code, answer.text
     for table in ("analysts.bad5", "analysts.bad6", "analysts.bad7", "analysts.bad8"):

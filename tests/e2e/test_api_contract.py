@@ -26,7 +26,7 @@ from fastapi.routing import APIRoute
 from sparkgate.server import create_app
 from sparkgate.settings import Settings
 from sparkgate.store.schema import tokens
-from sparkgate.testing import (
+from sparkgate_dev import (
     FUZZ_CHECKS,
     ServerProcess,
     fuzz_api,

@@ -26,7 +26,7 @@ from sparkgate.states import TableOperation, TableTxnState
 from sparkgate.store.records import TableTxnRecord
 from sparkgate.tables.janitor import TableJanitor
 from sparkgate.tables.locations import local_path
-from sparkgate.testing import ServerProcess, eventually
+from sparkgate_dev import ServerProcess, eventually
 from tests.e2e.conftest import run
 
 pytestmark = pytest.mark.spark

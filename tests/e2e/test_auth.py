@@ -30,15 +30,15 @@ from starlette.routing import Mount
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.settings import Settings
 from sparkgate.store.schema import stream_jobs, stream_queries
-from sparkgate.testing import (
+from sparkgate_dev import (
     ServerProcess,
     eventually,
     kill_engines,
     local_test_settings,
     user_files,
 )
-from sparkgate.testing.jwt import JwtIssuer
-from sparkgate.testing.slapd import LDAP_USERS, SlapdServer, slapd_unavailable
+from sparkgate_dev.jwt import JwtIssuer
+from sparkgate_dev.slapd import LDAP_USERS, SlapdServer, slapd_unavailable
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 

@@ -1,6 +1,6 @@
 """The multi-machine shape on one machine: two nodes on a fresh PostgreSQL database, engines
 as applications on a Spark standalone cluster, one shared home; then the chaos suite's short
-form (src/sparkgate/testing/chaos.py; the full form is bench/chaos.py)."""
+form (dev/sparkgate_dev/chaos.py; the full form is bench/chaos.py)."""
 
 from __future__ import annotations
 
@@ -11,9 +11,8 @@ import pytest
 from livy.models import SessionKind
 from livy.session import LivySession
 
-from sparkgate import cluster
-from sparkgate.testing import eventually
-from sparkgate.testing.chaos import SHORT, Chaos, Failover, Rig, describe, wait_final
+from sparkgate_dev import cluster, eventually
+from sparkgate_dev.chaos import SHORT, Chaos, Failover, Rig, describe, wait_final
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 

@@ -20,7 +20,7 @@ from typing import Any
 import httpx
 import pytest
 
-from sparkgate.testing import (
+from sparkgate_dev import (
     TEST_SPARK_CONF,
     ServerProcess,
     eventually,
@@ -270,7 +270,7 @@ def test_every_method_without_a_token_or_with_a_wrong_one_is_unauthenticated(env
     import grpc
 
     from sparkgate.enginelink import SERVICE
-    from sparkgate.testing.proxy import TcpProxy
+    from sparkgate_dev.proxy import TcpProxy
 
     methods = list(SERVICE.methods)
     assert {"ExecutePlan", "Config", "ReleaseSession", "AddArtifacts"} <= {m.name for m in methods}

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from sparkgate.testing import eventually, free_port
-from sparkgate.testing.proxy import TcpProxy
+from sparkgate_dev import eventually, free_port
+from sparkgate_dev.proxy import TcpProxy
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(900)]
 

@@ -9,7 +9,7 @@ from typing import Any
 
 from sparkgate.client import Client
 from sparkgate.states import EngineState
-from sparkgate.testing import ServerProcess, eventually
+from sparkgate_dev import ServerProcess, eventually
 from tests.e2e.conftest import run, wait_idle
 
 

@@ -27,7 +27,7 @@ from thriftpy2.thrift import TApplicationException, TMessageType
 from thriftpy2.transport import memory as thrift_memory
 
 from sparkgate.hive2.idl import T
-from sparkgate.testing import (
+from sparkgate_dev import (
     ServerProcess,
     beeline,
     eventually,

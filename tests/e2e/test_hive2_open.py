@@ -14,12 +14,13 @@ import socket
 import struct
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
 from pyhive import hive
 
-from sparkgate.testing import ServerProcess, eventually, free_port
+from sparkgate_dev import ServerProcess, eventually, free_port
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 
@@ -31,7 +32,7 @@ MAX_PENDING = 3
 def open_server(
     tmp_path_factory: pytest.TempPathFactory, metastore_uri: str
 ) -> Iterator[tuple[ServerProcess, int]]:
-    from sparkgate.testing import kill_engines, local_test_settings
+    from sparkgate_dev import kill_engines, local_test_settings
 
     port = free_port()
     settings = local_test_settings(
@@ -123,7 +124,7 @@ def _livy_sql(http: httpx.Client, code: str, rows: list[list[object]]) -> int:
         )
         posted = http.post(f"/sessions/{session['id']}/statements", json={"code": code}).json()
 
-        def available() -> dict[str, object] | None:
+        def available() -> dict[str, Any] | None:
             got = http.get(f"/sessions/{session['id']}/statements/{posted['id']}").json()
             return got if got["state"] == "available" else None
 

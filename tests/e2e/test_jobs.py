@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from sparkgate.client import Client, ClientError
-from sparkgate.testing import ServerProcess, eventually, kill_engines, local_test_settings
+from sparkgate_dev import ServerProcess, eventually, kill_engines, local_test_settings
 from tests.e2e.conftest import run
 
 # Everything Spark SQL, YAML and the metadata literals could stumble on.

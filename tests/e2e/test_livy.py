@@ -17,7 +17,7 @@ from livy.models import SessionKind, SessionState, SparkRuntimeError, StatementS
 from livy.session import LivySession
 
 from sparkgate.client import Client
-from sparkgate.testing import ServerProcess, eventually
+from sparkgate_dev import ServerProcess, eventually
 from tests.cli.test_cli import sparkgate
 
 

@@ -15,7 +15,7 @@ from livy.models import SessionState
 
 from sparkgate.client import Client
 from sparkgate.states import EngineState
-from sparkgate.testing import ServerProcess, eventually
+from sparkgate_dev import ServerProcess, eventually
 
 SCRIPTS = {
     "ok.py": """

@@ -17,7 +17,7 @@ from thrift.transport.TTransport import TTransportException
 
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.client import Client
-from sparkgate.testing import ServerProcess, free_port, local_test_settings
+from sparkgate_dev import ServerProcess, free_port, local_test_settings
 from tests.e2e.conftest import run, wait_idle
 
 # Read from the store: the same on every node, labelled scope="cluster".

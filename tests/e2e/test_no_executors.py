@@ -19,9 +19,8 @@ from typing import Any
 import httpx
 import pytest
 
-from sparkgate import cluster
 from sparkgate.catalog.metastore import stop_metastore
-from sparkgate.testing import ServerProcess, eventually, kill_engines, local_test_settings
+from sparkgate_dev import ServerProcess, cluster, eventually, kill_engines, local_test_settings
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(600)]
 

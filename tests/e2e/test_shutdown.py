@@ -8,7 +8,7 @@ import sys
 from typing import Any
 
 from sparkgate.states import LIVE_ENGINE_STATES
-from sparkgate.testing import eventually, wait_pids_gone
+from sparkgate_dev import eventually, wait_pids_gone
 
 
 def test_engines_stop_through_the_api_and_a_home_stops_locally(make_server: Any) -> None:

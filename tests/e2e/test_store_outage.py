@@ -14,9 +14,9 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from sparkgate.client import ClientError
-from sparkgate.testing import ServerProcess, eventually
-from sparkgate.testing.chaos import fresh_database, through
-from sparkgate.testing.proxy import TcpProxy
+from sparkgate_dev import ServerProcess, eventually
+from sparkgate_dev.chaos import fresh_database, through
+from sparkgate_dev.proxy import TcpProxy
 
 pytestmark = [pytest.mark.postgres, pytest.mark.spark]
 
@@ -29,7 +29,7 @@ SLOW = "SELECT 7 AS n FROM range(1) WHERE java_method('java.lang.Thread', 'sleep
 def outage_rig(
     tmp_path_factory: pytest.TempPathFactory, pg_available: None
 ) -> Iterator[tuple[ServerProcess, TcpProxy, str]]:
-    from sparkgate.testing import kill_engines, local_test_settings
+    from sparkgate_dev import kill_engines, local_test_settings
 
     home = tmp_path_factory.mktemp("outage")
     with fresh_database() as url:

@@ -19,7 +19,7 @@ from typing import Any
 import pytest
 
 from sparkgate.client import Client, ClientError
-from sparkgate.testing import ServerProcess, eventually, kill_engines, local_test_settings
+from sparkgate_dev import ServerProcess, eventually, kill_engines, local_test_settings
 from tests.e2e.conftest import run
 
 REPO = Path(__file__).resolve().parents[2]

@@ -28,7 +28,7 @@ from cryptography.x509.oid import NameOID
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.catalog.metastore import java_executable
 from sparkgate.settings import Settings
-from sparkgate.testing import (
+from sparkgate_dev import (
     ServerProcess,
     beeline,
     env_for,

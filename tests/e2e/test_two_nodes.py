@@ -13,7 +13,7 @@ from TCLIService import ttypes
 from thrift.transport import THttpClient
 
 from sparkgate.client import Client
-from sparkgate.testing import eventually, free_port
+from sparkgate_dev import eventually, free_port
 
 ENDLESS = "SELECT sum(id % 7) FROM range(100000000000)"
 ONCE = "SELECT 'once' AS once"

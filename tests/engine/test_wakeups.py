@@ -24,7 +24,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import Store
 from sparkgate.store.hints import SocketHints, engine_channel
-from sparkgate.testing import eventually
+from sparkgate_dev import eventually
 
 pytestmark = pytest.mark.spark
 

@@ -15,8 +15,7 @@ from typing import Any
 
 import pytest
 
-from sparkgate import cluster
-from sparkgate.testing import TEST_SPARK_CONF, eventually
+from sparkgate_dev import TEST_SPARK_CONF, cluster, eventually
 
 pytestmark = pytest.mark.spark
 
@@ -42,7 +41,7 @@ def test_the_cluster_runs_one_alive_worker_and_says_so(running: cluster.ClusterI
     assert [(w["state"], w["cores"]) for w in workers] == [("ALIVE", 2)]
     assert cluster.start(running.directory) == running  # already running: the same one
     shown = subprocess.run(
-        [sys.executable, "-m", "sparkgate.cluster", "status", "--dir", str(running.directory)],
+        [sys.executable, "-m", "sparkgate_dev.cluster", "status", "--dir", str(running.directory)],
         capture_output=True,
         text=True,
         check=False,

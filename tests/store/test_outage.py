@@ -28,7 +28,7 @@ def test_connection_failures_are_outages_and_refusals_are_not() -> None:
 
 
 def test_a_store_nobody_answers_for_says_store_unavailable() -> None:
-    from sparkgate.testing import free_port
+    from sparkgate_dev import free_port
 
     store = Store.open(f"postgresql+psycopg://postgres@127.0.0.1:{free_port()}/test", hints=False)
     try:

@@ -22,7 +22,7 @@ from typing import Any
 import httpx
 import pytest
 
-from sparkgate.testing import ServerProcess, kill_engines, local_test_settings, user_files
+from sparkgate_dev import ServerProcess, kill_engines, local_test_settings, user_files
 
 pytestmark = pytest.mark.spark
 

@@ -28,20 +28,20 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
-from sparkgate import cluster
 from sparkgate.client import FINAL_STATES, Client, ClientError
 from sparkgate.settings import Settings
 from sparkgate.states import LIVE_ENGINE_STATES, TERMINAL_STATEMENT_STATES
 from sparkgate.store import Store
-from sparkgate.testing import (
+from sparkgate_dev import (
     TEST_SPARK_CONF,
     ServerProcess,
+    cluster,
     env_for,
     eventually,
     free_port,
     local_test_settings,
 )
-from sparkgate.testing.proxy import TcpProxy
+from sparkgate_dev.proxy import TcpProxy
 
 T = TypeVar("T")
 

@@ -25,7 +25,7 @@ import warnings
 from pathlib import Path
 from types import TracebackType
 
-from sparkgate.testing import free_port
+from sparkgate_dev import free_port
 
 SUFFIX = "dc=example,dc=org"
 PEOPLE = f"ou=people,{SUFFIX}"
