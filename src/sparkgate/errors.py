@@ -1,5 +1,9 @@
 """sparkgate's errors: a stable SCREAMING_SNAKE code, parameters, and a message that says what
 was tried, what the state is, and what to do. Only the API layer maps them to HTTP statuses.
+
+The codes (``ErrorCode``), the record an error leaves (``RecordedError``) and the base class
+are in ``sparkgate.recorded`` (with the errors that are only ever recorded), and re-exported
+here.
 """
 
 from __future__ import annotations
@@ -7,49 +11,39 @@ from __future__ import annotations
 import time
 from typing import Any
 
-
-class SparkgateError(Exception):
-    code = "INTERNAL_ERROR"
-
-    def __init__(self, message: str, **params: Any) -> None:
-        super().__init__(message)
-        self.message = message
-        self.params = params
-
-    def __str__(self) -> str:
-        return f"[{self.code}] {self.message}"
-
-    def to_dict(self) -> dict[str, Any]:
-        return {"code": self.code, "message": self.message, **self.params}
+# "X as X" is how a module re-exports a name for mypy; PLC0414 takes it for a useless alias.
+from sparkgate.recorded import ErrorCode as ErrorCode  # noqa: PLC0414
+from sparkgate.recorded import RecordedError as RecordedError  # noqa: PLC0414
+from sparkgate.recorded import SparkgateError as SparkgateError  # noqa: PLC0414
 
 
 class StoreUnavailable(SparkgateError):
     """The store could not be reached (down, restarting, the network between): nothing was
     done; the same request may be sent again."""
 
-    code = "STORE_UNAVAILABLE"
+    code = ErrorCode.STORE_UNAVAILABLE
 
 
 class NotFound(SparkgateError):
-    code = "NOT_FOUND"
+    code = ErrorCode.NOT_FOUND
 
 
 class SessionNotFound(NotFound):
-    code = "SESSION_NOT_FOUND"
+    code = ErrorCode.SESSION_NOT_FOUND
 
     def __init__(self, session_id: int) -> None:
         super().__init__(f"Session {session_id} does not exist.", session_id=session_id)
 
 
 class QueryNotFound(NotFound):
-    code = "QUERY_NOT_FOUND"
+    code = ErrorCode.QUERY_NOT_FOUND
 
     def __init__(self, query_id: int) -> None:
         super().__init__(f"Query {query_id} does not exist.", query_id=query_id)
 
 
 class EngineNotFound(NotFound):
-    code = "ENGINE_NOT_FOUND"
+    code = ErrorCode.ENGINE_NOT_FOUND
 
     def __init__(self, engine_id: int) -> None:
         super().__init__(f"Engine {engine_id} does not exist.", engine_id=engine_id)
@@ -58,7 +52,7 @@ class EngineNotFound(NotFound):
 class EngineBackoff(SparkgateError):
     """Engines of this placement failed NO_EXECUTORS in a row: the next waits (engine.backoff)."""
 
-    code = "ENGINE_BACKOFF"
+    code = ErrorCode.ENGINE_BACKOFF
 
     def __init__(self, placement: str, attempt: int, next_at: float, now: float) -> None:
         when = time.strftime("%H:%M:%S UTC", time.gmtime(next_at))
@@ -75,11 +69,11 @@ class EngineBackoff(SparkgateError):
 class Conflict(SparkgateError):
     """The request is valid but the object's current state refuses it."""
 
-    code = "INVALID_STATE"
+    code = ErrorCode.INVALID_STATE
 
 
 class SessionNotActive(Conflict):
-    code = "SESSION_NOT_ACTIVE"
+    code = ErrorCode.SESSION_NOT_ACTIVE
 
     def __init__(self, session_id: int, state: str) -> None:
         super().__init__(
@@ -91,7 +85,7 @@ class SessionNotActive(Conflict):
 
 
 class BatchSessionUsed(Conflict):
-    code = "BATCH_SESSION_USED"
+    code = ErrorCode.BATCH_SESSION_USED
 
     def __init__(self, session_id: int) -> None:
         super().__init__(
@@ -102,7 +96,7 @@ class BatchSessionUsed(Conflict):
 
 
 class QueryFinished(Conflict):
-    code = "QUERY_FINISHED"
+    code = ErrorCode.QUERY_FINISHED
 
     def __init__(self, query_id: int, state: str) -> None:
         super().__init__(
@@ -113,7 +107,7 @@ class QueryFinished(Conflict):
 
 
 class ResultNotReady(Conflict):
-    code = "RESULT_NOT_AVAILABLE"
+    code = ErrorCode.RESULT_NOT_AVAILABLE
 
     def __init__(
         self, query_id: int, state: str, *, connect: bool = False, load: bool = False
@@ -140,7 +134,7 @@ class ResultNotReady(Conflict):
 
 
 class ResultGone(Conflict):
-    code = "RESULT_GONE"
+    code = ErrorCode.RESULT_GONE
 
     def __init__(self, query_id: int, path: str) -> None:
         super().__init__(
@@ -153,13 +147,13 @@ class ResultGone(Conflict):
 
 
 class InvalidRequest(SparkgateError):
-    code = "INVALID_REQUEST"
+    code: str = ErrorCode.INVALID_REQUEST  # a SqlError may carry Spark's condition instead
 
 
 class IdempotencyKeyInvalid(InvalidRequest):
     """An ``Idempotency-Key`` header no key can be (answered 400, as a missing one would be)."""
 
-    code = "IDEMPOTENCY_KEY_INVALID"
+    code = ErrorCode.IDEMPOTENCY_KEY_INVALID
 
     def __init__(self, reason: str) -> None:
         super().__init__(
@@ -170,7 +164,7 @@ class IdempotencyKeyInvalid(InvalidRequest):
 
 
 class IdempotencyKeyReused(InvalidRequest):
-    code = "IDEMPOTENCY_KEY_REUSED"
+    code = ErrorCode.IDEMPOTENCY_KEY_REUSED
 
     def __init__(self, key: str, request: str, first_request: str) -> None:
         what = "another body" if request == first_request else f"a {first_request} request"
@@ -185,32 +179,32 @@ class IdempotencyKeyReused(InvalidRequest):
 class StoreConflict(SparkgateError):
     """A compare-and-set lost to another writer; the caller decides whether that matters."""
 
-    code = "CONCURRENT_UPDATE"
+    code = ErrorCode.CONCURRENT_UPDATE
 
 
 class ConfigurationError(SparkgateError):
-    code = "INVALID_CONFIGURATION"
+    code = ErrorCode.INVALID_CONFIGURATION
 
 
 # -- streaming -----------------------------------------------------------------------------
 
 
 class StreamJobNotFound(NotFound):
-    code = "STREAM_JOB_NOT_FOUND"
+    code = ErrorCode.STREAM_JOB_NOT_FOUND
 
     def __init__(self, name: str) -> None:
         super().__init__(f"Stream job '{name}' does not exist.", name=name)
 
 
 class StreamQueryNotFound(NotFound):
-    code = "STREAM_QUERY_NOT_FOUND"
+    code = ErrorCode.STREAM_QUERY_NOT_FOUND
 
     def __init__(self, query_id: int) -> None:
         super().__init__(f"Streaming query {query_id} does not exist.", query_id=query_id)
 
 
 class StreamJobExists(Conflict):
-    code = "STREAM_JOB_EXISTS"
+    code = ErrorCode.STREAM_JOB_EXISTS
 
     def __init__(self, name: str, state: str) -> None:
         super().__init__(
@@ -224,7 +218,7 @@ class StreamJobExists(Conflict):
 class StreamJobActive(Conflict):
     """The job runs (or is on its way to or from running) and the request needs it at rest."""
 
-    code = "STREAM_JOB_ACTIVE"
+    code = ErrorCode.STREAM_JOB_ACTIVE
 
     def __init__(self, name: str, state: str, action: str) -> None:
         super().__init__(
@@ -236,7 +230,7 @@ class StreamJobActive(Conflict):
 
 
 class StreamJobBusy(Conflict):
-    code = "STREAM_JOB_BUSY"
+    code = ErrorCode.STREAM_JOB_BUSY
 
     def __init__(self, name: str, state: str) -> None:
         super().__init__(
@@ -249,7 +243,7 @@ class StreamJobBusy(Conflict):
 class StreamQueryNameClash(InvalidRequest):
     """Two streaming queries of one job (or one session) would share a name."""
 
-    code = "STREAM_QUERY_NAME_CLASH"
+    code = ErrorCode.STREAM_QUERY_NAME_CLASH
 
     def __init__(self, name: str, first: str, second: str) -> None:
         super().__init__(
@@ -263,7 +257,7 @@ class StreamQueryNameClash(InvalidRequest):
 class StreamJobSuperseded(Conflict):
     """A session tried to act for a stream job that another session (or nobody) runs now."""
 
-    code = "STREAM_JOB_SUPERSEDED"
+    code = ErrorCode.STREAM_JOB_SUPERSEDED
 
     def __init__(self, name: str, session_id: int, state: str) -> None:
         super().__init__(
@@ -276,7 +270,7 @@ class StreamJobSuperseded(Conflict):
 
 
 class StreamQueryNotRunning(NotFound):
-    code = "STREAM_QUERY_NOT_FOUND"
+    code = ErrorCode.STREAM_QUERY_NOT_FOUND
 
     def __init__(self, name: str, session_id: int) -> None:
         super().__init__(
@@ -291,7 +285,7 @@ class StreamQueryNotRunning(NotFound):
 
 
 class JobNotFound(NotFound):
-    code = "JOB_NOT_FOUND"
+    code = ErrorCode.JOB_NOT_FOUND
 
     def __init__(self, name: str) -> None:
         super().__init__(
@@ -301,14 +295,14 @@ class JobNotFound(NotFound):
 
 
 class DeploymentNotFound(NotFound):
-    code = "DEPLOYMENT_NOT_FOUND"
+    code = ErrorCode.DEPLOYMENT_NOT_FOUND
 
     def __init__(self, deployment_id: int) -> None:
         super().__init__(f"Deployment {deployment_id} does not exist.", deployment_id=deployment_id)
 
 
 class JobRunNotFound(NotFound):
-    code = "JOB_RUN_NOT_FOUND"
+    code = ErrorCode.JOB_RUN_NOT_FOUND
 
     def __init__(self, run_id: int) -> None:
         super().__init__(f"Job run {run_id} does not exist.", run_id=run_id)
@@ -317,7 +311,7 @@ class JobRunNotFound(NotFound):
 class ManifestsInvalid(InvalidRequest):
     """Manifests, the template or definition files have problems: nothing was deployed."""
 
-    code = "MANIFESTS_INVALID"
+    code = ErrorCode.MANIFESTS_INVALID
 
     def __init__(self, errors: list[dict[str, Any]]) -> None:
         lines = []
@@ -333,7 +327,7 @@ class ManifestsInvalid(InvalidRequest):
 
 
 class DeployInProgress(Conflict):
-    code = "DEPLOY_IN_PROGRESS"
+    code = ErrorCode.DEPLOY_IN_PROGRESS
 
     def __init__(self, deployment_id: int | None, node_id: str | None, waited: float) -> None:
         which = f"Deployment {deployment_id}" if deployment_id is not None else "Another deploy"
@@ -349,7 +343,7 @@ class DeployInProgress(Conflict):
 
 
 class JobNotBatch(Conflict):
-    code = "JOB_NOT_BATCH"
+    code = ErrorCode.JOB_NOT_BATCH
 
     def __init__(self, name: str, mode: str) -> None:
         super().__init__(
@@ -361,7 +355,7 @@ class JobNotBatch(Conflict):
 
 
 class JobRemoved(Conflict):
-    code = "JOB_REMOVED"
+    code = ErrorCode.JOB_REMOVED
 
     def __init__(self, name: str) -> None:
         super().__init__(
@@ -374,7 +368,7 @@ class Unauthenticated(SparkgateError):
     """No credentials, or credentials no authenticator accepts. The message is the same for an
     unknown user and a wrong password, so that names cannot be probed."""
 
-    code = "UNAUTHENTICATED"
+    code = ErrorCode.UNAUTHENTICATED
 
     def __init__(self, message: str = "Missing or invalid credentials.") -> None:
         super().__init__(message)
@@ -383,11 +377,11 @@ class Unauthenticated(SparkgateError):
 class Forbidden(SparkgateError):
     """The user is known but the access rules refuse what was asked."""
 
-    code = "FORBIDDEN"
+    code = ErrorCode.FORBIDDEN
 
 
 class MissingRight(Forbidden):
-    code = "ACCESS_DENIED"
+    code = ErrorCode.ACCESS_DENIED
 
     def __init__(self, user: str, right: str, action: str) -> None:
         super().__init__(
@@ -399,7 +393,7 @@ class MissingRight(Forbidden):
 
 
 class DeniedSetting(Forbidden):
-    code = "SETTING_DENIED"
+    code = ErrorCode.SETTING_DENIED
 
     def __init__(self, key: str, pattern: str, where: str | None = None) -> None:
         place = f" ({where})" if where else ""
@@ -413,11 +407,11 @@ class DeniedSetting(Forbidden):
 
 
 class LimitExceeded(SparkgateError):
-    code = "LIMIT_EXCEEDED"
+    code = ErrorCode.LIMIT_EXCEEDED
 
 
 class PayloadTooLarge(SparkgateError):
-    code = "PAYLOAD_TOO_LARGE"
+    code = ErrorCode.PAYLOAD_TOO_LARGE
 
     def __init__(self, limit: int, setting: str = "SPARKGATE_REQUEST_MAX_BYTES") -> None:
         super().__init__(
@@ -427,40 +421,41 @@ class PayloadTooLarge(SparkgateError):
 
 
 class FileEmpty(InvalidRequest):
-    code = "FILE_EMPTY"
+    code = ErrorCode.FILE_EMPTY
 
     def __init__(self) -> None:
         super().__init__("The file is empty: there is nothing to load.", field="body")
 
 
 class EngineLost(Conflict):
-    """The engine that held a session died: what the session had (temporary views,
-    settings, cached data) is gone with it."""
+    """An engine died (it stopped heartbeating, or never started): its sessions, with what
+    they had (temporary views, settings, cached data), and its running work are gone."""
 
-    code = "ENGINE_LOST"
+    code = ErrorCode.ENGINE_LOST
 
-    def __init__(self, session_id: int, detail: str) -> None:
-        super().__init__(
+    @classmethod
+    def of_session(cls, session_id: int, detail: str) -> EngineLost:
+        return cls(
             f"Session {session_id} ended with its engine ({detail}). Start a new session.",
             session_id=session_id,
         )
 
 
 class NotSupported(InvalidRequest):
-    code = "NOT_SUPPORTED"
+    code = ErrorCode.NOT_SUPPORTED
 
 
 class EngineUnreachable(SparkgateError):
     """The engine holding a session cannot take a call now (starting, or without the
     service the call needs); the same call may be sent again."""
 
-    code = "ENGINE_UNAVAILABLE"
+    code = ErrorCode.ENGINE_UNAVAILABLE
 
 
 class TableNotFound(NotFound):
     """Also what a user is told of a table they may not see (the engine's check says so)."""
 
-    code = "TABLE_NOT_FOUND"
+    code = ErrorCode.TABLE_NOT_FOUND
 
     def __init__(self, name: str) -> None:
         super().__init__(
@@ -471,7 +466,7 @@ class TableNotFound(NotFound):
 
 
 class SchemaNotFound(NotFound):
-    code = "SCHEMA_NOT_FOUND"
+    code = ErrorCode.SCHEMA_NOT_FOUND
 
     def __init__(self, name: str) -> None:
         super().__init__(
@@ -482,7 +477,7 @@ class SchemaNotFound(NotFound):
 class CatalogUnavailable(SparkgateError):
     """The catalog statement run for a catalog read failed (the engine or its metastore)."""
 
-    code = "CATALOG_UNAVAILABLE"
+    code = ErrorCode.CATALOG_UNAVAILABLE
 
     def __init__(self, query_id: int, error: dict[str, object] | None) -> None:
         what = error or {}

@@ -23,6 +23,7 @@ from sparkgate.cli.common import (
 )
 from sparkgate.cli.render import describe_error, table, versions_text
 from sparkgate.client import Client, ClientError
+from sparkgate.recorded import ErrorCode
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 _ACTION_STYLES = {
@@ -163,7 +164,7 @@ def _follow(sg: Client, deployment: dict[str, Any], timeout: float) -> dict[str,
 def _refused(exc: ClientError) -> None:
     error = exc.body.get("error", {}) if isinstance(exc.body, dict) else {}
     problems = error.get("errors")
-    if exc.code == "MANIFESTS_INVALID" and isinstance(problems, list):
+    if exc.code == ErrorCode.MANIFESTS_INVALID and isinstance(problems, list):
         for p in problems:
             where = str(p["file"]) + (f":{p['line']}" if p.get("line") else "")
             field = f" [bold]{p['field']}[/]:" if p.get("field") else ""

@@ -40,6 +40,7 @@ from sparkgate.errors import (
     StoreUnavailable,
     Unauthenticated,
 )
+from sparkgate.recorded import RecordedError
 from sparkgate.service.connect import ConnectService, ConnectTarget, Operation
 
 log = logging.getLogger("sparkgate.connect")
@@ -261,7 +262,7 @@ class ConnectDoor:
                 error = engine_error(exc)
                 with _answering(context):
                     self.connect.finish(
-                        statement_id, error=error, cancelled=error["code"] in _CANCEL_CLASSES
+                        statement_id, error=error.to_json(), cancelled=error.code in _CANCEL_CLASSES
                     )
             _relay_error(context, exc)
         if statement_id is None:
@@ -295,10 +296,11 @@ class ConnectDoor:
             self.connect.check_settings(user, [pair.key for pair in operation.set.pairs], target)
 
 
-def engine_error(exc: grpc.RpcError) -> dict[str, Any]:
+def engine_error(exc: grpc.RpcError) -> RecordedError:
     """A failed operation's error as a query records it: Spark's error class (from the
     status details the engine sent), its exception class and its message."""
-    error: dict[str, Any] = {"code": exc.code().name, "message": exc.details() or ""}
+    code: str = exc.code().name
+    params: dict[str, Any] = {}
     for key, value in _trailers(exc):
         if key != "grpc-status-details-bin":
             continue
@@ -307,11 +309,11 @@ def engine_error(exc: grpc.RpcError) -> dict[str, Any]:
             if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
                 info = error_details_pb2.ErrorInfo()
                 detail.Unpack(info)
-                error["class"] = info.reason
-                error["code"] = info.metadata.get("errorClass") or info.reason.rsplit(".", 1)[-1]
+                params["class"] = info.reason
+                code = info.metadata.get("errorClass") or info.reason.rsplit(".", 1)[-1]
                 if info.metadata.get("sqlState"):
-                    error["sql_state"] = info.metadata["sqlState"]
-    return error
+                    params["sql_state"] = info.metadata["sqlState"]
+    return RecordedError(code, exc.details() or "", params)
 
 
 @dataclass(frozen=True)

@@ -4,9 +4,10 @@ clear final state, so nothing waits forever on something that will never answer.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
+from sparkgate.errors import EngineLost
 from sparkgate.launcher.base import Launcher
+from sparkgate.recorded import RecordedError, SessionTimedOut
 from sparkgate.settings import Settings
 from sparkgate.states import (
     LIVE_ENGINE_STATES,
@@ -47,12 +48,11 @@ def reap_lost_engines(
             why = f"did not start within {settings.engine_start_timeout:.0f}s"
         else:
             why = f"stopped heartbeating {now - engine.heartbeat_at:.0f}s ago"
-        error = {
-            "code": "ENGINE_LOST",
-            "message": f"Engine {engine.id} {why}; its sessions and running queries are lost. "
+        error = EngineLost(
+            f"Engine {engine.id} {why}; its sessions and running queries are lost. "
             "Resubmit the query, in a new session if it was interactive.",
-            "engine_id": engine.id,
-        }
+            engine_id=engine.id,
+        ).recorded()
         if fail_engine(store, engine.id, EngineState.LOST, error, now=now):
             lost.append(engine.id)
             launcher.kill(engine)
@@ -61,20 +61,21 @@ def reap_lost_engines(
 
 
 def fail_engine(
-    store: Store, engine_id: int, to: EngineState, error: dict[str, Any], *, now: float
+    store: Store, engine_id: int, to: EngineState, error: RecordedError, *, now: float
 ) -> bool:
     """Move a live engine to a final state, ending its sessions and statements with ``error``."""
+    stored = error.to_json()
     with store.db.begin() as conn:
         moved = store.transitions.engine(
-            engine_id, to, now=now, expected=LIVE_ENGINE_STATES, error=error, conn=conn
+            engine_id, to, now=now, expected=LIVE_ENGINE_STATES, error=stored, conn=conn
         )
         if not moved.applied:
             return False
         sessions = store.transitions.sessions_of_engine(
-            engine_id, SessionState.DEAD, now=now, error=error, conn=conn
+            engine_id, SessionState.DEAD, now=now, error=stored, conn=conn
         )
         for session_id in sessions:
-            store.transitions.end_statements_of_session(session_id, error, now=now, conn=conn)
+            store.transitions.end_statements_of_session(session_id, stored, now=now, conn=conn)
     return True
 
 
@@ -89,11 +90,10 @@ def reap_idle_sessions(store: Store, settings: Settings, *, now: float) -> list[
         timeout = float(session.attributes.get("idle_timeout", settings.session_idle_timeout))
         if timeout <= 0 or session.last_activity_at >= now - timeout:
             continue
-        error = {
-            "code": "SESSION_TIMED_OUT",
-            "message": f"Session {session.id} was idle for more than "
-            f"{timeout:.0f}s and was ended to free its resources.",
-        }
+        error = SessionTimedOut(
+            f"Session {session.id} was idle for more than "
+            f"{timeout:.0f}s and was ended to free its resources."
+        ).to_dict()
         moved = store.transitions.session(
             session.id, SessionState.DEAD, now=now, expected=[SessionState.IDLE], error=error
         )

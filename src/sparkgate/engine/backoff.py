@@ -26,11 +26,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from sparkgate.recorded import ErrorCode
 from sparkgate.states import EngineState
 from sparkgate.store.records import EngineRecord
 from sparkgate.streaming.backoff import RetryPolicy, backoff_delay
 
-NO_EXECUTORS = "NO_EXECUTORS"
 HISTORY = 32  # engines of a placement read back; the delay is at its cap long before
 
 
@@ -48,7 +48,8 @@ class Backoff:
 
 
 def failed_for_no_executors(engine: EngineRecord) -> bool:
-    return engine.state is EngineState.FAILED and (engine.error or {}).get("code") == NO_EXECUTORS
+    code = (engine.error or {}).get("code")
+    return engine.state is EngineState.FAILED and code == ErrorCode.NO_EXECUTORS
 
 
 def no_executors_backoff(

@@ -43,8 +43,16 @@ from sparkgate.engine.user_code import (
     interruptible,
 )
 from sparkgate.errors import DeniedSetting
+from sparkgate.recorded import (
+    BatchExited,
+    BatchFileMissing,
+    BatchFileUnreadable,
+    BatchFileUnsupported,
+    RecordedError,
+    SqlScriptEmpty,
+)
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
-from sparkgate.runtime.failures import DescribedError, describe_failure
+from sparkgate.runtime.failures import DescribedError, describe_failure, recorded_failure
 
 LOG_FLUSH_INTERVAL = 1.0
 PREVIEW_ROWS = 20  # rows of a script's intermediate queries printed to the log
@@ -56,7 +64,7 @@ def parse_command(code: str) -> tuple[str, list[str]]:
     """``"job.py --day 1"`` -> ``("job.py", ["--day", "1"])`` (shell quoting, ``shlex``)."""
     parts = shlex.split(code)
     if not parts:
-        raise DescribedError({"code": "BATCH_FILE_MISSING", "message": "No file to run."})
+        raise DescribedError(BatchFileMissing("No file to run.").recorded())
     return parts[0], parts[1:]
 
 
@@ -80,14 +88,12 @@ def read_source(spark: Any, path: str) -> str:
         return "".join(row[0] for row in rows)
     except Exception as exc:
         host = socket.gethostname()
-        raise DescribedError(
-            {
-                "code": "BATCH_FILE_UNREADABLE",
-                "message": f"The batch file {path} cannot be read by the engine on {host}: "
-                f"{describe_failure(exc)['message']}",
-                "path": path,
-            }
-        ) from exc
+        unreadable = BatchFileUnreadable(
+            f"The batch file {path} cannot be read by the engine on {host}: "
+            f"{recorded_failure(exc).message}",
+            path=path,
+        )
+        raise DescribedError(unreadable.recorded()) from exc
 
 
 # -- the log ----------------------------------------------------------------------------------
@@ -156,12 +162,10 @@ def run_file(ctx: ExecutionContext) -> ExecResult:
         elif suffix == ".sql":
             result = run_sql_script(ctx, source, path)
         else:
-            raise DescribedError(
-                {
-                    "code": "BATCH_FILE_UNSUPPORTED",
-                    "message": f"{path}: only .py (PySpark) and .sql files run as batches.",
-                }
+            unsupported = BatchFileUnsupported(
+                f"{path}: only .py (PySpark) and .sql files run as batches."
             )
+            raise DescribedError(unsupported.recorded())
     return ExecResult(result=result, output=log.output())
 
 
@@ -202,13 +206,9 @@ def run_python_script(path: str, source: str, args: list[str]) -> None:
             return
         if not isinstance(status, int):
             print(status, file=sys.stderr)  # sys.exit("message") prints it, exit status 1
-        raise DescribedError(
-            {
-                "code": "BATCH_EXITED",
-                "message": f"{path} exited with status {status if isinstance(status, int) else 1}.",
-                "exit_status": status if isinstance(status, int) else 1,
-            }
-        ) from None
+        exit_status = status if isinstance(status, int) else 1
+        exited = BatchExited(f"{path} exited with status {exit_status}.", exit_status=exit_status)
+        raise DescribedError(exited.recorded()) from None
     except StatementInterrupted:
         raise
     except BaseException as exc:
@@ -223,7 +223,7 @@ def run_python_script(path: str, source: str, args: list[str]) -> None:
         )
         if isinstance(exc, SyntaxError) and exc.lineno is not None:
             error.update(line=exc.lineno, position=exc.offset)
-        raise DescribedError(error) from None
+        raise DescribedError(RecordedError.from_json(error)) from None
 
 
 def _script_traceback(exc: BaseException, filename: str) -> list[str]:
@@ -240,9 +240,7 @@ def run_sql_script(
 ) -> dict[str, Any] | None:
     pieces = split_sql(source)
     if not pieces:
-        raise DescribedError(
-            {"code": "SQL_SCRIPT_EMPTY", "message": "The SQL script has no statements."}
-        )
+        raise DescribedError(SqlScriptEmpty("The SQL script has no statements.").recorded())
     check_settings(ctx, path, pieces)
     result: dict[str, Any] | None = None
     for index, piece in enumerate(pieces, start=1):
@@ -269,7 +267,7 @@ def run_sql_script(
             error["message"] = (
                 f"Statement {index} of {len(pieces)} ({where}) failed: {error.get('message')}"
             )
-            raise DescribedError(error) from exc
+            raise DescribedError(RecordedError.from_json(error)) from exc
     return result
 
 
@@ -289,7 +287,7 @@ def check_settings(ctx: ExecutionContext, path: str, pieces: list[SqlPiece]) -> 
             rules.check_settings(sql_needs(piece.text).settings, where=f"{path}, line {piece.line}")
         except DeniedSetting as error:
             _audit_denied(ctx, error)
-            raise DescribedError(error.to_dict()) from error
+            raise DescribedError(error.recorded()) from error
 
 
 def _audit_denied(ctx: ExecutionContext, error: DeniedSetting) -> None:

@@ -30,6 +30,7 @@ from sparkgate.engine.session_catalog import (
     permanent_tables,
     quote,
 )
+from sparkgate.recorded import InvalidCatalogRequest, PreviewTimedOut
 from sparkgate.runtime.contract import ExecResult, ExecutionContext, dataframe_result
 from sparkgate.runtime.failures import DescribedError, describe_failure
 
@@ -64,9 +65,7 @@ def browse(
 
 def describe(ctx: ExecutionContext, schema: str | None, table: str | None) -> ExecResult:
     if not table:
-        raise DescribedError(
-            {"code": "INVALID_CATALOG_REQUEST", "message": "A 'describe' call names a table."}
-        )
+        raise DescribedError(InvalidCatalogRequest("A 'describe' call names a table.").recorded())
     spark = ctx.session.spark
     name = quote(SESSION_CATALOG, schema or "default", table)
     # The engine's check answers TABLE_OR_VIEW_NOT_FOUND for a table the user may not see.
@@ -125,13 +124,11 @@ def _first_rows(ctx: ExecutionContext, preview: DataFrame) -> ExecResult:
     except Exception:
         if not expired.is_set():
             raise
-        raise DescribedError(
-            {
-                "code": "PREVIEW_TIMED_OUT",
-                "message": f"No rows within {PREVIEW_SECONDS:.0f} s: the executors were busy "
-                "with other work. The rest of the page is current; try again later.",
-            }
-        ) from None
+        timed_out = PreviewTimedOut(
+            f"No rows within {PREVIEW_SECONDS:.0f} s: the executors were busy "
+            "with other work. The rest of the page is current; try again later."
+        )
+        raise DescribedError(timed_out.recorded()) from None
     finally:
         timer.cancel()
         sc.removeJobTag(tag)

@@ -29,6 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkgate.engine import catalog_browse
 from sparkgate.engine.session_catalog import check_cancelled, permanent_tables, quote
+from sparkgate.recorded import InvalidCatalogRequest
 from sparkgate.runtime.contract import ExecResult, ExecutionContext, rows_result
 from sparkgate.runtime.failures import DescribedError
 
@@ -111,7 +112,7 @@ def parse_request(code: str) -> CatalogRequest:
 
 
 def _invalid(message: str) -> DescribedError:
-    return DescribedError({"code": "INVALID_CATALOG_REQUEST", "message": message})
+    return DescribedError(InvalidCatalogRequest(message).recorded())
 
 
 # -- JDBC patterns --------------------------------------------------------------------

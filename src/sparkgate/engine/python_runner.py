@@ -40,6 +40,7 @@ from sparkgate.engine.user_code import (
     clean_text,
     interruptible,
 )
+from sparkgate.recorded import RecordedError
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.runtime.failures import DescribedError, describe_failure
 from sparkgate.runtime.session import OpenSession
@@ -333,7 +334,8 @@ def run_python(
         except StatementInterrupted:
             raise
         except BaseException as exc:  # SystemExit too: a statement cannot end the engine
-            raise DescribedError(describe_python_failure(exc, code)) from None
+            error = RecordedError.from_json(describe_python_failure(exc, code))
+            raise DescribedError(error) from None
     return compose_output(result, capture.stdout.getvalue(), capture.stderr.getvalue())
 
 

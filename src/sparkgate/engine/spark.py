@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkgate.engine.artifacts import isolation_conf, share_root
 from sparkgate.engine.authz.build import EXTENSION_CLASS, ensure_jar
+from sparkgate.recorded import ErrorCode
 from sparkgate.settings import Settings
 from sparkgate.states import EngineKind
 
@@ -51,7 +52,7 @@ SHARED_ENGINE_DEFAULTS = {"spark.dynamicAllocation.minExecutors": "1"}
 class NoExecutors(RuntimeError):
     """The cluster gave the engine no executor in time: it would wait forever."""
 
-    code = "NO_EXECUTORS"
+    code = ErrorCode.NO_EXECUTORS
 
 
 def ui_proxy_base(engine_id: int) -> str:

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from sparkgate.recorded import SqlScriptInvalid
 from sparkgate.runtime.failures import DescribedError
 
 
@@ -39,9 +40,8 @@ def split_sql(script: str) -> list[SqlPiece]:
     try:
         tokens = Dialect.get_or_raise("spark").tokenize(script)
     except TokenError as exc:
-        raise DescribedError(
-            {"code": "SQL_SCRIPT_INVALID", "message": f"The SQL script cannot be read: {exc}"}
-        ) from exc
+        invalid = SqlScriptInvalid(f"The SQL script cannot be read: {exc}")
+        raise DescribedError(invalid.recorded()) from exc
     pieces: list[SqlPiece] = []
     current: list[Any] = []
     for token in [*tokens, None]:

@@ -8,6 +8,7 @@ from typing import Any
 
 from sparkgate.errors import NotFound, SparkgateError
 from sparkgate.hive2.idl import T
+from sparkgate.recorded import ErrorCode
 from sparkgate.states import StatementState
 from sparkgate.store.schema import ID_MAX
 
@@ -16,13 +17,13 @@ MAGIC = b"SG"
 
 
 class InvalidHandle(SparkgateError):
-    code = "INVALID_HANDLE"
+    code = ErrorCode.INVALID_HANDLE
 
 
 class OperationFailed(SparkgateError):
     """The operation ended failed or cancelled: its error, as the client should show it."""
 
-    code = "OPERATION_FAILED"
+    code = ErrorCode.OPERATION_FAILED
 
     def __init__(self, message: str, sql_state: str | None) -> None:
         super().__init__(message)

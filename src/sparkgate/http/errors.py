@@ -32,6 +32,7 @@ from sparkgate.errors import (
     StoreUnavailable,
     Unauthenticated,
 )
+from sparkgate.recorded import ErrorCode, RecordedError
 
 log = logging.getLogger("sparkgate.api")
 
@@ -151,7 +152,11 @@ def _describe_validation(exc: RequestValidationError) -> dict[str, Any]:
         message = f"The request body is not valid JSON{': ' + str(detail) if detail else ''}."
     else:
         message = "; ".join(f"{f['field']}: {f['message']}" for f in fields)
-    return {"code": "INVALID_REQUEST", "message": message, "fields": fields}
+    return InvalidRequest(message, fields=fields).to_dict()
+
+
+# Starlette's own errors (a path no route has, a method the path does not take).
+_HTTP_CODES = {404: ErrorCode.NOT_FOUND, 405: ErrorCode.METHOD_NOT_ALLOWED}
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -165,11 +170,12 @@ def install_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http(request: Request, exc: StarletteHTTPException) -> Response:
-        code = {404: "NOT_FOUND", 405: "METHOD_NOT_ALLOWED"}.get(exc.status_code, "HTTP_ERROR")
+        code = _HTTP_CODES.get(exc.status_code, ErrorCode.HTTP_ERROR)
         message = str(exc.detail)
         if exc.status_code == 404:
             message = f"No route {request.method} {request.url.path}."
-        answer = error_response(request, exc.status_code, {"code": code, "message": message})
+        error = RecordedError(code, message).to_json()
+        answer = error_response(request, exc.status_code, error)
         # Starlette's own headers: a 405 names the methods the path takes (Allow).
         answer.headers.update(exc.headers or {})
         return answer
@@ -206,9 +212,8 @@ class UnexpectedErrors:
             log.exception("unexpected error on %s %s", request.method, request.url.path)
             if started:
                 return  # part of the answer is out: the server closes the connection
-            error = {
-                "code": "INTERNAL_ERROR",
-                "message": f"An unexpected error ({type(exc).__name__}) stopped this request; "
-                "the server's log has the details.",
-            }
-            await error_response(request, 500, error)(scope, receive, send)
+            error = SparkgateError(
+                f"An unexpected error ({type(exc).__name__}) stopped this request; "
+                "the server's log has the details."
+            )
+            await error_response(request, 500, error.to_dict())(scope, receive, send)

@@ -18,6 +18,7 @@ from sparkgate.jobs.fingerprint import canonical_table, job_fingerprints
 from sparkgate.jobs.manifest import LoadedManifest, Manifest, load_manifests
 from sparkgate.jobs.plan import Declared
 from sparkgate.jobs.script import JobStep, Metadata, batch_steps, streaming_steps
+from sparkgate.recorded import ErrorCode
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.script import split_script
 from sparkgate.states import StatementKind
@@ -26,11 +27,11 @@ from sparkgate.streaming.backoff import RetryPolicy
 from sparkgate.streaming.script import check_script
 
 # Where a problem found in the generated SAVE STREAM belongs, by its code.
-_SAVE_STREAM_FIELDS = {
-    "STREAM_SINK_OUTPUT_MODE_UNSUPPORTED": "output-mode",
-    "STREAM_SINK_PARTITIONING_UNSUPPORTED": "partitioned-by",
-    "INVALID_STREAM_OPTION": "retry",
-    "STREAM_SINK_NOT_RESUMABLE": "sink-options",
+_SAVE_STREAM_FIELDS: dict[str, str] = {
+    ErrorCode.STREAM_SINK_OUTPUT_MODE_UNSUPPORTED: "output-mode",
+    ErrorCode.STREAM_SINK_PARTITIONING_UNSUPPORTED: "partitioned-by",
+    ErrorCode.INVALID_STREAM_OPTION: "retry",
+    ErrorCode.STREAM_SINK_NOT_RESUMABLE: "sink-options",
 }
 
 

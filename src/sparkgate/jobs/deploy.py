@@ -27,7 +27,6 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from sparkgate.errors import (
     DeployInProgress,
@@ -40,6 +39,13 @@ from sparkgate.jobs.bundle import Bundle, DeclaredJob, files_of, load_bundle
 from sparkgate.jobs.files import SourceFile
 from sparkgate.jobs.plan import Action, ActionKind, Current, plan
 from sparkgate.jobs.script import Metadata
+from sparkgate.recorded import (
+    DeployIncomplete,
+    DeploymentAbandoned,
+    DeploymentInterrupted,
+    ErrorCode,
+    RecordedError,
+)
 from sparkgate.settings import Settings
 from sparkgate.states import DeploymentState, StreamJobState
 from sparkgate.store import Store
@@ -66,7 +72,7 @@ _POLL = 0.2
 class DeployFailed(SparkgateError):
     """One job could not be deployed as planned (the others go on)."""
 
-    code = "JOB_NOT_DEPLOYED"
+    code = ErrorCode.JOB_NOT_DEPLOYED
 
 
 @dataclass(frozen=True)
@@ -235,12 +241,11 @@ class Deployer:
             )
             if held or now - deployment.created_at < 2 * self.settings.lease_ttl:
                 continue
-            error = {
-                "code": "DEPLOYMENT_ABANDONED",
-                "message": f"Deployment {deployment.id} stopped making progress: its node "
+            error = DeploymentAbandoned(
+                f"Deployment {deployment.id} stopped making progress: its node "
                 f"({deployment.node_id}) no longer holds the deploy lease (it stopped or died). "
-                "Deploy again: the plan starts from what runs now.",
-            }
+                "Deploy again: the plan starts from what runs now."
+            ).recorded()
             self.end(deployment.id, DeploymentState.FAILED, error, now, "its deployment ended")
             if lease is not None and lease.owner == deployment.lease_owner:
                 self.store.leases.release(LEASE, lease.owner)
@@ -255,7 +260,7 @@ class Deployer:
         self,
         deployment_id: int,
         state: DeploymentState,
-        error: dict[str, Any] | None,
+        error: RecordedError | None,
         now: float,
         skipped: str,
     ) -> bool:
@@ -267,7 +272,7 @@ class Deployer:
                 now=now,
                 expected=[DeploymentState.RUNNING],
                 conn=conn,
-                error=error,
+                error=None if error is None else error.to_json(),
             )
             if moved.applied:
                 self.store.deployments.skip_unfinished(
@@ -332,7 +337,7 @@ class _Run:
         except Exception as exc:
             self._failed(action.name)
             error = _error_of(exc)
-            log.warning("deploying %s (%s) failed: %s", action.name, action.kind, error)
+            log.warning("deploying %s (%s) failed: %s", action.name, action.kind, error.to_json())
             self._outcome(decision.id, "failed", note="not deployed", error=error)
         else:
             self._outcome(decision.id, "done", note=note)
@@ -343,21 +348,18 @@ class _Run:
 
     def _finish(self, failed: list[str]) -> None:
         now = self.clock()
-        error: dict[str, Any]
+        error: RecordedError
         if self.lost.is_set() or self.deployer.closing:
             why = "lost the deploy lease" if self.lost.is_set() else "its server node stopped"
-            error = {
-                "code": "DEPLOYMENT_INTERRUPTED",
-                "message": f"Deployment {self.record.id} stopped before its end: {why}. "
-                "Deploy again: the plan starts from what runs now.",
-            }
+            error = DeploymentInterrupted(
+                f"Deployment {self.record.id} stopped before its end: {why}. "
+                "Deploy again: the plan starts from what runs now."
+            ).recorded()
             self.deployer.end(self.record.id, DeploymentState.FAILED, error, now, why)
         elif failed:
-            error = {
-                "code": "DEPLOY_INCOMPLETE",
-                "message": f"{len(failed)} job(s) not deployed: {', '.join(failed)}.",
-                "jobs": failed,
-            }
+            error = DeployIncomplete(
+                f"{len(failed)} job(s) not deployed: {', '.join(failed)}.", jobs=failed
+            ).recorded()
             self.deployer.end(self.record.id, DeploymentState.FAILED, error, now, "")
         else:
             self.deployer.end(self.record.id, DeploymentState.SUCCEEDED, None, now, "")
@@ -387,10 +389,11 @@ class _Run:
         outcome: str,
         *,
         note: str | None = None,
-        error: dict[str, Any] | None = None,
+        error: RecordedError | None = None,
     ) -> None:
+        stored = None if error is None else error.to_json()
         self.store.deployments.set_outcome(
-            decision_id, outcome, now=self.clock(), note=note, error=error
+            decision_id, outcome, now=self.clock(), note=note, error=stored
         )
 
     # -- one action ----------------------------------------------------------------------
@@ -484,7 +487,7 @@ class _Run:
         if final.state is not _J.RUNNING:
             error = final.error or {"message": f"the stream job is {final.state.value}"}
             raise DeployFailed(
-                f"Job '{job.name}' did not start: [{error.get('code', 'FAILED')}] "
+                f"Job '{job.name}' did not start: [{error.get('code', ErrorCode.FAILED)}] "
                 f"{error.get('message', '')}",
                 job=job.name,
                 cause=error,
@@ -575,7 +578,7 @@ def _decisions(actions: list[Action], versions: dict[str, int]) -> list[PlannedD
     ]
 
 
-def _error_of(exc: Exception) -> dict[str, Any]:
+def _error_of(exc: Exception) -> RecordedError:
     if isinstance(exc, SparkgateError):
-        return exc.to_dict()
-    return {"code": "INTERNAL_ERROR", "message": f"{type(exc).__name__}: {exc}"}
+        return exc.recorded()
+    return SparkgateError(f"{type(exc).__name__}: {exc}").recorded()

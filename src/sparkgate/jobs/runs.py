@@ -19,6 +19,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from sparkgate.errors import JobNotBatch, JobRemoved
+from sparkgate.recorded import Failed, JobRunLost, SessionEnded
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
     JobRunState,
@@ -110,10 +111,7 @@ class JobRunner:
     def _advance(self, run: JobRunRecord, now: float) -> None:
         if run.session_id is None or run.statement_id is None:
             if now - run.created_at > _OPEN_GRACE:
-                error: dict[str, Any] = {
-                    "code": "JOB_RUN_LOST",
-                    "message": "Its session was never opened.",
-                }
+                error = JobRunLost("Its session was never opened.").to_dict()
                 self._end(run, JobRunState.FAILED, error, now)
             return
         session = self.store.sessions.get(run.session_id)
@@ -144,9 +142,7 @@ class JobRunner:
         elif statement.state is StatementState.CANCELLED:
             self._end(run, JobRunState.CANCELLED, statement.error, now)
         else:
-            failure: dict[str, Any] = dict(
-                statement.error or {"code": "FAILED", "message": "The step failed."}
-            )
+            failure = dict(statement.error or Failed("The step failed.").to_dict())
             failure.update(step=run.step, steps=total, query_id=statement.id)
             self._end(run, JobRunState.FAILED, failure, now)
 
@@ -164,7 +160,7 @@ class JobRunner:
 
 
 def _ended(error: dict[str, Any] | None) -> dict[str, Any]:
-    return error or {"code": "SESSION_ENDED", "message": "Its session ended."}
+    return error or SessionEnded("Its session ended.").to_dict()
 
 
 class _LostRace(Exception):

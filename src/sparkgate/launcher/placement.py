@@ -32,6 +32,7 @@ from collections.abc import Callable
 from sparkgate.engine.backoff import HISTORY, Backoff, no_executors_backoff
 from sparkgate.errors import EngineBackoff
 from sparkgate.launcher.base import Launcher
+from sparkgate.recorded import EngineLaunchFailed
 from sparkgate.settings import Settings
 from sparkgate.states import EngineKind, EngineState, SessionKind, SessionState
 from sparkgate.store import Store
@@ -250,7 +251,7 @@ class Placement:
                 engine.id,
                 EngineState.FAILED,
                 now=self.clock(),
-                error={"code": "ENGINE_LAUNCH_FAILED", "message": str(exc)},
+                error=EngineLaunchFailed(str(exc)).to_dict(),
             )
             raise
         log.info("launched %s engine %s", engine.kind.value, engine.id)

@@ -16,13 +16,14 @@ from sparkgate.catalog.metastore import stop_metastore
 from sparkgate.errors import Conflict
 from sparkgate.launcher import launcher_for
 from sparkgate.launcher.base import Launcher
+from sparkgate.recorded import EngineTerminated, ErrorCode
 from sparkgate.settings import Settings
 from sparkgate.states import LIVE_ENGINE_STATES, TERMINAL_ENGINE_STATES, EngineState
 from sparkgate.store import Store
 
 
 class ServerStillRunning(Conflict):
-    code = "SERVER_RUNNING"
+    code = ErrorCode.SERVER_RUNNING
 
     def __init__(self, owner: str) -> None:
         super().__init__(
@@ -87,7 +88,7 @@ def stop_home(
                 EngineState.STOPPED,
                 now=clock(),
                 expected=LIVE_ENGINE_STATES,
-                error={"code": "ENGINE_TERMINATED", "message": "did not stop when asked"},
+                error=EngineTerminated("did not stop when asked").to_dict(),
             )
             report.terminated.append(engine.id)
     finally:

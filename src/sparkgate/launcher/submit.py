@@ -29,6 +29,7 @@ from pathlib import Path
 from sparkgate.engine.spark import engine_spark_conf
 from sparkgate.errors import ConfigurationError
 from sparkgate.launcher.local import kill_process_group, process_alive
+from sparkgate.recorded import ErrorCode
 from sparkgate.settings import Settings
 from sparkgate.store import Store
 from sparkgate.store.records import EngineRecord
@@ -83,7 +84,7 @@ def yarn_command(settings: Settings, engine: EngineRecord) -> list[str]:
 
 
 class LaunchRefused(ConfigurationError):
-    code = "LAUNCH_REFUSED"
+    code = ErrorCode.LAUNCH_REFUSED
 
 
 def kubernetes_command(settings: Settings, engine: EngineRecord) -> list[str]:

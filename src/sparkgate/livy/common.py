@@ -16,6 +16,7 @@ from sparkgate.http.openapi import REASONS, refusals
 from sparkgate.http.params import LivyFrom, LivySize
 from sparkgate.livy import views
 from sparkgate.livy.models import CreateBody
+from sparkgate.recorded import ErrorCode
 from sparkgate.service import Service
 from sparkgate.states import SessionKind, StatementKind, StatementState
 from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
@@ -24,11 +25,11 @@ _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
 
 class LivyNotFound(NotFound):
-    code = "NOT_FOUND"
+    code = ErrorCode.NOT_FOUND
 
 
 class CsrfHeaderMissing(InvalidRequest):
-    code = "CSRF_HEADER_MISSING"
+    code = ErrorCode.CSRF_HEADER_MISSING
 
     def __init__(self) -> None:
         # Livy's own words, which clients and their users may know.

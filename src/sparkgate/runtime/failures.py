@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from sparkgate.errors import SparkgateError
+from sparkgate.recorded import RecordedError
 
 _PARSE_POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
 # Spark appends the analyzed plan to analysis errors ("...; line 1 pos 14;\n'Project ..."):
@@ -18,26 +19,34 @@ class DescribedError(Exception):
     traceback, the line of a SQL script that failed, an error of SQL sparkgate ran on the
     user's behalf with positions moved back onto the statement the user wrote.
 
-    raise DescribedError({"code": "ZeroDivisionError", "message": "division by zero"})
+    raise DescribedError(RecordedError("ZeroDivisionError", "division by zero"))
     """
 
-    def __init__(self, error: dict[str, Any]) -> None:
-        super().__init__(f"[{error.get('code')}] {error.get('message')}")
-        self.error = error
+    def __init__(self, error: RecordedError) -> None:
+        super().__init__(f"[{error.code}] {error.message}")
+        self.recorded = error
+
+    @property
+    def error(self) -> dict[str, Any]:
+        """The record as the store keeps it (a new dict each time)."""
+        return self.recorded.to_json()
 
 
-def describe_failure(exc: BaseException, code_text: str | None = None) -> dict[str, Any]:
-    """``{"code", "message", "sql_state"?, "line"?, "position"?, "fragment"?, ...}``.
+def recorded_failure(exc: BaseException, code_text: str | None = None) -> RecordedError:
+    """What ``exc`` leaves in a record: ``code``, ``message``, then ``sql_state``,
+    ``parameters``, ``start_index``, ``stop_index``, ``fragment``, ``line``, ``position`` when
+    known.
 
     ``code`` is Spark's error condition (``TABLE_OR_VIEW_NOT_FOUND``) when Spark gives one,
     sparkgate's own code for its errors, else the exception's class name. ``line`` and
     ``position`` are 1-based.
     """
     if isinstance(exc, DescribedError):
-        return dict(exc.error)
+        return exc.recorded
     if isinstance(exc, SparkgateError):
-        return exc.to_dict()
-    error: dict[str, Any] = {"code": type(exc).__name__, "message": _first_message(exc)}
+        return exc.recorded()
+    code, message = type(exc).__name__, _first_message(exc)
+    params: dict[str, Any] = {}
     condition = _call(exc, "getCondition")
     java = getattr(exc, "java_exception", None)
     if not condition and java is not None:
@@ -47,19 +56,25 @@ def describe_failure(exc: BaseException, code_text: str | None = None) -> dict[s
         if condition:
             exc = java
     if condition:
-        error["code"] = condition
-        message = _call(exc, "getMessage")
-        if message:
-            # Spark prefixes the condition ("[DIVIDE_BY_ZERO] ..."); it is already in "code".
-            error["message"] = message.removeprefix(f"[{condition}]").strip()
+        code = condition
+        spark_message = _call(exc, "getMessage")
+        if spark_message:
+            # Spark prefixes the condition ("[DIVIDE_BY_ZERO] ..."); it is already the code.
+            message = spark_message.removeprefix(f"[{condition}]").strip()
         sql_state = _call(exc, "getSqlState")
         if sql_state:
-            error["sql_state"] = sql_state
-        params = _call(exc, "getMessageParameters")
-        if params:
-            error["parameters"] = dict(params)
-    error.update(_position(exc, code_text))
-    return error
+            params["sql_state"] = sql_state
+        parameters = _call(exc, "getMessageParameters")
+        if parameters:
+            params["parameters"] = dict(parameters)
+    params.update(_position(exc, code_text))
+    return RecordedError(code, message, params)
+
+
+def describe_failure(exc: BaseException, code_text: str | None = None) -> dict[str, Any]:
+    """``recorded_failure``'s record as JSON, ``{"code", "message", "sql_state"?, "line"?,
+    "position"?, "fragment"?, ...}``, for callers that move its positions or add to it."""
+    return recorded_failure(exc, code_text).to_json()
 
 
 def _position(exc: BaseException, code_text: str | None) -> dict[str, Any]:

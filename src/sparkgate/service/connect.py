@@ -26,6 +26,7 @@ from sparkgate.auth.access import CODE, SQL
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.errors import EngineLost, EngineUnreachable, NotSupported, SessionNotActive
+from sparkgate.recorded import ErrorCode
 from sparkgate.service.gateway import Gateway
 from sparkgate.settings import Settings
 from sparkgate.states import (
@@ -326,6 +327,7 @@ def _name(target: ConnectTarget) -> str:
 
 def _ended(session: SessionRecord) -> Exception:
     error = session.error or {}
-    if error.get("code") == "ENGINE_LOST":
-        return EngineLost(session.id, str(error.get("message", "it stopped heartbeating")))
+    if error.get("code") == ErrorCode.ENGINE_LOST:
+        detail = str(error.get("message", "it stopped heartbeating"))
+        return EngineLost.of_session(session.id, detail)
     return SessionNotActive(session.id, session.state.value)

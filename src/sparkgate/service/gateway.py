@@ -31,6 +31,7 @@ from sparkgate.errors import (
     SessionNotFound,
 )
 from sparkgate.launcher.placement import Placement, needs_own_engine
+from sparkgate.recorded import Cancelled, EngineLaunchFailed, SessionKilled
 from sparkgate.service.visibility import scope, sees_session
 from sparkgate.settings import Settings
 from sparkgate.states import (
@@ -250,10 +251,9 @@ class Gateway:
             error = exc.to_dict()
         except Exception as exc:
             log.exception("placing session %s failed", session.id)
-            error = {
-                "code": "ENGINE_LAUNCH_FAILED",
-                "message": f"No engine could be started for session {session.id}: {exc}",
-            }
+            error = EngineLaunchFailed(
+                f"No engine could be started for session {session.id}: {exc}"
+            ).to_dict()
         now = self.clock()
         with self.store.db.begin() as conn:
             self.store.transitions.session(
@@ -285,7 +285,7 @@ class Gateway:
                 now=now,
                 expected=ACTIVE_SESSION_STATES,
                 conn=conn,
-                error={"code": "SESSION_KILLED", "message": f"Session {session_id} was killed."},
+                error=SessionKilled(f"Session {session_id} was killed.").to_dict(),
             )
             if killed.applied:
                 self._cancel_statements_of(session_id, now, conn)
@@ -296,7 +296,7 @@ class Gateway:
         return self.store.sessions.get(session_id)
 
     def _cancel_statements_of(self, session_id: int, now: float, conn: Any) -> None:
-        error = {"code": "CANCELLED", "message": f"Session {session_id} was killed."}
+        error = Cancelled(f"Session {session_id} was killed.").to_dict()
         self.store.transitions.statements_of_session(
             session_id,
             StatementState.CANCELLED,
@@ -440,7 +440,7 @@ class Gateway:
                     StatementState.CANCELLED,
                     now=now,
                     expected=[StatementState.WAITING],
-                    error={"code": "CANCELLED", "message": f"Query {statement_id} was cancelled."},
+                    error=Cancelled(f"Query {statement_id} was cancelled.").to_dict(),
                 )
                 if moved.applied:
                     self._end_batch_without_work(statement.session_id)

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import Any, Self
 
 from sparkgate.errors import InvalidRequest
+from sparkgate.recorded import ErrorCode
 
 
 def location(text: str, offset: int) -> tuple[int, int]:
@@ -20,7 +21,7 @@ def location(text: str, offset: int) -> tuple[int, int]:
 class SqlError(InvalidRequest):
     """An error in a statement's text, at ``line``/``position``; ``code`` names the problem."""
 
-    code = "INVALID_STREAM_DEFINITION"
+    code: str = ErrorCode.INVALID_STREAM_DEFINITION  # or the one given, perhaps Spark's
 
     def __init__(
         self, message: str, *, line: int, position: int, code: str | None = None, **params: Any
@@ -56,4 +57,4 @@ class SqlError(InvalidRequest):
 class SqlSyntaxError(SqlError):
     """The text does not follow the grammar; ``found`` and ``expected`` say how."""
 
-    code = "PARSE_SYNTAX_ERROR"
+    code = ErrorCode.PARSE_SYNTAX_ERROR

@@ -11,6 +11,7 @@ from __future__ import annotations
 import sqlalchemy as sa
 
 from sparkgate.errors import NotFound
+from sparkgate.recorded import ErrorCode
 from sparkgate.states import (
     LIVE_ENGINE_STATES,
     EngineState,
@@ -27,7 +28,7 @@ _txn = table_transactions
 
 
 class TableTxnNotFound(NotFound):
-    code = "TABLE_TRANSACTION_NOT_FOUND"
+    code = ErrorCode.TABLE_TRANSACTION_NOT_FOUND
 
     def __init__(self, txn_id: int) -> None:
         super().__init__(f"Table transaction {txn_id} does not exist.", txn_id=txn_id)

@@ -8,12 +8,13 @@ from typing import Any
 import sqlalchemy as sa
 
 from sparkgate.errors import NotFound
+from sparkgate.recorded import ErrorCode
 from sparkgate.store.database import Database
 from sparkgate.store.schema import tokens
 
 
 class TokenNotFound(NotFound):
-    code = "TOKEN_NOT_FOUND"
+    code = ErrorCode.TOKEN_NOT_FOUND
 
     def __init__(self, token_id: int) -> None:
         super().__init__(f"Token {token_id} does not exist.", token_id=token_id)

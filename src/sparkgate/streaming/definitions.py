@@ -15,6 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkgate.recorded import ErrorCode
 from sparkgate.settings import Settings
 from sparkgate.sql.durations import COMPACT_HELP, parse_duration
 from sparkgate.sql.errors import SqlError
@@ -141,7 +142,7 @@ def query_spec(save: SaveStream, defaults: RetryPolicy) -> QuerySpec:
             where,
             f"'{name}' cannot name a streaming query (it names its checkpoint directory): use "
             "letters, digits, '_', '-' and '.', at most 128, e.g. IDENTIFIED BY clicks_to_s3",
-            code="INVALID_STREAM_QUERY_NAME",
+            code=ErrorCode.INVALID_STREAM_QUERY_NAME,
         )
     retry, options = _split_retry(save.options, defaults, text)
     checkpoint = _pop(options, "checkpointLocation")
@@ -176,7 +177,7 @@ def _check_sink(save: SaveStream, spec: QuerySpec) -> None:
             f"{', '.join(sorted(m.value.upper() for m in sink.modes))} only, not "
             f"{save.output_mode.value.upper()}; for {save.output_mode.value.upper()} use one of "
             f"{', '.join(others)}",
-            code="STREAM_SINK_OUTPUT_MODE_UNSUPPORTED",
+            code=ErrorCode.STREAM_SINK_OUTPUT_MODE_UNSUPPORTED,
         )
     if save.partitioned_on and not sink.partitioning:
         raise SqlError.at(
@@ -184,14 +185,14 @@ def _check_sink(save: SaveStream, spec: QuerySpec) -> None:
             save.offsets["partitioned_on"],
             f"{label} does not partition its output: remove PARTITIONED ON, or write to a "
             "file format (parquet, json, csv, orc, text) or a table",
-            code="STREAM_SINK_PARTITIONING_UNSUPPORTED",
+            code=ErrorCode.STREAM_SINK_PARTITIONING_UNSUPPORTED,
         )
     if sink.needs_path and "path" not in {k.lower() for k in spec.options}:
         raise SqlError.at(
             save.text,
             save.offsets["provider"],
             f"{label} needs a 'path' option: ... TO {save.provider} OPTIONS ('path'='/data/out')",
-            code="STREAM_SINK_PATH_REQUIRED",
+            code=ErrorCode.STREAM_SINK_PATH_REQUIRED,
         )
     if spec.checkpoint_location and not spec.resumable:
         option = save.option("checkpointLocation")
@@ -200,7 +201,7 @@ def _check_sink(save: SaveStream, spec: QuerySpec) -> None:
             option.offset if option else save.offsets["provider"],
             "Spark's memory sink resumes from a checkpoint in OUTPUT MODE COMPLETE only; drop "
             "'checkpointLocation' (a restart then starts over) or use OUTPUT MODE COMPLETE",
-            code="STREAM_SINK_NOT_RESUMABLE",
+            code=ErrorCode.STREAM_SINK_NOT_RESUMABLE,
         )
 
 
@@ -216,7 +217,7 @@ def check_source(create: CreateStream, *, schema_inference: bool = False) -> Non
             where,
             f"a {provider} stream reads the files in a directory: give it with OPTIONS "
             "('path'='/data/in')",
-            code="STREAM_SOURCE_PATH_REQUIRED",
+            code=ErrorCode.STREAM_SOURCE_PATH_REQUIRED,
         )
     needs_schema = provider != "text" and not schema_inference
     if needs_schema and create.columns is None and create.option("schema") is None:
@@ -226,7 +227,7 @@ def check_source(create: CreateStream, *, schema_inference: bool = False) -> Non
             f"a {provider} stream needs its columns, as Spark does not infer a streaming "
             f"source's schema: CREATE STREAM {create.name} (id BIGINT, name STRING) USING "
             f"{provider} OPTIONS (...), or a 'schema' option",
-            code="STREAM_SOURCE_SCHEMA_REQUIRED",
+            code=ErrorCode.STREAM_SOURCE_SCHEMA_REQUIRED,
         )
 
 
@@ -273,20 +274,20 @@ def _split_retry(
                 option.offset,
                 f"'{option.key}' is not a retry option (they are {', '.join(RETRY_OPTIONS)})"
                 + hint,
-                code="INVALID_STREAM_OPTION",
+                code=ErrorCode.INVALID_STREAM_OPTION,
             )
         field_name = key.removeprefix("retry.").replace(".", "_")
         try:
             values[field_name] = _retry_value(field_name, option.value)
         except ValueError as exc:
             raise SqlError.at(
-                text, option.offset, f"'{option.key}': {exc}", code="INVALID_STREAM_OPTION"
+                text, option.offset, f"'{option.key}': {exc}", code=ErrorCode.INVALID_STREAM_OPTION
             ) from None
     try:
         policy = RetryPolicy.from_json(values)
     except ValueError as exc:
         offset = next((o.offset for o in options if o.key.lower().startswith("retry.")), 0)
-        raise SqlError.at(text, offset, str(exc), code="INVALID_STREAM_OPTION") from None
+        raise SqlError.at(text, offset, str(exc), code=ErrorCode.INVALID_STREAM_OPTION) from None
     return policy, rest
 
 

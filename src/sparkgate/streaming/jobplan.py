@@ -14,6 +14,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from sparkgate.recorded import Failed, SessionEnded
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.script import split_script
 from sparkgate.states import (
@@ -149,7 +150,7 @@ def _lost(
     job, session = situation.job, situation.session
     error = dict(session.error) if session is not None and session.error else {}
     if not error:
-        error = {"code": "SESSION_ENDED", "message": "The job's session ended."}
+        error = SessionEnded("The job's session ended.").to_dict()
     error["message"] = f"Stream job '{job.name}' lost its session: {error.get('message', '')}"
     since = job.running_since
     progressed = since is not None and any(
@@ -171,7 +172,7 @@ def _lost(
 def step_error(job: StreamJobRecord, statement: StatementRecord) -> dict[str, Any]:
     """A failed step's error, in a script of steps: ``statement`` is the step's number and
     ``statement_kind`` its kind; line and position stay the step's own."""
-    error = dict(statement.error or {"code": "FAILED", "message": "The statement failed."})
+    error = dict(statement.error or Failed("The statement failed.").to_dict())
     error["statement"] = statement.seq + 1
     error["statement_kind"] = statement.kind.value
     return error
@@ -180,7 +181,7 @@ def step_error(job: StreamJobRecord, statement: StatementRecord) -> dict[str, An
 def script_error(sql: str, statement: StatementRecord) -> dict[str, Any]:
     """A failed statement's error, placed in the job's script (line and position of the
     script, ``statement`` its 1-based number)."""
-    error = dict(statement.error or {"code": "FAILED", "message": "The statement failed."})
+    error = dict(statement.error or Failed("The statement failed.").to_dict())
     number = statement.seq + 1
     error["statement"] = number
     try:

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from sparkgate.auth.principal import share_key
 from sparkgate.errors import InvalidRequest, StreamJobBusy
+from sparkgate.recorded import ErrorCode, SessionEnded
 from sparkgate.settings import Settings
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
@@ -423,8 +424,8 @@ class Streams:
             engine_live = engine is not None and engine.state in LIVE_ENGINE_STATES
             if engine_live and ended_at is not None and now - ended_at < grace:
                 continue
-            lost = (session_error or {}).get("code") == "ENGINE_LOST" or not engine_live
-            error = session_error or {"code": "SESSION_ENDED", "message": "Its session ended."}
+            lost = (session_error or {}).get("code") == ErrorCode.ENGINE_LOST or not engine_live
+            error = session_error or SessionEnded("Its session ended.").to_dict()
             self.store.transitions.stream_query(
                 query.id,
                 _Q.FAILED if lost else _Q.STOPPED,

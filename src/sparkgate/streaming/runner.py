@@ -10,6 +10,7 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from sparkgate.errors import SparkgateError
+from sparkgate.recorded import ErrorCode, RecordedError
 from sparkgate.runtime.failures import describe_failure
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.statements import CreateStream, SaveStream
@@ -66,7 +67,7 @@ def streaming_frame(spark: SparkSession, save: SaveStream) -> DataFrame:
                 f"{save.view} is a batch view, and SAVE STREAM writes streams: define it over a "
                 "stream (CREATE STREAM s USING rate; CREATE TEMPORARY VIEW v AS SELECT ... FROM "
                 "s), or read a table as a stream with CREATE STREAM s FROM TABLE t",
-                code="NOT_A_STREAMING_VIEW",
+                code=ErrorCode.NOT_A_STREAMING_VIEW,
             ) from None
         error = describe_failure(exc)
         if error.get("code") == "TABLE_OR_VIEW_NOT_FOUND":
@@ -121,12 +122,12 @@ def describe_stream_failure(message: str | None, condition: str | None) -> dict[
     terminated event) as ``{"code", "message"}``."""
     text = _QUERY_TAIL.sub("", message or "").strip()
     found = _CONDITION.match(text)
-    code = condition or (found.group(1) if found else "STREAM_FAILED")
+    code = condition or (found.group(1) if found else ErrorCode.STREAM_FAILED)
     if found:
         text = text[found.end() :]
     if len(text) > _MAX_MESSAGE:
         text = text[: _MAX_MESSAGE // 4] + "\n...\n" + text[-3 * _MAX_MESSAGE // 4 :]
-    return {"code": code, "message": text or "The streaming query failed."}
+    return RecordedError(code, text or "The streaming query failed.").to_json()
 
 
 class ConnectorMissing(SparkgateError):

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from sparkgate.recorded import ErrorCode
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.parser import parse
 from sparkgate.sql.script import ScriptStatement, split_script
@@ -54,7 +55,7 @@ def script_of(steps: list[Step]) -> tuple[str, list[dict[str, str]] | None]:
                 "A SQL step of a stream job's script is exactly one statement.",
                 line=1,
                 position=1,
-                code="INVALID_STREAM_SCRIPT",
+                code=ErrorCode.INVALID_STREAM_SCRIPT,
             )
     sql = ";\n".join(s.code for s in sql_steps)
     if len(sql_steps) == len(steps):
@@ -92,7 +93,7 @@ def check_script(
             "statements, separated by semicolons.",
             line=1,
             position=1,
-            code="STREAM_SCRIPT_EMPTY",
+            code=ErrorCode.STREAM_SCRIPT_EMPTY,
         )
     queries: list[ScriptQuery] = []
     for statement in statements:
@@ -106,7 +107,7 @@ def check_script(
                     0,
                     "STOP STREAM has no place in a stream job's script; stop the job instead "
                     "(POST /v1/streams/{name}/stop)",
-                    code="INVALID_STREAM_SCRIPT",
+                    code=ErrorCode.INVALID_STREAM_SCRIPT,
                 )
             elif isinstance(parsed, SaveStream):
                 spec = query_spec(parsed, defaults)
@@ -121,7 +122,7 @@ def check_script(
             "The script starts no streaming query: a stream job needs at least one SAVE STREAM.",
             line=statements[-1].line,
             position=statements[-1].position,
-            code="STREAM_SCRIPT_WITHOUT_QUERY",
+            code=ErrorCode.STREAM_SCRIPT_WITHOUT_QUERY,
         )
     return StreamScript(statements, queries)
 
@@ -137,7 +138,7 @@ def _check_unique(earlier: list[ScriptQuery], statement: ScriptStatement, spec: 
                 f"IDENTIFIED BY, e.g. ... IDENTIFIED BY {spec.name}_{spec.format}.",
                 line=1,
                 position=1,
-                code="STREAM_QUERY_NAME_CLASH",
+                code=ErrorCode.STREAM_QUERY_NAME_CLASH,
                 name=spec.name,
             )
         if spec.checkpoint_location and other.spec.checkpoint_location == spec.checkpoint_location:
@@ -146,5 +147,5 @@ def _check_unique(earlier: list[ScriptQuery], statement: ScriptStatement, spec: 
                 f"'{spec.checkpoint_location}'; every query needs a checkpoint of its own.",
                 line=1,
                 position=1,
-                code="STREAM_CHECKPOINT_SHARED",
+                code=ErrorCode.STREAM_CHECKPOINT_SHARED,
             )

@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sparkgate.errors import StreamQueryNotRunning
+from sparkgate.recorded import EngineStopped, SessionEnded
 from sparkgate.runtime.failures import describe_failure
 from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
@@ -225,7 +226,7 @@ class StreamSupervisor:
                 supervised.stopping = True
         if not ending and session_id not in self._listeners:
             return
-        reason = {"code": "SESSION_ENDED", "message": f"Session {session_id} ended."}
+        reason = SessionEnded(f"Session {session_id} ended.").to_dict()
 
         def stop_all() -> None:
             self._stop_many(ending, reason)
@@ -243,11 +244,9 @@ class StreamSupervisor:
             for supervised in ending:
                 supervised.stopping = True
             stops = list(self._stops)
-        reason = {
-            "code": "ENGINE_STOPPED",
-            "message": f"Engine {self.engine_id} stopped; a stream job's queries resume in "
-            "its next session.",
-        }
+        reason = EngineStopped(
+            f"Engine {self.engine_id} stopped; a stream job's queries resume in its next session."
+        ).to_dict()
         self._stop_many(ending, reason)
         for thread in stops:
             thread.join(self.settings.stream_stop_timeout)

@@ -19,6 +19,7 @@ import logging
 import time
 from typing import Any
 
+from sparkgate.recorded import RecordedError
 from sparkgate.runtime.contract import ExecResult, ExecutionContext, dataframe_result
 from sparkgate.runtime.failures import DescribedError, describe_failure
 from sparkgate.tables import catalog, locations
@@ -146,7 +147,8 @@ def _columns_differ(
             raise
         error = describe_failure(exc, statement.query)
         shift = Shift(0, statement.query_offset)
-        raise DescribedError(relocate(error, shift, statement.query, ctx.statement.code)) from exc
+        relocated = relocate(error, shift, statement.query, ctx.statement.code)
+        raise DescribedError(RecordedError.from_json(relocated)) from exc
     return column_difference(table_columns, query_columns)
 
 

@@ -23,6 +23,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from sparkgate.recorded import Orphaned
 from sparkgate.states import (
     TERMINAL_ENGINE_STATES,
     TERMINAL_STATEMENT_STATES,
@@ -82,17 +83,13 @@ def _orphaned(fact: TableTxnFacts) -> dict[str, Any] | None:
     txn = fact.txn
     if fact.statement_state is None or fact.statement_state in TERMINAL_STATEMENT_STATES:
         state = fact.statement_state.value if fact.statement_state else "gone"
-        return {
-            "code": "ORPHANED",
-            "message": f"Query {txn.statement_id} ended ({state}) before its table "
-            f"`{txn.database_name}`.`{txn.table_name}` was committed.",
-        }
+        return Orphaned(
+            f"Query {txn.statement_id} ended ({state}) before its table "
+            f"`{txn.database_name}`.`{txn.table_name}` was committed."
+        ).to_dict()
     if fact.engine_state is None or fact.engine_state in TERMINAL_ENGINE_STATES:
         state = fact.engine_state.value if fact.engine_state else "gone"
-        return {
-            "code": "ORPHANED",
-            "message": f"Engine {txn.engine_id} of query {txn.statement_id} is {state}.",
-        }
+        return Orphaned(f"Engine {txn.engine_id} of query {txn.statement_id} is {state}.").to_dict()
     return None
 
 

@@ -26,6 +26,7 @@ import logging
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from sparkgate.recorded import BadFile, BadRecord, RecordedError
 from sparkgate.results import delete as delete_result
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.runtime.failures import DescribedError, describe_failure
@@ -148,16 +149,15 @@ def _explained(
         if found is not None:
             return DescribedError(found)
         return DescribedError(
-            {
-                "code": "BAD_FILE",
-                "message": f"Spark cannot read the file as {request.format.value} "
-                f"({conditions[-1]}): is it a {request.format.value} file?",
-            }
+            BadFile(
+                f"Spark cannot read the file as {request.format.value} "
+                f"({conditions[-1]}): is it a {request.format.value} file?"
+            ).recorded()
         )
     error = describe_failure(exc)
     for key in _POSITION_KEYS:
         error.pop(key, None)
-    return DescribedError(error)
+    return DescribedError(RecordedError.from_json(error))
 
 
 def _conditions(exc: BaseException) -> list[str]:
@@ -182,7 +182,7 @@ def _conditions(exc: BaseException) -> list[str]:
 
 def describe_bad_record(
     spark: SparkSession, request: LoadRequest, schema: StructType
-) -> dict[str, Any] | None:
+) -> RecordedError | None:
     """The first record of a CSV or JSON file that does not fit ``schema``: its line in the
     file, the column and the value, as a recorded error; None when none is found."""
     if request.format is LoadFormat.PARQUET:
@@ -252,14 +252,14 @@ def _line_of(path: Path, raw: str) -> int | None:
     return None
 
 
-def _bad(message: str, line: int | None, column: str | None, value: str | None) -> dict[str, Any]:
-    error: dict[str, Any] = {"code": "BAD_RECORD", "message": f"The file's {message}."}
+def _bad(message: str, line: int | None, column: str | None, value: str | None) -> RecordedError:
+    where: dict[str, Any] = {}
     if line is not None:
-        error["file_line"] = line
+        where["file_line"] = line
     if column is not None:
-        error["column"] = column
-        error["value"] = value
-    return error
+        where["column"] = column
+        where["value"] = value
+    return BadRecord(f"The file's {message}.", **where).recorded()
 
 
 def _clip(text: str, limit: int = 200) -> str:

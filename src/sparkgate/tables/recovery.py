@@ -17,6 +17,7 @@ from __future__ import annotations
 import logging
 from typing import TYPE_CHECKING, Any
 
+from sparkgate.errors import EngineLost
 from sparkgate.settings import Settings
 from sparkgate.states import TableOperation, TableTxnState
 from sparkgate.store import Store
@@ -72,11 +73,10 @@ def _resolve(
         )
         log.info("table write %s: its engine died after the switch; committed (%s)", txn.id, moved)
         return
-    error = {
-        "code": "ENGINE_LOST",
-        "message": f"The engine of table write {txn.id} died before switching {target.quoted}; "
-        "the table was left as it was.",
-    }
+    error = EngineLost(
+        f"The engine of table write {txn.id} died before switching {target.quoted}; "
+        "the table was left as it was."
+    ).to_dict()
     moved = store.transitions.table_txn(
         txn.id, TableTxnState.ABORTED, now=now, expected=[TableTxnState.COMMITTING], error=error
     )

@@ -32,6 +32,7 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sparkgate.recorded import Cancelled, CommitFailed, QueryFailed, RecordedError
 from sparkgate.runtime import identity
 from sparkgate.runtime.failures import DescribedError, describe_failure
 from sparkgate.settings import Settings
@@ -96,7 +97,7 @@ class TwoPhaseTable(ABC):
         """Make the new table (version) visible; facts for the query's record."""
 
     @abstractmethod
-    def abort(self, reason: dict[str, Any]) -> None:
+    def abort(self, reason: RecordedError) -> None:
         """Undo: nothing staged stays, the catalog is as before. Safe to call twice."""
 
     def record(self) -> dict[str, Any]:
@@ -145,7 +146,7 @@ class TwoPhaseTable(ABC):
             # engine settled the write meanwhile (see tables.recovery).
             log.error("table write %s switched but is %s in the store", self.txn.id, done.state)
 
-    def _mark_aborted(self, reason: dict[str, Any]) -> bool:
+    def _mark_aborted(self, reason: RecordedError) -> bool:
         """Move the write to ``aborted``; True if there is something to undo (it is aborted
         now, by us or by a janitor), False if it committed."""
         if self.txn is None:
@@ -155,7 +156,7 @@ class TwoPhaseTable(ABC):
             TableTxnState.ABORTED,
             now=self.ctx.clock(),
             expected=[TableTxnState.PENDING, TableTxnState.COMMITTING],
-            error=reason,
+            error=reason.to_json(),
         )
         return moved.applied or moved.state is TableTxnState.ABORTED
 
@@ -176,7 +177,8 @@ class TwoPhaseTable(ABC):
                 raise
             error = describe_failure(exc, ran_sql)
             user_sql = self.ctx.user_sql
-            raise DescribedError(relocate(error, shift, ran_sql, user_sql, names)) from exc
+            relocated = relocate(error, shift, ran_sql, user_sql, names)
+            raise DescribedError(RecordedError.from_json(relocated)) from exc
 
 
 @dataclass
@@ -238,8 +240,7 @@ class StagedCreate(TwoPhaseTable):
             self.ctx.spark.sql(rename)
         except Exception as exc:
             if not self._renamed():
-                reason = {"code": "COMMIT_FAILED", "message": f"Renaming into place failed: {exc}"}
-                self.abort(reason)
+                self.abort(CommitFailed(f"Renaming into place failed: {exc}").recorded())
                 condition = exc.getCondition() if isinstance(exc, AnalysisException) else None
                 if condition == "TABLE_OR_VIEW_ALREADY_EXISTS":
                     # Created by someone else while we wrote: what Spark's CTAS would have said.
@@ -261,7 +262,7 @@ class StagedCreate(TwoPhaseTable):
         moved = existing is not None and _same_location(existing.location, self.target_location)
         return moved and catalog.describe(self.ctx.spark, self.staging) is None
 
-    def abort(self, reason: dict[str, Any]) -> None:
+    def abort(self, reason: RecordedError) -> None:
         if self.staging is None or not self._mark_aborted(reason):
             return
         assert self.txn is not None
@@ -321,7 +322,7 @@ class VersionedReplace(TwoPhaseTable):
             self.ctx.spark.sql(f"ALTER TABLE {self.target.sql} SET LOCATION {location}")
         except Exception as exc:
             if not self._switched():
-                self.abort({"code": "COMMIT_FAILED", "message": f"Switching failed: {exc}"})
+                self.abort(CommitFailed(f"Switching failed: {exc}").recorded())
                 raise
             log.warning("location switch of %s reported %s but took effect", self.target, exc)
         now = self.ctx.clock()
@@ -373,7 +374,7 @@ class VersionedReplace(TwoPhaseTable):
         except Exception as exc:
             self.warnings.append(f"table properties or comment not updated: {exc}")
 
-    def abort(self, reason: dict[str, Any]) -> None:
+    def abort(self, reason: RecordedError) -> None:
         if not self.version_location or not self._mark_aborted(reason):
             return
         self._remove_staging(self.version_location)
@@ -396,11 +397,11 @@ class CtasStatusHook:
         result.output["ctas"] = {**facts, "commit_ms": elapsed_ms}
 
     def on_failed(self, error: BaseException) -> None:
-        message = error.error.get("message") if isinstance(error, DescribedError) else str(error)
-        self.table.abort({"code": "QUERY_FAILED", "message": str(message)[:2000]})
+        message = error.recorded.message if isinstance(error, DescribedError) else str(error)
+        self.table.abort(QueryFailed(message[:2000]).recorded())
 
     def on_cancelled(self) -> None:
-        self.table.abort({"code": "CANCELLED", "message": "The query was cancelled."})
+        self.table.abort(Cancelled("The query was cancelled.").recorded())
 
     def __repr__(self) -> str:
         return f"CtasStatusHook({self.table.target.quoted})"

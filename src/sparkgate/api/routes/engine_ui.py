@@ -22,6 +22,7 @@ from sparkgate.errors import Conflict
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import Id
+from sparkgate.recorded import ErrorCode
 from sparkgate.states import LIVE_ENGINE_STATES
 from sparkgate.store.records import EngineRecord
 
@@ -43,7 +44,7 @@ _PASSED_REQUEST_HEADERS = ("accept", "accept-language", "if-none-match", "if-mod
 
 
 class EngineUiUnavailable(Conflict):
-    code = "ENGINE_UI_UNAVAILABLE"
+    code = ErrorCode.ENGINE_UI_UNAVAILABLE
 
     def __init__(self, engine_id: int, reason: str) -> None:
         super().__init__(f"The Spark UI of engine {engine_id} {reason}", engine_id=engine_id)

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from sparkgate.auth.access import CODE, Access, AccessRules
 from sparkgate.auth.tables import GRANT_SELECT, GRANTABLE, OWNERSHIP, SELECT, effective
 from sparkgate.auth.tables import Access as TableAccess
+from sparkgate.recorded import ErrorCode
 from sparkgate.runtime.identity import SYSTEM_USER, bind
 from sparkgate.store import Store
 from sparkgate.store.table_access import TableName
@@ -220,7 +221,7 @@ class Decider:
                 now=self.clock(),
                 user=user,
                 target=f"table:{obj}",
-                detail={"code": "INSUFFICIENT_PRIVILEGE", "privilege": privilege, "object": obj},
+                detail=ErrorCode.INSUFFICIENT_PRIVILEGE.detail(privilege=privilege, object=obj),
             )
         except Exception:
             log.exception("access control: auditing a refusal failed")
