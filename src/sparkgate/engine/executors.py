@@ -3,7 +3,7 @@
 The registry is written out here rather than filled by the capabilities registering
 themselves: every statement kind and the module that runs it are read in one place, and no
 statement kind can go missing because its module was not imported. The capabilities import
-only ``runtime.contract``, never this module, so importing it (as ``engine.process`` does) is
+only ``runtime.contract``, never this module, so importing it (as ``engine.running`` does) is
 what loads them, and there is no cycle.
 """
 

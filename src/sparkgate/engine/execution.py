@@ -1,0 +1,72 @@
+"""One statement's run as the engine tracks it, and the thread that runs a session's statements.
+
+Every step of the engine loop handles these: a claim creates an ``Execution`` and gives it to
+its session's ``SessionWorker``, a cancel sets its flag, the runner runs it on the worker's
+thread, the heartbeat reads its progress. Kept apart so that each step can name them without
+importing another step.
+"""
+
+from __future__ import annotations
+
+import queue
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass, field
+
+from sparkgate.runtime.session import OpenSession
+from sparkgate.store.records import StatementRecord
+
+
+@dataclass
+class Execution:
+    statement: StatementRecord
+    session: OpenSession
+    tag: str
+    cancelled: threading.Event = field(default_factory=threading.Event)
+    finished: threading.Event = field(default_factory=threading.Event)
+    last_cancel: float = 0.0
+    claimed_in: int = 0  # the engine's tick that claimed it
+    # The tables it read and wrote ({"read": [...], "written": [...]}), recorded with its end.
+    touched: dict[str, list[str]] | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.finished.is_set()
+
+
+class SessionWorker:
+    """The one thread that runs a session's statements, in order. Statements of different
+    sessions run at once on their own workers. A thread that lives as long as its session
+    also keeps PySpark's pinned JVM thread (and its Py4J connection) from one statement to
+    the next, where a thread per statement would set both up again each time."""
+
+    def __init__(
+        self,
+        session_id: int,
+        run: Callable[[Execution], None],
+        after: Callable[[], None],
+        ended: Callable[[], None],
+    ) -> None:
+        self._queue: queue.SimpleQueue[Execution | None] = queue.SimpleQueue()
+        self._run = run
+        self._after = after
+        self._ended = ended  # after the session's last statement, on its thread
+        self._thread = threading.Thread(
+            target=self._loop, name=f"session-{session_id}", daemon=True
+        )
+        self._thread.start()
+
+    def submit(self, execution: Execution) -> None:
+        self._queue.put(execution)
+
+    def close(self) -> None:
+        self._queue.put(None)  # ends after the statement it runs, if any
+
+    def _loop(self) -> None:
+        while (execution := self._queue.get()) is not None:
+            try:
+                self._run(execution)
+            finally:
+                execution.finished.set()
+                self._after()  # the engine may take the session's next statement now
+        self._ended()

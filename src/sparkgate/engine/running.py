@@ -1,0 +1,127 @@
+"""Run: one claimed statement run on its session's worker thread, as its session's user, by
+the executor of its kind, with its Spark jobs tagged so that a cancel finds them; then handed
+to ``reporting``.
+
+Apart from the claim (the loop's thread) and the report (which may wait out a store outage)
+because this is the part that holds Spark: everything set here (job tag, scheduler pool,
+current user, the session's files) is a property of the thread it runs on.
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sparkgate import logs
+from sparkgate.engine import artifacts
+from sparkgate.engine.authz import decider as authz
+from sparkgate.engine.execution import Execution
+from sparkgate.engine.executors import EXECUTORS
+from sparkgate.engine.reporting import Reporter
+from sparkgate.engine.shared import Shared
+from sparkgate.runtime import hooks, identity
+from sparkgate.runtime.contract import ExecResult, ExecutionContext
+from sparkgate.states import StatementKind
+
+log = logging.getLogger("sparkgate.engine")
+
+
+class StatementRunner:
+    def __init__(self, shared: Shared, reporter: Reporter) -> None:
+        self._shared = shared
+        self._reporter = reporter
+
+    def execute(self, execution: Execution) -> None:
+        statement = execution.statement
+        # This thread works for one statement: every record it logs (Spark's Python side
+        # included) names the statement, its session and the session's owner.
+        with logs.bound(
+            query_id=statement.id,
+            session_id=statement.session_id,
+            user=execution.session.record.owner,
+        ):
+            self._run_statement(execution)
+
+    def _run_statement(self, execution: Execution) -> None:
+        shared = self._shared
+        statement = execution.statement
+        assert shared.spark is not None
+        sc = shared.spark.sparkContext
+        sc.setInterruptOnCancel(True)
+        sc.addJobTag(execution.tag)
+        sc.setJobGroup(execution.tag, f"sparkgate statement {statement.id}", True)
+        sc.setLocalProperty("spark.scheduler.pool", f"session-{statement.session_id}")
+        self._run_as_owner(execution.session.record.owner)
+        # Every job this statement starts (SQL, DataFrames, its code's RDDs) sees the files
+        # its session added, and only those; what its code adds is the session's own.
+        artifacts.bind(execution.session.spark)
+        ctx = ExecutionContext(
+            execution.session,
+            statement,
+            shared.settings,
+            shared.store,
+            shared.engine_id,
+            execution.cancelled,
+            shared.streams,
+        )
+        try:
+            executor = EXECUTORS.get(statement.kind)
+            if executor is None:
+                raise ValueError(f"this engine cannot run {statement.kind.value} statements")
+            result = executor(ctx)
+            hooks.finish(ctx, result)  # e.g. commit a two-phase table: may still fail
+            outcome: ExecResult | BaseException = result
+        except BaseException as exc:
+            outcome = exc
+            hooks.fail(ctx, exc)  # e.g. abort a two-phase table
+        finally:
+            sc.clearJobTags()
+        if shared.authz is not None:
+            self._record_touched(execution, outcome)
+        self._reporter.report(execution, outcome)
+
+    def _run_as_owner(self, owner: str | None) -> None:
+        """Spark's current user is the session's user (``anonymous`` without
+        authentication, the name the session's plans are checked as: identity.bind), as
+        Spark Thrift Server makes it the connected user; else it is the engine's OS user,
+        and a table the statement creates records that as its owner. (SQL's current_user()
+        is the SQL extension's, authz NameUser, either way.) The value is a JVM
+        thread-local, and PySpark pins each Python thread to a JVM thread: set it on the
+        statement's thread, every time, as the thread may have run another's statement."""
+        assert self._shared.spark is not None
+        jvm = self._shared.spark.sparkContext._jvm
+        assert jvm is not None
+        user = owner or identity.ANONYMOUS
+        jvm.org.apache.spark.sql.catalyst.CurrentUserContext.CURRENT_USER().set(user)
+
+    def _record_touched(self, execution: Execution, outcome: ExecResult | BaseException) -> None:
+        """Who touched what: the tables and views a statement read and wrote, from the checks
+        of its plans (with table rules or without: the extension records either way), are
+        indexed with its end whatever the outcome (``store.statement_tables``, for the
+        catalog's recent queries); a statement that succeeded also says them in its record,
+        and with table rules each write is audited against the table. Taken whatever the
+        outcome, so that the thread's next statement starts clean. The catalog's own reads
+        (a preview, as the user) are not recorded: they would crowd out the queries."""
+        shared = self._shared
+        try:
+            touched = authz.take_touched(shared.authz)
+            if execution.statement.kind is StatementKind.CATALOG or not any(touched.values()):
+                return
+            if shared.store.statement_tables.available():
+                execution.touched = touched
+            if not isinstance(outcome, ExecResult):
+                return
+            outcome.output["tables"] = touched
+            if not touched.get("written") or not (shared.decider and shared.decider.active()):
+                return
+            now = shared.clock()
+            for name in touched.get("written", []):
+                shared.store.audit.add(
+                    "table.write",
+                    "ok",
+                    now=now,
+                    user=execution.session.record.owner,
+                    target=f"table:{name}",
+                    detail={"query_id": execution.statement.id},
+                )
+        except Exception:
+            log.exception("recording what statement %s touched failed", execution.statement.id)

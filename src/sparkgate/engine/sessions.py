@@ -1,0 +1,119 @@
+"""The sessions an engine hosts: opened when the store assigns them (a Spark session with the
+session's conf, its user's table rules and UDFs, and a worker thread), closed when the store
+ends them, and what they added to the engine released with them.
+
+Apart from the claims because a session lives across many statements: the loop opens and
+closes sessions as it reads the store, and claims only ever take a statement for a session
+already open here.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable
+from functools import partial
+from typing import Any
+
+from sparkgate.engine import artifacts
+from sparkgate.engine.authz import decider as authz
+from sparkgate.engine.execution import Execution, SessionWorker
+from sparkgate.engine.shared import Shared
+from sparkgate.engine.udfs import register_udfs
+from sparkgate.recorded import ErrorCode
+from sparkgate.runtime.failures import recorded_failure
+from sparkgate.runtime.session import OpenSession
+from sparkgate.states import EngineKind, SessionState
+from sparkgate.store.records import SessionRecord
+
+log = logging.getLogger("sparkgate.engine")
+
+
+class SessionKeeper:
+    def __init__(self, shared: Shared, execute: Callable[[Execution], None]) -> None:
+        self._shared = shared
+        self._execute = execute  # what a session's worker runs each statement with
+
+    def open(self, session: SessionRecord) -> None:
+        shared = self._shared
+        assert shared.spark is not None and shared.record is not None
+        if shared.record.kind is EngineKind.DEDICATED and not shared.served_session:
+            # Placement may have made this warm engine a user's shared engine
+            # (``claim_warm_as_shared``): its first session says which it serves as.
+            shared.record = shared.store.engines.get(shared.engine_id)
+        try:
+            if shared.record.kind is EngineKind.DEDICATED:
+                spark = shared.spark  # the session owns this engine: static conf already applied
+                conf = {k: v for k, v in session.conf.items() if shared.record.conf.get(k) != v}
+            else:
+                spark = shared.spark.newSession()
+                conf = session.conf
+            for key, value in conf.items():
+                spark.conf.set(key, value)
+            # Whose table rules this session's plans meet (sparkgate.engine.authz).
+            authz.bind(spark, session.owner)
+            if shared.decider is not None and session.owner:
+                groups = session.attributes.get("groups") or []
+                if shared.decider.learn_groups(session.owner, groups):
+                    shared.authz.invalidate()
+            register_udfs(spark, shared.settings.udf_modules)
+        except Exception as exc:
+            log.exception("session %s could not start", session.id)
+            end_session(
+                shared,
+                session.id,
+                SessionState.ERROR,
+                recorded_failure(exc).with_code(ErrorCode.SESSION_START_FAILED).to_json(),
+            )
+            return
+        opened = OpenSession(session, spark)
+        shared.sessions[session.id] = opened
+        shared.workers[session.id] = SessionWorker(
+            session.id, self._execute, shared.wake.set, partial(self._release_files, opened)
+        )
+        shared.served_session = True
+        outcome = shared.store.transitions.session(
+            session.id, SessionState.IDLE, now=shared.clock(), expected=[SessionState.STARTING]
+        )
+        if not outcome.applied:
+            forget_session(shared, session.id)
+        log.info("session %s open (%s)", session.id, outcome)
+
+    def close(self, session_id: int) -> None:
+        """The session ended in the store (killed, timed out): stop its work and forget it."""
+        shared = self._shared
+        open_session = forget_session(shared, session_id)
+        with shared.lock:
+            for execution in shared.running.values():
+                if execution.session.record.id == session_id:
+                    execution.cancelled.set()
+        if shared.streams is not None:
+            shared.streams.session_closed(session_id)  # its streaming queries end with it
+        if open_session is not None:
+            log.info("session %s closed", session_id)
+
+    def _release_files(self, session: OpenSession) -> None:
+        """A session ended: what it added to the engine (files, packages, archives, jars) goes
+        with it, for its classic Spark session and its Spark Connect one, if it has one (a
+        client that released it has already ended it). A stopping engine drops them all."""
+        shared = self._shared
+        if shared.stop.is_set() or shared.spark is None:
+            return
+        if session.spark is not shared.spark:
+            artifacts.release_classic(session.spark)
+        client_session = session.record.attributes.get("connect_session")
+        if client_session and session.record.owner:
+            artifacts.release_connect(shared.spark, session.record.owner, str(client_session))
+
+
+def forget_session(shared: Shared, session_id: int) -> OpenSession | None:
+    worker = shared.workers.pop(session_id, None)
+    if worker is not None:
+        worker.close()
+    return shared.sessions.pop(session_id, None)
+
+
+def end_session(shared: Shared, session_id: int, to: SessionState, error: dict[str, Any]) -> None:
+    now = shared.clock()
+    with shared.store.db.begin() as conn:
+        shared.store.transitions.session(session_id, to, now=now, error=error, conn=conn)
+        shared.store.transitions.end_statements_of_session(session_id, error, now=now, conn=conn)
