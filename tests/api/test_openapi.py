@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sparkgate import livy
-from sparkgate.api.bodies import Whoami
+from sparkgate.api.bodies.users import Whoami
 from sparkgate.auth.access import RIGHTS
 from sparkgate.errors import PayloadTooLarge, QueryNotFound
 from sparkgate.http.error_bodies import NativeError

@@ -11,7 +11,8 @@ import pytest
 from sparkgate.auth.users import Users
 from sparkgate.errors import DeployInProgress, JobNotBatch, JobNotFound, ManifestsInvalid
 from sparkgate.jobs.bundle import load_bundle
-from sparkgate.jobs.deploy import LEASE, Deployer
+from sparkgate.jobs.deploy import Deployer
+from sparkgate.jobs.deployment_run import LEASE
 from sparkgate.jobs.files import SourceFile
 from sparkgate.jobs.plan import ActionKind
 from sparkgate.jobs.runs import JobRunner
@@ -333,7 +334,7 @@ def test_a_run_succeeds_after_its_last_step_and_ends_with_its_session(
 
 
 def test_stream_job_states_are_what_the_plan_calls_running() -> None:
-    from sparkgate.jobs.deploy import _RUNNING
+    from sparkgate.jobs.deployment_run import RUNNING as _RUNNING
 
     assert {
         StreamJobState.PENDING,

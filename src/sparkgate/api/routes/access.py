@@ -7,7 +7,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from sparkgate.api.bodies import AccessExplanation, TableGrants
+from sparkgate.api.bodies.users import AccessExplanation, TableGrants
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 

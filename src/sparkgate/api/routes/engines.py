@@ -6,7 +6,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from sparkgate.api.bodies import Engine, EngineList
+from sparkgate.api.bodies.engines import Engine, EngineList
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import Id

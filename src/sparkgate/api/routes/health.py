@@ -8,7 +8,7 @@ import sqlalchemy as sa
 from fastapi import APIRouter
 
 from sparkgate import __version__
-from sparkgate.api.bodies import Health
+from sparkgate.api.bodies.health import Health
 from sparkgate.http.deps import NodeDep
 
 router = APIRouter()

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparkgate.api.bodies import (
+from sparkgate.api.bodies.jobs import (
     Deployment,
     DeploymentList,
     JobDetail,

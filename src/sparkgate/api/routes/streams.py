@@ -7,7 +7,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparkgate.api.bodies import (
+from sparkgate.api.bodies.streams import (
     DeletedStreamJob,
     SessionStreams,
     StreamJobDetail,

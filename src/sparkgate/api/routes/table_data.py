@@ -8,7 +8,7 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from sparkgate.api import bodies
+from sparkgate.api.bodies import queries as bodies
 from sparkgate.api.routes.queries import accepted
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals

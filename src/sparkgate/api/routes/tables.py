@@ -10,7 +10,7 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from sparkgate.api import bodies
+from sparkgate.api.bodies import tables as bodies
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.service.catalog import listing_view, table_view

@@ -7,7 +7,7 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparkgate.api.bodies import NewToken, Token, TokenList, Whoami
+from sparkgate.api.bodies.users import NewToken, Token, TokenList, Whoami
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import Id

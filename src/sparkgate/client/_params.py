@@ -1,0 +1,35 @@
+"""What the resource methods put in a request besides its path: the paging and filters of a
+list's query, and the Idempotency-Key of a submit. Shared by every group of calls, so in a
+module of their own."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+
+def paging(
+    offset: int, limit: int, after: str | None, total: bool | None, **filters: Any
+) -> dict[str, Any]:
+    """A list's query: paging by a cursor (``after``, the way) or an offset, not both, then
+    the ``filters`` that were given (see ``given``)."""
+    params: dict[str, Any] = {"limit": limit}
+    if offset:
+        params["offset"] = offset
+    if after is not None:
+        params["after"] = after
+    if total is not None:
+        params["total"] = "true" if total else "false"
+    return params | given(**filters)
+
+
+def idempotency(key: str | None) -> dict[str, str]:
+    """The header naming one submit: the same on each of its retries, new for the next."""
+    return {"Idempotency-Key": key or str(uuid.uuid4())}
+
+
+def given(**fields: Any) -> dict[str, Any]:
+    """The fields that are not None, in order. An optional field or filter the caller did not
+    set is left out of the request, not sent as null, so the server applies its own default;
+    callers pass ``x or None`` where an empty value also means "not set"."""
+    return {key: value for key, value in fields.items() if value is not None}

@@ -1,0 +1,153 @@
+"""The calls on sessions and queries: start, list and end sessions; submit, wait for,
+page through and cancel queries. The SQL work of the client, the part most callers use.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator
+from typing import Any
+
+import httpx
+
+from sparkgate.client._params import given, idempotency, paging
+from sparkgate.client.transport import Transport
+
+FINAL_STATES = frozenset({"success", "failed", "cancelled"})
+
+
+class QueryCalls(Transport):
+    """Sessions and queries."""
+
+    # sessions
+    def create_session(
+        self,
+        kind: str = "interactive",
+        *,
+        name: str | None = None,
+        conf: dict[str, str] | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Start a session; sent with ``idempotency_key`` (a fresh one if none is given), so
+        that a retry after a lost answer answers the session made, not a second one."""
+        body = {"kind": kind, "conf": conf or {}, **given(name=name)}
+        headers = idempotency(idempotency_key)
+        return self._call("POST", "/v1/sessions", json=body, headers=headers, idempotent=True)
+
+    def session(self, session_id: int) -> dict[str, Any]:
+        return self._call("GET", f"/v1/sessions/{session_id}")
+
+    def sessions(
+        self,
+        *,
+        state: list[str] | None = None,
+        offset: int = 0,
+        limit: int = 100,
+        after: str | None = None,
+        total: bool | None = None,
+        one_off: bool = False,
+    ) -> dict[str, Any]:
+        """A page of sessions, oldest first; the next one is ``sessions(after=page["next"])``
+        (``next`` is None on the last page). ``one_off``: one-off queries' sessions too."""
+        params = paging(
+            offset, limit, after, total, state=state or None, one_off="true" if one_off else None
+        )
+        return self._call("GET", "/v1/sessions", params=params)
+
+    def kill_session(self, session_id: int) -> dict[str, Any]:
+        return self._call("DELETE", f"/v1/sessions/{session_id}")
+
+    def wait_session(
+        self, session_id: int, states: set[str], timeout: float = 300
+    ) -> dict[str, Any]:
+        """Poll until the session is in one of ``states`` (sessions have no long poll)."""
+        deadline = time.monotonic() + timeout
+        while True:
+            session = self.session(session_id)
+            if session["state"] in states or time.monotonic() > deadline:
+                return session
+            time.sleep(0.2)
+
+    # queries
+    def submit(
+        self,
+        query: str,
+        *,
+        session_id: int | None = None,
+        isolation: str | None = None,
+        conf: dict[str, str] | None = None,
+        wait: float = 0,
+        limit: int | None = None,
+        idempotency_key: str | None = None,
+    ) -> dict[str, Any]:
+        """Queue a query in a session, or (no session) as a one-off query; ``isolation``
+        ``"engine"`` (or driver settings in ``conf``) gives a one-off query its own engine.
+        With ``wait``, the answer comes when the query is final (or ``wait`` seconds pass):
+        the whole query, and its first result page as ``page`` (``limit`` rows) if it
+        succeeded. Sent with ``idempotency_key`` (a fresh one if none is given): a retry, on
+        this node or another, after an answer was lost, answers the query made, not a second
+        one."""
+        body = {
+            "query": query,
+            **given(session_id=session_id, isolation=isolation, conf=conf or None),
+        }
+        params = given(wait=wait or None, limit=limit)
+        # The server holds a waiting submit up to ``wait`` seconds: the read must outlast it.
+        timeout = httpx.Timeout(wait + 30) if wait else None
+        return self._call(
+            "POST",
+            "/v1/queries",
+            json=body,
+            params=params,
+            timeout=timeout,
+            headers=idempotency(idempotency_key),
+            idempotent=True,
+        )
+
+    def query(self, query_id: int, *, wait: float = 0) -> dict[str, Any]:
+        params = given(wait=wait or None)
+        timeout = httpx.Timeout(self._http.timeout.read or 30.0) if not wait else wait + 30
+        return self._call("GET", f"/v1/queries/{query_id}", params=params, timeout=timeout)
+
+    def wait(self, query_id: int, timeout: float = 600, *, step: float = 30) -> dict[str, Any]:
+        """Long-poll until the query is final (or ``timeout`` passes); the query."""
+        deadline = time.monotonic() + timeout
+        while True:
+            remaining = deadline - time.monotonic()
+            query = self.query(query_id, wait=max(min(step, remaining), 0.001))
+            if query["state"] in FINAL_STATES or remaining <= 0:
+                return query
+
+    def queries(
+        self,
+        *,
+        session_id: int | None = None,
+        state: list[str] | None = None,
+        offset: int = 0,
+        limit: int = 100,
+        after: str | None = None,
+        total: bool | None = None,
+    ) -> dict[str, Any]:
+        """A page of queries, newest first; the next one is ``queries(after=page["next"])``
+        (``next`` is None on the last page; ``total`` is counted for a first page only, unless
+        ``total=True``)."""
+        params = paging(offset, limit, after, total, session_id=session_id, state=state or None)
+        return self._call("GET", "/v1/queries", params=params)
+
+    def result(self, query_id: int, *, offset: int = 0, limit: int = 1000) -> dict[str, Any]:
+        return self._call(
+            "GET", f"/v1/queries/{query_id}/result", params={"offset": offset, "limit": limit}
+        )
+
+    def rows(self, query_id: int, *, page: int = 10_000) -> Iterator[list[Any]]:
+        """Every row of a result, fetched a page at a time."""
+        offset = 0
+        while True:
+            chunk = self.result(query_id, offset=offset, limit=page)
+            yield from chunk["rows"]
+            offset += len(chunk["rows"])
+            if not chunk["rows"] or offset >= chunk["total"]:
+                return
+
+    def cancel(self, query_id: int) -> dict[str, Any]:
+        return self._call("POST", f"/v1/queries/{query_id}/cancel", idempotent=True)
