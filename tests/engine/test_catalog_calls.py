@@ -15,8 +15,9 @@ from typing import Any, cast
 import pytest
 
 from sparkgate.engine import catalog_calls
-from sparkgate.engine.catalog_calls import jdbc_pattern, jdbc_type, spark_prefilter
+from sparkgate.engine.catalog_requests import jdbc_pattern, spark_prefilter
 from sparkgate.engine.executors import EXECUTORS
+from sparkgate.engine.jdbc_types import jdbc_type
 from sparkgate.results import read_page
 from sparkgate.runtime.contract import ExecutionContext
 from sparkgate.runtime.failures import DescribedError

@@ -17,455 +17,56 @@ as Spark Thrift Server does. Two more calls serve sparkgate's catalog page, with
 No call runs a Spark job per table: ``spark.catalog`` listings run a few small jobs per call
 or per database, and columns come from ``DESCRIBE TABLE EXTENDED ... AS JSON``, a catalog
 lookup (``spark.catalog.listColumns`` would run one job per table).
+
+Here: the calls themselves and how they read the catalog. The request and JDBC patterns are in
+``catalog_requests``, the result layouts in ``catalog_layouts``, column types in
+``jdbc_types``.
 """
 
 from __future__ import annotations
 
 import json
-import re
-from collections.abc import Callable, Mapping
-from dataclasses import dataclass
+from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sparkgate.engine import catalog_browse
+from sparkgate.engine.catalog_layouts import (
+    CATALOGS,
+    COLUMNS,
+    CROSS_REFERENCE,
+    FUNCTIONS,
+    PRIMARY_KEYS,
+    SCHEMAS,
+    TABLE,
+    TABLE_TYPES,
+    TABLES,
+    TYPE_INFO,
+    VIEW,
+    Columns,
+    Rows,
+    column_row,
+    table_type,
+    type_info_rows,
+)
+from sparkgate.engine.catalog_requests import (
+    CatalogRequest,
+    jdbc_pattern,
+    matches,
+    parse_request,
+    spark_prefilter,
+)
+
+# "X as X" is how a module re-exports a name for mypy; PLC0414 takes it for a useless alias.
+# A column's JDBC type (jdbc_types), named from here too, as the tests of the calls do.
+from sparkgate.engine.jdbc_types import JdbcType as JdbcType  # noqa: PLC0414
+from sparkgate.engine.jdbc_types import SqlTypes as SqlTypes  # noqa: PLC0414
 from sparkgate.engine.session_catalog import check_cancelled, permanent_tables, quote
-from sparkgate.recorded import InvalidCatalogRequest
 from sparkgate.runtime.contract import ExecResult, ExecutionContext, rows_result
-from sparkgate.runtime.failures import DescribedError
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
-Columns = list[tuple[str, str]]
-Rows = list[list[Any]]
-
-# -- the request ----------------------------------------------------------------------
-
-# The name arguments each call takes (all optional strings); "tables" also takes table_types.
-CALL_FIELDS: dict[str, tuple[str, ...]] = {
-    "catalogs": (),
-    "schemas": ("catalog", "schema"),
-    "tables": ("catalog", "schema", "table"),
-    "table_types": (),
-    "columns": ("catalog", "schema", "table", "column"),
-    "type_info": (),
-    "functions": ("catalog", "schema", "function"),
-    "primary_keys": ("catalog", "schema", "table"),
-    "cross_reference": (
-        "parent_catalog",
-        "parent_schema",
-        "parent_table",
-        "foreign_catalog",
-        "foreign_schema",
-        "foreign_table",
-    ),
-    # sparkgate's catalog page (catalog_browse): exact names, not patterns.
-    "browse": ("schema",),
-    "describe": ("schema", "table"),
-}
-
-
-@dataclass(frozen=True)
-class CatalogRequest:
-    call: str
-    names: Mapping[str, str | None]
-    table_types: tuple[str, ...] | None = None
-
-    def get(self, field: str) -> str | None:
-        return self.names.get(field)
-
-
-def parse_request(code: str) -> CatalogRequest:
-    """The request in a catalog statement's code, or ``DescribedError`` saying what is wrong."""
-    try:
-        body = json.loads(code)
-    except ValueError as exc:
-        raise _invalid(
-            f"The catalog request is not JSON ({exc}); send an object such as "
-            '{"call": "tables", "schema": "%"}.'
-        ) from None
-    if not isinstance(body, dict):
-        raise _invalid(f"The catalog request must be a JSON object, not {code.strip()[:100]}.")
-    call = body.get("call")
-    if not isinstance(call, str) or call not in CALL_FIELDS:
-        raise _invalid(
-            f"Unknown catalog call {json.dumps(call)}; use one of {', '.join(CALL_FIELDS)}."
-        )
-    names: dict[str, str | None] = {}
-    for field in CALL_FIELDS[call]:
-        value = body.get(field)
-        if value is not None and not isinstance(value, str):
-            raise _invalid(
-                f"Field {field!r} of a {call!r} call must be a string or null, "
-                f"not {json.dumps(value)}."
-            )
-        names[field] = value
-    table_types = body.get("table_types") if call == "tables" else None
-    if table_types is not None and not (
-        isinstance(table_types, list) and all(isinstance(t, str) for t in table_types)
-    ):
-        raise _invalid(
-            "Field 'table_types' of a 'tables' call must be a list of strings or null, "
-            f"not {json.dumps(table_types)}."
-        )
-    return CatalogRequest(call, names, tuple(table_types) if table_types is not None else None)
-
-
-def _invalid(message: str) -> DescribedError:
-    return DescribedError(InvalidCatalogRequest(message).recorded())
-
-
-# -- JDBC patterns --------------------------------------------------------------------
-
-_EVERYTHING = frozenset({"", "%", "*"})
-
-
-def jdbc_pattern(pattern: str | None) -> re.Pattern[str] | None:
-    """A JDBC search pattern as a case-insensitive regex; None when it matches everything."""
-    if pattern is None or pattern in _EVERYTHING:
-        return None
-    parts: list[str] = []
-    chars = iter(pattern)
-    for char in chars:
-        if char == "\\":
-            parts.append(re.escape(next(chars, "\\")))
-        elif char in "%*":
-            parts.append(".*")
-        elif char == "_":
-            parts.append(".")
-        else:
-            parts.append(re.escape(char))
-    return re.compile("".join(parts), re.IGNORECASE | re.DOTALL)
-
-
-def matches(pattern: re.Pattern[str] | None, name: str) -> bool:
-    return pattern is None or pattern.fullmatch(name) is not None
-
-
-def spark_prefilter(pattern: str | None) -> str | None:
-    """A Spark catalog pattern (``*`` wildcards) matching at least what ``pattern`` matches, to
-    narrow a listing before the exact match; None when it cannot help or cannot be said
-    safely (Spark and Hive metastores read other characters as regex or alternation)."""
-    if pattern is None or pattern in _EVERYTHING or not re.fullmatch(r"[A-Za-z0-9_%*]+", pattern):
-        return None
-    return re.sub(r"[%_*]+", "*", pattern)
-
-
-# -- Spark types as JDBC sees them ----------------------------------------------------
-
-
-class SqlTypes:
-    """``java.sql.Types`` codes."""
-
-    NULL = 0
-    CHAR = 1
-    DECIMAL = 3
-    INTEGER = 4
-    SMALLINT = 5
-    FLOAT = 6
-    DOUBLE = 8
-    VARCHAR = 12
-    BOOLEAN = 16
-    DATE = 91
-    TIME = 92
-    TIMESTAMP = 93
-    BINARY = -2
-    BIGINT = -5
-    TINYINT = -6
-    OTHER = 1111
-    JAVA_OBJECT = 2000
-    STRUCT = 2002
-    ARRAY = 2003
-
-
-@dataclass(frozen=True)
-class JdbcType:
-    """A column type's getColumns facts: TYPE_NAME (Spark's ``DataType.sql``), DATA_TYPE,
-    COLUMN_SIZE (Spark's default size in bytes, None when variable), DECIMAL_DIGITS and
-    NUM_PREC_RADIX, as Spark Thrift Server's SparkGetColumnsOperation computes them."""
-
-    name: str
-    code: int
-    size: int | None = None
-    digits: int | None = None
-    radix: int | None = None
-
-
-_T = SqlTypes
-# DESCRIBE ... AS JSON type names that need no parameters.
-_SIMPLE_TYPES: dict[str, JdbcType] = {
-    "void": JdbcType("VOID", _T.NULL, 1),
-    "boolean": JdbcType("BOOLEAN", _T.BOOLEAN, 1, 0),
-    # Spark Thrift Server gives DECIMAL_DIGITS 0 for INT only (its match misses the other
-    # integral types, against its own comment); 0 is right for all of them.
-    "tinyint": JdbcType("TINYINT", _T.TINYINT, 1, 0, 10),
-    "smallint": JdbcType("SMALLINT", _T.SMALLINT, 2, 0, 10),
-    "int": JdbcType("INT", _T.INTEGER, 4, 0, 10),
-    "bigint": JdbcType("BIGINT", _T.BIGINT, 8, 0, 10),
-    "float": JdbcType("FLOAT", _T.FLOAT, 4, 7, 10),  # IEEE 754 digits, as Hive says
-    "double": JdbcType("DOUBLE", _T.DOUBLE, 8, 15, 10),
-    "binary": JdbcType("BINARY", _T.BINARY),
-    "date": JdbcType("DATE", _T.DATE, 4),
-    "timestamp_ltz": JdbcType("TIMESTAMP", _T.TIMESTAMP, 8, 6),  # microseconds
-    "timestamp": JdbcType("TIMESTAMP", _T.TIMESTAMP, 8, 6),
-    "timestamp_ntz": JdbcType("TIMESTAMP_NTZ", _T.TIMESTAMP, 8, 6),
-    "variant": JdbcType("VARIANT", _T.OTHER),
-}
-_YEAR_MONTH_UNITS = frozenset({"year", "month"})
-_PLAIN_NAME = re.compile(r"[A-Za-z0-9_]+")
-
-
-def jdbc_type(spark_type: Mapping[str, Any]) -> JdbcType:
-    """The JDBC facts of a column type as ``DESCRIBE TABLE EXTENDED ... AS JSON`` gives it
-    (``{"name": "decimal", "precision": 10, "scale": 2}``)."""
-    name = str(spark_type.get("name", "")).lower()
-    simple = _SIMPLE_TYPES.get(name)
-    if simple is not None:
-        return simple
-    if name == "decimal":
-        precision, scale = int(spark_type["precision"]), int(spark_type["scale"])
-        # Spark stores up to 18 digits in a long, more in 16 bytes.
-        size = 8 if precision <= 18 else 16
-        return JdbcType(f"DECIMAL({precision},{scale})", _T.DECIMAL, size, scale, 10)
-    if name == "string":
-        collation = spark_type.get("collation")
-        if collation and collation != "UTF8_BINARY":
-            return JdbcType(f"STRING COLLATE {collation}", _T.VARCHAR)
-        return JdbcType("STRING", _T.VARCHAR)
-    if name in ("char", "varchar"):
-        length = int(spark_type["length"])
-        code = _T.CHAR if name == "char" else _T.VARCHAR
-        return JdbcType(f"{name.upper()}({length})", code, length)
-    if name == "interval":
-        return _interval(spark_type.get("start_unit"), spark_type.get("end_unit"))
-    if name == "array":
-        element = jdbc_type(spark_type["element_type"])
-        return JdbcType(f"ARRAY<{element.name}>", _T.ARRAY)
-    if name == "map":
-        key, value = jdbc_type(spark_type["key_type"]), jdbc_type(spark_type["value_type"])
-        return JdbcType(f"MAP<{key.name}, {value.name}>", _T.JAVA_OBJECT)
-    if name == "struct":
-        fields = [(f["name"], jdbc_type(f["type"])) for f in spark_type.get("fields", [])]
-        inner = ", ".join(f"{_quote_if_needed(n)}: {t.name}" for n, t in fields)
-        sizes = [t.size for _, t in fields]
-        # A struct of fixed-size fields has their total size; any variable one makes it unknown.
-        total = None if None in sizes else sum(s for s in sizes if s is not None)
-        return JdbcType(f"STRUCT<{inner}>", _T.STRUCT, total)
-    if name == "time" or name.startswith("time("):  # "time(6)"
-        return JdbcType(name.upper(), _T.TIME)
-    return JdbcType(name.upper(), _T.OTHER)
-
-
-def _interval(start: Any, end: Any) -> JdbcType:
-    if not start:  # CalendarIntervalType: months, days and microseconds
-        return JdbcType("INTERVAL", _T.OTHER, 16)
-    units = str(start).upper() if start == end else f"{start} TO {end}".upper()
-    size = 4 if start in _YEAR_MONTH_UNITS else 8
-    return JdbcType(f"INTERVAL {units}", _T.OTHER, size)
-
-
-def _quote_if_needed(name: str) -> str:
-    if _PLAIN_NAME.fullmatch(name) and not name.isdigit():
-        return name
-    return "`" + name.replace("`", "``") + "`"
-
-
-# -- result layouts -------------------------------------------------------------------
-
-CATALOGS: Columns = [("TABLE_CAT", "string")]
-SCHEMAS: Columns = [("TABLE_SCHEM", "string"), ("TABLE_CATALOG", "string")]
-TABLES: Columns = [
-    (name, "string")
-    for name in (
-        "TABLE_CAT",
-        "TABLE_SCHEM",
-        "TABLE_NAME",
-        "TABLE_TYPE",
-        "REMARKS",
-        "TYPE_CAT",
-        "TYPE_SCHEM",
-        "TYPE_NAME",
-        "SELF_REFERENCING_COL_NAME",
-        "REF_GENERATION",
-    )
-]
-TABLE_TYPES: Columns = [("TABLE_TYPE", "string")]
-COLUMNS: Columns = [
-    ("TABLE_CAT", "string"),
-    ("TABLE_SCHEM", "string"),
-    ("TABLE_NAME", "string"),
-    ("COLUMN_NAME", "string"),
-    ("DATA_TYPE", "int"),
-    ("TYPE_NAME", "string"),
-    ("COLUMN_SIZE", "int"),
-    ("BUFFER_LENGTH", "tinyint"),
-    ("DECIMAL_DIGITS", "int"),
-    ("NUM_PREC_RADIX", "int"),
-    ("NULLABLE", "int"),
-    ("REMARKS", "string"),
-    ("COLUMN_DEF", "string"),
-    ("SQL_DATA_TYPE", "int"),
-    ("SQL_DATETIME_SUB", "int"),
-    ("CHAR_OCTET_LENGTH", "int"),
-    ("ORDINAL_POSITION", "int"),
-    ("IS_NULLABLE", "string"),
-    ("SCOPE_CATALOG", "string"),
-    ("SCOPE_SCHEMA", "string"),
-    ("SCOPE_TABLE", "string"),
-    ("SOURCE_DATA_TYPE", "smallint"),
-    ("IS_AUTO_INCREMENT", "string"),
-]
-TYPE_INFO: Columns = [
-    ("TYPE_NAME", "string"),
-    ("DATA_TYPE", "int"),
-    ("PRECISION", "int"),
-    ("LITERAL_PREFIX", "string"),
-    ("LITERAL_SUFFIX", "string"),
-    ("CREATE_PARAMS", "string"),
-    ("NULLABLE", "smallint"),
-    ("CASE_SENSITIVE", "boolean"),
-    ("SEARCHABLE", "smallint"),
-    ("UNSIGNED_ATTRIBUTE", "boolean"),
-    ("FIXED_PREC_SCALE", "boolean"),
-    ("AUTO_INCREMENT", "boolean"),
-    ("LOCAL_TYPE_NAME", "string"),
-    ("MINIMUM_SCALE", "smallint"),
-    ("MAXIMUM_SCALE", "smallint"),
-    ("SQL_DATA_TYPE", "int"),
-    ("SQL_DATETIME_SUB", "int"),
-    ("NUM_PREC_RADIX", "int"),
-]
-FUNCTIONS: Columns = [
-    ("FUNCTION_CAT", "string"),
-    ("FUNCTION_SCHEM", "string"),
-    ("FUNCTION_NAME", "string"),
-    ("REMARKS", "string"),
-    ("FUNCTION_TYPE", "int"),
-    ("SPECIFIC_NAME", "string"),
-]
-PRIMARY_KEYS: Columns = [
-    ("TABLE_CAT", "string"),
-    ("TABLE_SCHEM", "string"),
-    ("TABLE_NAME", "string"),
-    ("COLUMN_NAME", "string"),
-    ("KEY_SEQ", "int"),
-    ("PK_NAME", "string"),
-]
-CROSS_REFERENCE: Columns = [
-    ("PKTABLE_CAT", "string"),
-    ("PKTABLE_SCHEM", "string"),
-    ("PKTABLE_NAME", "string"),
-    ("PKCOLUMN_NAME", "string"),
-    ("FKTABLE_CAT", "string"),
-    ("FKTABLE_SCHEM", "string"),
-    ("FKTABLE_NAME", "string"),
-    ("FKCOLUMN_NAME", "string"),
-    ("KEY_SEQ", "int"),
-    ("UPDATE_RULE", "smallint"),
-    ("DELETE_RULE", "smallint"),
-    ("FK_NAME", "string"),
-    ("PK_NAME", "string"),
-    ("DEFERRABILITY", "smallint"),
-]
-
-# Spark Thrift Server's type list (Hive's Type enum): name, java.sql.Types code, precision.
-_TYPE_INFO: list[tuple[str, int, int | None]] = [
-    ("VOID", _T.NULL, None),
-    ("BOOLEAN", _T.BOOLEAN, None),
-    ("STRING", _T.VARCHAR, None),
-    ("BINARY", _T.BINARY, None),
-    ("TINYINT", _T.TINYINT, 3),
-    ("SMALLINT", _T.SMALLINT, 5),
-    ("INT", _T.INTEGER, 10),
-    ("BIGINT", _T.BIGINT, 19),
-    ("FLOAT", _T.FLOAT, 7),
-    ("DOUBLE", _T.DOUBLE, 15),
-    ("DECIMAL", _T.DECIMAL, 38),
-    ("DATE", _T.DATE, None),
-    ("TIMESTAMP", _T.TIMESTAMP, None),
-    ("ARRAY", _T.ARRAY, None),
-    ("MAP", _T.JAVA_OBJECT, None),
-    ("STRUCT", _T.STRUCT, None),
-    ("CHAR", _T.CHAR, None),
-    ("VARCHAR", _T.VARCHAR, None),
-    ("INTERVAL_YEAR_MONTH", _T.OTHER, None),
-    ("INTERVAL_DAY_TIME", _T.OTHER, None),
-]
-_COMPLEX_TYPES = frozenset({"ARRAY", "MAP", "STRUCT"})
-_TYPE_SEARCHABLE, _TYPE_PRED_NONE, _TYPE_NULLABLE = 3, 0, 1  # java.sql.DatabaseMetaData
 _FUNCTION_RESULT_UNKNOWN = 0  # DatabaseMetaData.functionResultUnknown
-TABLE, VIEW = "TABLE", "VIEW"
-
-
-def type_info_rows() -> Rows:
-    rows: Rows = []
-    for name, code, precision in _TYPE_INFO:
-        numeric = precision is not None
-        rows.append(
-            [
-                name,
-                code,
-                precision,
-                None,  # LITERAL_PREFIX
-                None,  # LITERAL_SUFFIX
-                None,  # CREATE_PARAMS
-                _TYPE_NULLABLE,
-                name == "STRING",  # CASE_SENSITIVE
-                _TYPE_PRED_NONE if name in _COMPLEX_TYPES else _TYPE_SEARCHABLE,
-                not numeric,  # UNSIGNED_ATTRIBUTE: Hive calls every non-number unsigned
-                False,  # FIXED_PREC_SCALE
-                False,  # AUTO_INCREMENT
-                None,  # LOCAL_TYPE_NAME
-                0,  # MINIMUM_SCALE
-                0,  # MAXIMUM_SCALE
-                None,  # SQL_DATA_TYPE
-                None,  # SQL_DATETIME_SUB
-                10 if numeric else None,  # NUM_PREC_RADIX
-            ]
-        )
-    return rows
-
-
-def column_row(
-    schema: str | None, table: str, position: int, column: Mapping[str, Any]
-) -> list[Any]:
-    """One getColumns row from a column of ``DESCRIBE TABLE EXTENDED ... AS JSON``;
-    ``position`` is 1-based, as JDBC says and Spark 4.1+ gives (SPARK-54350)."""
-    kind = jdbc_type(column["type"])
-    nullable = bool(column.get("nullable", True))
-    return [
-        None,  # TABLE_CAT: null for columns in Spark Thrift Server ("" for tables)
-        schema,
-        table,
-        column["name"],
-        kind.code,
-        kind.name,
-        kind.size,
-        None,  # BUFFER_LENGTH, unused
-        kind.digits,
-        kind.radix,
-        1 if nullable else 0,
-        column.get("comment") or "",
-        None,  # COLUMN_DEF
-        None,  # SQL_DATA_TYPE
-        None,  # SQL_DATETIME_SUB
-        None,  # CHAR_OCTET_LENGTH
-        position,
-        # Spark Thrift Server always says YES here; JDBC wants it to agree with NULLABLE.
-        "YES" if nullable else "NO",
-        None,  # SCOPE_CATALOG
-        None,  # SCOPE_SCHEMA
-        None,  # SCOPE_TABLE
-        None,  # SOURCE_DATA_TYPE
-        "NO",  # IS_AUTO_INCREMENT
-    ]
-
-
-def table_type(spark_table_type: str) -> str:
-    """JDBC's TABLE_TYPE for ``spark.catalog.listTables``'s ``tableType``."""
-    kind = spark_table_type.upper()
-    return VIEW if kind == "TEMPORARY" or "VIEW" in kind else TABLE
-
 
 # -- the calls ------------------------------------------------------------------------
 

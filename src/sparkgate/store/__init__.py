@@ -20,7 +20,8 @@ from sparkgate.store.migrate import migrate
 from sparkgate.store.sessions import Sessions
 from sparkgate.store.statement_tables import StatementTables
 from sparkgate.store.statements import Statements
-from sparkgate.store.streams import StreamJobs, StreamQueries
+from sparkgate.store.stream_jobs import StreamJobs
+from sparkgate.store.stream_queries import StreamQueries
 from sparkgate.store.table_access import TableAccess
 from sparkgate.store.table_transactions import TableTransactions
 from sparkgate.store.tokens import Tokens
