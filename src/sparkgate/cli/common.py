@@ -25,6 +25,10 @@ console.soft_wrap = not console.is_terminal
 err_console = Console(stderr=True)
 
 JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of a table.")]
+LimitOption = Annotated[int, typer.Option(help="At most this many.")]
+AfterOption = Annotated[
+    str | None, typer.Option(help="The page after this cursor (a list's `next`).")
+]
 
 
 @dataclass
@@ -154,7 +158,13 @@ def show_page(
     more_hint(page)
 
 
+def print_field(name: str, value: object) -> None:
+    """A ``name: value`` line of a record, the name bold, the value not highlighted (ids and
+    times stay plain)."""
+    console.print(f"[bold]{name}[/]: {value}", highlight=False)
+
+
 def print_fields(record: dict[str, Any], keys: Iterable[str]) -> None:
     """``key: value`` lines of a record, in the given order."""
     for key in keys:
-        console.print(f"[bold]{key}[/]: {record[key]}", highlight=False)
+        print_field(key, record[key])

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Annotated, Any
@@ -22,6 +21,7 @@ from sparkgate.cli.common import (
     print_json,
 )
 from sparkgate.cli.render import describe_error, table, versions_text
+from sparkgate.cli.waiting import poll
 from sparkgate.client import Client, ClientError
 from sparkgate.recorded import ErrorCode
 
@@ -150,15 +150,16 @@ def outcome_table(deployment: dict[str, Any]) -> Table:
 
 def _follow(sg: Client, deployment: dict[str, Any], timeout: float) -> dict[str, Any]:
     """Show each job's outcome as it comes, until the deployment ends."""
-    deadline = time.monotonic() + timeout
+    deployment_id = deployment["id"]
     with Live(outcome_table(deployment), console=err_console, transient=True) as live:
-        while deployment["state"] == "running":
-            if time.monotonic() > deadline:
-                fail(f"deployment {deployment['id']} still running after {timeout:.0f}s")
-            time.sleep(0.5)
-            deployment = sg.deployment(deployment["id"])
-            live.update(outcome_table(deployment))
-    return deployment
+        return poll(
+            deployment,
+            lambda: sg.deployment(deployment_id),
+            done=lambda d: d["state"] != "running",
+            show=lambda d: live.update(outcome_table(d)),
+            timeout=timeout,
+            timed_out=lambda _: f"deployment {deployment_id} still running after {timeout:.0f}s",
+        )
 
 
 def _refused(exc: ClientError) -> None:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated, Any
 
 import typer
@@ -14,10 +13,13 @@ from sparkgate.cli.common import (
     console,
     err_console,
     fail,
+    print_field,
+    print_fields,
     print_json,
     show_page,
 )
 from sparkgate.cli.render import describe_error, short_error, table, versions_text
+from sparkgate.cli.waiting import poll
 
 app = typer.Typer(help="Deployed jobs: list, show, history, run.", no_args_is_help=True)
 
@@ -55,13 +57,12 @@ def show_job(name: str, as_json: JsonOption = False) -> None:
     if as_json:
         print_json(job)
         return
-    for key in ("name", "mode", "version", "query_id", "query_created_at", "target_table"):
-        console.print(f"[bold]{key}[/]: {job[key]}", highlight=False)
-    console.print(f"[bold]state[/]: {_state(job)}", highlight=False)
+    print_fields(job, ("name", "mode", "version", "query_id", "query_created_at", "target_table"))
+    print_field("state", _state(job))
     if job["description"]:
-        console.print(f"[bold]description[/]: {job['description']}", highlight=False)
+        print_field("description", job["description"])
     if job["last_error"]:
-        console.print(f"[bold]last error[/]: {describe_error(job['last_error'])}", highlight=False)
+        print_field("last error", describe_error(job["last_error"]))
     stream = job["stream"]
     if stream is not None:
         for query in stream["queries"]:
@@ -113,17 +114,20 @@ def run_job(
     with client() as sg:
         run = sg.run_job(name)
         if wait:
-            deadline = time.monotonic() + timeout
-            with err_console.status(f"job {name}: run {run['id']} {run['state']}") as status:
-                while run["state"] == "running":
-                    if time.monotonic() > deadline:
-                        fail(f"run {run['id']} of {name} still running after {timeout:.0f}s")
-                    time.sleep(0.5)
-                    run = sg.job_run(name, run["id"])
-                    status.update(
-                        f"job {name}: run {run['id']} {run['state']} "
-                        f"(step {run['steps_submitted']} of {run['steps']})"
-                    )
+            run_id = run["id"]
+            still = f"run {run_id} of {name} still running after {timeout:.0f}s"
+            with err_console.status(f"job {name}: run {run_id} {run['state']}") as status:
+                run = poll(
+                    run,
+                    lambda: sg.job_run(name, run_id),
+                    done=lambda r: r["state"] != "running",
+                    show=lambda r: status.update(
+                        f"job {name}: run {run_id} {r['state']} "
+                        f"(step {r['steps_submitted']} of {r['steps']})"
+                    ),
+                    timeout=timeout,
+                    timed_out=lambda _: still,
+                )
     if as_json:
         print_json(run)
     else:

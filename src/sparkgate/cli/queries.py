@@ -7,9 +7,12 @@ from typing import Annotated
 import typer
 
 from sparkgate.cli.common import (
+    AfterOption,
     JsonOption,
+    LimitOption,
     client,
     console,
+    print_field,
     print_fields,
     print_json,
     show_page,
@@ -23,10 +26,8 @@ app = typer.Typer(help="Queries: list, show, cancel.", no_args_is_help=True)
 def list_queries(
     session: Annotated[int | None, typer.Option(help="Only this session's queries.")] = None,
     state: Annotated[list[str] | None, typer.Option(help="Only queries in this state.")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many.")] = 50,
-    after: Annotated[
-        str | None, typer.Option(help="The page after this cursor (a list's `next`).")
-    ] = None,
+    limit: LimitOption = 50,
+    after: AfterOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """The newest queries first; older ones with ``--after`` and the cursor printed last."""
@@ -56,18 +57,16 @@ def show_query(query_id: int, as_json: JsonOption = False) -> None:
             "finished_at",
         ),
     )
-    console.print(f"[bold]query[/]: {query['query']}", highlight=False)
+    print_field("query", query["query"])
     if query["error"]:
-        console.print(f"[bold]error[/]: {describe_error(query['error'])}", highlight=False)
+        print_field("error", describe_error(query["error"]))
     text = output_text(query.get("output"))
     if text:
         console.print("[bold]output[/]:", highlight=False)
         console.print(text, markup=False, highlight=False)
     if query["result"]:
         columns = ", ".join(f"{c['name']} {c['type']}" for c in query["result"]["schema"])
-        console.print(
-            f"[bold]result[/]: {query['result']['row_count']} rows ({columns})", highlight=False
-        )
+        print_field("result", f"{query['result']['row_count']} rows ({columns})")
 
 
 @app.command("cancel")

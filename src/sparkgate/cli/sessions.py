@@ -7,9 +7,12 @@ from typing import Annotated
 import typer
 
 from sparkgate.cli.common import (
+    AfterOption,
     JsonOption,
+    LimitOption,
     client,
     console,
+    print_field,
     print_fields,
     print_json,
     show_page,
@@ -22,10 +25,8 @@ app = typer.Typer(help="Sessions: list, show, kill.", no_args_is_help=True)
 @app.command("list")
 def list_sessions(
     state: Annotated[list[str] | None, typer.Option(help="Only sessions in this state.")] = None,
-    limit: Annotated[int, typer.Option(help="At most this many.")] = 100,
-    after: Annotated[
-        str | None, typer.Option(help="The page after this cursor (a list's `next`).")
-    ] = None,
+    limit: LimitOption = 100,
+    after: AfterOption = None,
     one_off: Annotated[
         bool,
         typer.Option(
@@ -64,9 +65,9 @@ def show_session(session_id: int, as_json: JsonOption = False) -> None:
         ),
     )
     if session["conf"]:
-        console.print(f"[bold]conf[/]: {session['conf']}", highlight=False)
+        print_field("conf", session["conf"])
     if session["error"]:
-        console.print(f"[bold]error[/]: {describe_error(session['error'])}", highlight=False)
+        print_field("error", describe_error(session["error"]))
 
 
 @app.command("kill")

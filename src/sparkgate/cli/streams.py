@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import sys
-import time
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Any
@@ -17,10 +16,12 @@ from sparkgate.cli.common import (
     console,
     err_console,
     fail,
+    print_field,
     print_json,
     show_page,
 )
 from sparkgate.cli.render import cell, describe_error, short_error, table
+from sparkgate.cli.waiting import poll
 from sparkgate.client import Client
 
 app = typer.Typer(
@@ -69,9 +70,9 @@ def show_stream(name: str, as_json: JsonOption = False) -> None:
         return
     for key in ("name", "state", "revision", "session_id", "restarts", "next_restart_at"):
         if job[key] is not None:
-            console.print(f"[bold]{key}[/]: {job[key]}", highlight=False)
+            print_field(key, job[key])
     if job["last_error"]:
-        console.print(f"[bold]last error[/]: {describe_error(job['last_error'])}", highlight=False)
+        print_field("last error", describe_error(job["last_error"]))
     columns = ("name", "state", "sink", "restarts", "next restart", "batch", "rows/s", "last error")
     console.print(table(columns, map(_query_row, job["queries"]), title="queries"))
 
@@ -180,16 +181,16 @@ def _change(
 
 
 def _wait(sg: Client, name: str, states: set[str], timeout: float) -> dict[str, Any]:
-    deadline = time.monotonic() + timeout
     job = sg.stream(name)
     with err_console.status(f"stream job {name}: {job['state']}") as status:
-        while job["state"] not in states:
-            if time.monotonic() > deadline:
-                fail(f"stream job {name} is still {job['state']} after {timeout:.0f}s")
-            time.sleep(0.5)
-            job = sg.stream(name)
-            status.update(f"stream job {name}: {job['state']}")
-    return job
+        return poll(
+            job,
+            lambda: sg.stream(name),
+            done=lambda j: j["state"] in states,
+            show=lambda j: status.update(f"stream job {name}: {j['state']}"),
+            timeout=timeout,
+            timed_out=lambda j: f"stream job {name} is still {j['state']} after {timeout:.0f}s",
+        )
 
 
 def _read(path: str) -> str:

@@ -1,14 +1,19 @@
-"""Waiting for a query in the CLI: a spinner saying its state (and, while its engine's Spark
-driver is still starting, that it waits for that), Ctrl-C cancelling it."""
+"""Waiting in the CLI: for a query, a spinner saying its state (and, while its engine's Spark
+driver is still starting, that it waits for that), Ctrl-C cancelling it; for a job run, a
+stream job or a deployment, reading it again until it settles or the timeout passes."""
 
 from __future__ import annotations
 
-from typing import Any
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from sparkgate.cli.common import err_console, fail
 from sparkgate.client import FINAL_STATES, Client
 
 _UNPLACED = {"not_started", "starting"}  # a session's states before its engine takes it
+
+T = TypeVar("T")
 
 
 def status_text(
@@ -57,4 +62,25 @@ def follow(sg: Client, submitted: dict[str, Any], *, what: str = "") -> dict[str
     except KeyboardInterrupt:
         sg.cancel(query_id)
         fail(f"query {query_id} cancelled", code=130)
+    return current
+
+
+def poll(
+    current: T,
+    read: Callable[[], T],
+    *,
+    done: Callable[[T], bool],
+    show: Callable[[T], None],
+    timeout: float,
+    timed_out: Callable[[T], str],
+) -> T:
+    """Read ``current`` again every half second until it is ``done``, showing each reading;
+    after ``timeout`` seconds the command fails, saying ``timed_out`` of the last one."""
+    deadline = time.monotonic() + timeout
+    while not done(current):
+        if time.monotonic() > deadline:
+            fail(timed_out(current))
+        time.sleep(0.5)
+        current = read()
+        show(current)
     return current

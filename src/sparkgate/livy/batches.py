@@ -13,7 +13,7 @@ from pathlib import PurePosixPath
 from typing import Any
 from urllib.parse import urlparse
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import Response
 
 from sparkgate.errors import InvalidRequest
 from sparkgate.http.deps import ServiceDep, UserDep
@@ -31,12 +31,7 @@ from sparkgate.livy.models import CreateBatch
 from sparkgate.livy.states import batch_state
 from sparkgate.states import SessionKind, StatementKind
 
-router = APIRouter(
-    prefix="/batches",
-    tags=["livy"],
-    dependencies=[Depends(common.check_csrf)],
-    responses=common.CSRF_REFUSAL,
-)
+router = common.livy_router("/batches")
 
 
 RUNNABLE = frozenset({".py", ".sql"})
@@ -58,12 +53,7 @@ def _check_file(body: CreateBatch) -> None:
 def list_batches(service: ServiceDep, user: UserDep, paging: common.Range) -> dict[str, Any]:
     """Batches by id (the active ones and those ended recently): ``{"from", "total",
     "sessions"}``."""
-    page = common.recent_sessions(service, user, SessionKind.BATCH, paging)
-    return {
-        "from": page.offset,
-        "total": page.total,
-        "sessions": common.batches_json(service, page.items),
-    }
+    return common.recent_json(service, user, SessionKind.BATCH, paging)
 
 
 @router.post(
@@ -133,6 +123,4 @@ def get_batch_log(
 @router.delete("/{batch_id}", response_model=LivyDeleted)
 def delete_batch(batch_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """Kill the batch (``killed``): its Spark jobs are cancelled and its engine stops."""
-    common.get_session(service, batch_id, SessionKind.BATCH, user)
-    service.gateway.kill_session(batch_id, user=user)
-    return {"msg": "deleted"}
+    return common.kill(service, batch_id, SessionKind.BATCH, user)

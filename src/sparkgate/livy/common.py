@@ -1,5 +1,6 @@
-"""What the Livy routes share: finding a session of the right kind, the views of several
-records at once (one read per table, not per row), the CSRF check, and the error body."""
+"""What the Livy routes share: their routers and CSRF check, finding, listing and killing a
+session of the right kind, the views of several records at once (one read per table, not per
+row), and the error body."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ import time
 from dataclasses import dataclass
 from typing import Annotated, Any
 
-from fastapi import Depends, Query, Request, Response
+from fastapi import APIRouter, Depends, Query, Request, Response
 
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest, NotFound, ResultGone, SessionNotFound
@@ -19,7 +20,7 @@ from sparkgate.livy.models import CreateBody
 from sparkgate.recorded import ErrorCode
 from sparkgate.service import Service
 from sparkgate.states import SessionKind, StatementKind, StatementState
-from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
+from sparkgate.store.records import SessionRecord, StatementRecord, Window
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
@@ -129,17 +130,37 @@ def create(
     return session
 
 
-def recent_sessions(
+def livy_router(prefix: str) -> APIRouter:
+    """A router of Livy routes under ``prefix``, its changes guarded by ``check_csrf``."""
+    return APIRouter(
+        prefix=prefix,
+        tags=["livy"],
+        dependencies=[Depends(check_csrf)],
+        responses=CSRF_REFUSAL,
+    )
+
+
+def recent_json(
     service: Service, user: Principal, kind: SessionKind, paging: LivyRange
-) -> Page[SessionRecord]:
-    """A page (``?from=&size=``, 100 by default) of the user's sessions of ``kind``: the
-    active ones and those ended in the last ``livy_session_retention`` seconds."""
-    return service.gateway.sessions(
+) -> dict[str, Any]:
+    """``{"from", "total", "sessions"}``: a page (``?from=&size=``, 100 by default) of the
+    user's sessions of ``kind`` (batches as batches): the active ones and those ended in the
+    last ``livy_session_retention`` seconds."""
+    page = service.gateway.sessions(
         user=user,
         kinds=[kind],
         ended_since=time.time() - service.settings.livy_session_retention,
         window=paging.window(100),
     )
+    views_of = batches_json if kind is SessionKind.BATCH else sessions_json
+    return {"from": page.offset, "total": page.total, "sessions": views_of(service, page.items)}
+
+
+def kill(service: Service, session_id: int, kind: SessionKind, user: Principal) -> dict[str, Any]:
+    """Kill the session or batch (404 if it is not of ``kind``): ``{"msg": "deleted"}``."""
+    get_session(service, session_id, kind, user)
+    service.gateway.kill_session(session_id, user=user)
+    return {"msg": "deleted"}
 
 
 def log_json(object_id: int, lines: list[str], paging: LivyRange) -> dict[str, Any]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import contextlib
 from typing import Any
 
-from fastapi import APIRouter, Depends, Response
+from fastapi import Response
 
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import QueryFinished
@@ -37,24 +37,14 @@ from sparkgate.livy.states import interactive_state, session_kind, statement_kin
 from sparkgate.service import Service
 from sparkgate.states import SessionKind
 
-router = APIRouter(
-    prefix="/sessions",
-    tags=["livy"],
-    dependencies=[Depends(common.check_csrf)],
-    responses=common.CSRF_REFUSAL,
-)
+router = common.livy_router("/sessions")
 
 
 @router.get("", response_model=LivySessionList)
 def list_sessions(service: ServiceDep, user: UserDep, paging: common.Range) -> dict[str, Any]:
     """Interactive sessions by id, ``?from=0&size=100``: the active ones and those ended in
     the last ``livy_session_retention`` seconds (any session stays readable by its id)."""
-    page = common.recent_sessions(service, user, SessionKind.INTERACTIVE, paging)
-    return {
-        "from": page.offset,
-        "total": page.total,
-        "sessions": common.sessions_json(service, page.items),
-    }
+    return common.recent_json(service, user, SessionKind.INTERACTIVE, paging)
 
 
 @router.post(
@@ -110,9 +100,7 @@ def get_session_log(
 @router.delete("/{session_id}", response_model=LivyDeleted)
 def delete_session(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     """End the session (``killed``); its running statement is cancelled. Repeating is fine."""
-    common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
-    service.gateway.kill_session(session_id, user=user)
-    return {"msg": "deleted"}
+    return common.kill(service, session_id, SessionKind.INTERACTIVE, user)
 
 
 # -- statements -----------------------------------------------------------------------------

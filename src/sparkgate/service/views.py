@@ -235,10 +235,13 @@ def session_stream_view(stream: SessionStream, detail: QueryDetail | None = None
 
 def stream_summary_view(summary: StreamSummary) -> dict[str, Any]:
     view = stream_job_view(summary.job)
-    view["queries"] = [
-        {"name": q.name, "state": q.state.value, "restarts": q.restarts} for q in summary.queries
-    ]
+    view["queries"] = [_query_summary(q) for q in summary.queries]
     return view
+
+
+def _query_summary(query: StreamQueryRecord) -> dict[str, Any]:
+    """A stream job's query as its job's lists show it."""
+    return {"name": query.name, "state": query.state.value, "restarts": query.restarts}
 
 
 # -- jobs and deploys ---------------------------------------------------------------------
@@ -318,13 +321,7 @@ def job_detail_view(detail: JobDetail) -> dict[str, Any]:
     if detail.stream is not None:
         stream = stream_job_view(detail.stream)
         stream["queries"] = [
-            {
-                "name": q.name,
-                "state": q.state.value,
-                "restarts": q.restarts,
-                "checkpoint": q.checkpoint,
-                "last_error": q.error,
-            }
+            {**_query_summary(q), "checkpoint": q.checkpoint, "last_error": q.error}
             for q in detail.stream_queries
         ]
     view["stream"] = stream

@@ -8,15 +8,25 @@ the browser's Back, or the link to the first page.
 from __future__ import annotations
 
 from collections.abc import Callable
+from enum import Enum
 from typing import Any, TypeVar
 from urllib.parse import urlencode
 
+from sparkgate.errors import InvalidRequest
 from sparkgate.http.paging import paging, window
 from sparkgate.store.records import Page, Window
 
 T = TypeVar("T")
 
 PAGE = 50  # items on a page of a list
+
+
+def checked_choice(field: str, value: str | None, choices: type[Enum], what: str) -> str:
+    """A filter from the form that is one of ``choices`` (a state, a kind), or "" for none;
+    any other value is refused, naming ``what`` it should have been."""
+    if value and value not in {c.value for c in choices}:
+        raise InvalidRequest(f"{field}: unknown {what} {value!r}.", field=field)
+    return value or ""
 
 
 def window_of(filters: dict[str, Any], *, by_name: bool = False) -> Window:

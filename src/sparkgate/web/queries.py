@@ -18,7 +18,7 @@ from sparkgate.http.params import Id, Offset
 from sparkgate.service import Service
 from sparkgate.service.views import query_view, result_page_view
 from sparkgate.states import StatementState
-from sparkgate.web.paging import shown, window_of
+from sparkgate.web.paging import checked_choice, shown, window_of
 from sparkgate.web.templating import render, render_list
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -35,9 +35,11 @@ def _filters(
     state: str | None, owner: str | None, session_id: str | None, after: str | None
 ) -> dict[str, Any]:
     """The list's filters from the form: empty fields mean no filter."""
-    filters: dict[str, Any] = {"state": state or "", "owner": owner or "", "session_id": ""}
-    if state and state not in {s.value for s in StatementState}:
-        raise InvalidRequest(f"state: unknown query state {state!r}.", field="state")
+    filters: dict[str, Any] = {
+        "state": checked_choice("state", state, StatementState, "query state"),
+        "owner": owner or "",
+        "session_id": "",
+    }
     if session_id:
         if not session_id.strip().isdigit():
             raise InvalidRequest("session_id: a session id is a number.", field="session_id")

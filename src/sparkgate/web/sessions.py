@@ -13,14 +13,13 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from sparkgate.auth.principal import Principal
-from sparkgate.errors import InvalidRequest
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.params import Id
 from sparkgate.service import Service
 from sparkgate.service.views import engine_view, session_view
 from sparkgate.states import SessionKind, SessionState
 from sparkgate.store.records import Page, SessionRecord, Window
-from sparkgate.web.paging import shown, window_of
+from sparkgate.web.paging import checked_choice, shown, window_of
 from sparkgate.web.templating import render, render_list
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -29,13 +28,9 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 def _session_filters(
     state: str | None, kind: str | None, one_off: bool, after: str | None
 ) -> dict[str, Any]:
-    if state and state not in {s.value for s in SessionState}:
-        raise InvalidRequest(f"state: unknown session state {state!r}.", field="state")
-    if kind and kind not in {k.value for k in SessionKind}:
-        raise InvalidRequest(f"kind: unknown session kind {kind!r}.", field="kind")
     return {
-        "state": state or "",
-        "kind": kind or "",
+        "state": checked_choice("state", state, SessionState, "session state"),
+        "kind": checked_choice("kind", kind, SessionKind, "session kind"),
         "one_off": "true" if one_off else "",
         "after": after or "",
     }

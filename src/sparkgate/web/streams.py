@@ -18,7 +18,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from sparkgate.auth.principal import Principal
-from sparkgate.errors import InvalidRequest, StreamJobBusy
+from sparkgate.errors import StreamJobBusy
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.params import Id, Offset
 from sparkgate.service import Service
@@ -31,7 +31,7 @@ from sparkgate.service.views import (
 )
 from sparkgate.states import StreamJobState, StreamQueryState
 from sparkgate.streaming.backoff import RetryPolicy, backoff_delay
-from sparkgate.web.paging import shown, window_of
+from sparkgate.web.paging import checked_choice, shown, window_of
 from sparkgate.web.templating import render, render_list, timestamp
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -44,9 +44,11 @@ STARTABLE = frozenset({"stopped", "failed"})
 
 
 def _filters(state: str | None, owner: str | None, after: str | None) -> dict[str, Any]:
-    if state and state not in {s.value for s in StreamJobState}:
-        raise InvalidRequest(f"state: unknown stream job state {state!r}.", field="state")
-    return {"state": state or "", "owner": owner or "", "after": after or ""}
+    return {
+        "state": checked_choice("state", state, StreamJobState, "stream job state"),
+        "owner": owner or "",
+        "after": after or "",
+    }
 
 
 def _page(service: Service, user: Principal, filters: dict[str, Any]) -> dict[str, Any]:
@@ -195,12 +197,11 @@ def _session_stream(
     return session_stream_view(stream, detail)
 
 
-def _session_state(
-    request: Request, query: dict[str, Any], notice: str | None = None
+def _render_session_stream(
+    request: Request, template: str, query: dict[str, Any], notice: str | None = None
 ) -> HTMLResponse:
-    return render(
-        request, "_session_stream_state.html", query=query, stoppable=QUERY_STOPPABLE, notice=notice
-    )
+    """The page of a session's streaming query, or its state fragment."""
+    return render(request, template, query=query, stoppable=QUERY_STOPPABLE, notice=notice)
 
 
 @router.get("/sessions/{session_id}/streams/{stream_id}")
@@ -209,16 +210,15 @@ def session_stream_page(
 ) -> HTMLResponse:
     """A streaming query started in a session: its state, progress and chart."""
     query = _session_stream(service, session_id, stream_id, user)
-    return render(
-        request, "session_stream.html", query=query, stoppable=QUERY_STOPPABLE, notice=None
-    )
+    return _render_session_stream(request, "session_stream.html", query)
 
 
 @router.get("/sessions/{session_id}/streams/{stream_id}/state")
 def session_stream_state(
     request: Request, session_id: Id, stream_id: Id, service: ServiceDep, user: UserDep
 ) -> HTMLResponse:
-    return _session_state(request, _session_stream(service, session_id, stream_id, user))
+    query = _session_stream(service, session_id, stream_id, user)
+    return _render_session_stream(request, "_session_stream_state.html", query)
 
 
 @router.get("/sessions/{session_id}/streams/{stream_id}/progress")
@@ -241,4 +241,4 @@ def stop_session_stream(
         f"Stopping {query['name']} at the end of its micro-batch (query {statement.id} in "
         f"session {session_id})."
     )
-    return _session_state(request, query, notice=notice)
+    return _render_session_stream(request, "_session_stream_state.html", query, notice=notice)

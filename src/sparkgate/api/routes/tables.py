@@ -17,23 +17,28 @@ from sparkgate.service.catalog import listing_view, table_view
 
 router = APIRouter(prefix="/v1/tables", tags=["tables"])
 
-_CATALOG_FAILED = (
-    "The catalog query failed in its engine (`CATALOG_UNAVAILABLE`, naming the query), the "
-    "store is unreachable (`STORE_UNAVAILABLE`); send it again after `Retry-After` seconds."
-)
+
+def _catalog_refusals(not_found: str, invalid: str) -> dict[int | str, dict[str, Any]]:
+    """A catalog route's refusals: it runs a catalog query as the caller, so those of a query,
+    and its own 404 and 422."""
+    return refusals(
+        {
+            403: "The `sql` right is missing.",
+            404: not_found,
+            422: invalid,
+            429: "The user has `running_queries_per_user` queries waiting or running.",
+            503: "The catalog query failed in its engine (`CATALOG_UNAVAILABLE`, naming the "
+            "query), the store is unreachable (`STORE_UNAVAILABLE`); send it again after "
+            "`Retry-After` seconds.",
+        }
+    )
 
 
 @router.get(
     "",
     response_model=bodies.CatalogListing,
-    responses=refusals(
-        {
-            403: "The `sql` right is missing.",
-            404: "`schema` names no schema (`SCHEMA_NOT_FOUND`).",
-            422: "`schema` is not a schema name.",
-            429: "The user has `running_queries_per_user` queries waiting or running.",
-            503: _CATALOG_FAILED,
-        }
+    responses=_catalog_refusals(
+        "`schema` names no schema (`SCHEMA_NOT_FOUND`).", "`schema` is not a schema name."
     ),
 )
 async def list_tables(
@@ -47,14 +52,9 @@ async def list_tables(
 @router.get(
     "/{name}",
     response_model=bodies.TableDetail,
-    responses=refusals(
-        {
-            403: "The `sql` right is missing.",
-            404: "No such table or view, or one you may not see (`TABLE_NOT_FOUND`).",
-            422: "`name` is not `schema.table` or `table`.",
-            429: "The user has `running_queries_per_user` queries waiting or running.",
-            503: _CATALOG_FAILED,
-        }
+    responses=_catalog_refusals(
+        "No such table or view, or one you may not see (`TABLE_NOT_FOUND`).",
+        "`name` is not `schema.table` or `table`.",
     ),
 )
 async def get_table(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
