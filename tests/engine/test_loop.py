@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -11,6 +12,7 @@ import pytest
 
 from sparkgate.engine import executors
 from sparkgate.engine.process import Engine
+from sparkgate.errors import StoreUnavailable
 from sparkgate.results import read_page
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.settings import Settings
@@ -116,6 +118,40 @@ def test_an_outcome_the_store_refuses_still_ends_the_statement(
     )
     error = engine.store.statements.get(statement.id).error
     assert error is not None and error["code"] == "OUTCOME_NOT_RECORDED"
+    tick_until(engine, lambda: engine.store.sessions.get(session_id).state is SessionState.IDLE)
+
+
+def test_a_claim_written_but_unanswered_still_runs_its_statement(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store drops away between writing a claim and answering it: the statement, which
+    the store says runs, runs once the store answers again (it used to stay running for
+    ever, on an engine alive and heartbeating; the chaos suite's store outage found it)."""
+    session_id = open_session(engine)
+    db = engine.store.db
+    real_begin = db.begin
+    lost: list[str] = []
+
+    @contextmanager
+    def begin_losing_the_answer() -> Iterator[Any]:
+        with real_begin() as conn:
+            yield conn
+        if not lost:  # committed; the answer is lost on the way back
+            lost.append("claim")
+            raise StoreUnavailable("The store dropped the connection after the commit.")
+
+    statement = engine.store.statements.add(session_id, "SELECT 42", now=time.time())
+    monkeypatch.setattr(db, "begin", begin_losing_the_answer)
+    with pytest.raises(StoreUnavailable):
+        tick_until(engine, lambda: False, timeout=30)  # the claim's tick meets the outage
+    assert lost == ["claim"]
+    assert engine.store.statements.get(statement.id).state is StatementState.RUNNING
+    assert statement.id not in engine._running
+    tick_until(
+        engine, lambda: engine.store.statements.get(statement.id).state is StatementState.SUCCESS
+    )
+    done = engine.store.statements.get(statement.id)
+    assert done.result is not None and read_page(done.result["path"], 0, 10) == ([[42]], 1)
     tick_until(engine, lambda: engine.store.sessions.get(session_id).state is SessionState.IDLE)
 
 

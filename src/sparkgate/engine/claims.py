@@ -4,16 +4,27 @@ that came first wins), and the statement goes to its session's worker thread.
 
 Apart from running it because the claim is the loop's, on the loop's thread, and must stay
 quick; the statement then runs on its session's thread for as long as it takes.
+
+A claim whose commit goes unanswered (the store drops away during it) may have been written
+with only its answer lost: the store would then say the statement runs, on an engine that is
+alive and heartbeating, while nothing runs it, for ever. So such a claim is kept, and once
+the store answers again it is settled by reading the statement back (``settle``): started at
+the claim's time, it is this claim's, and it runs now; still waiting, it is claimed again as
+any other.
 """
 
 from __future__ import annotations
 
 import dataclasses
+import logging
 
 from sparkgate.engine.execution import Execution
-from sparkgate.engine.shared import Shared
+from sparkgate.engine.shared import Shared, UnsettledClaim
 from sparkgate.states import SessionState, StatementState
+from sparkgate.store.outage import is_unreachable
 from sparkgate.store.records import StatementRecord
+
+log = logging.getLogger("sparkgate.engine")
 
 
 class _ClaimRefused(Exception):
@@ -28,7 +39,7 @@ def session_running(shared: Shared, session_id: int) -> bool:
 def claim(shared: Shared, session_id: int, waiting: StatementRecord, *, tick: int) -> bool:
     now = shared.clock()
     statement_id = waiting.id
-    session = shared.sessions[session_id]
+    shared.unsettled_claims.pop(statement_id, None)
     try:
         with shared.store.db.begin() as conn:
             claimed = shared.store.transitions.statement(
@@ -52,6 +63,38 @@ def claim(shared: Shared, session_id: int, waiting: StatementRecord, *, tick: in
                 raise _ClaimRefused  # the session ended meanwhile: undo the claim
     except _ClaimRefused:
         return False
+    except Exception as exc:
+        if is_unreachable(exc):
+            shared.unsettled_claims[statement_id] = UnsettledClaim(session_id, waiting, now)
+        raise
+    _start(shared, session_id, waiting, now, tick=tick)
+    return True
+
+
+def settle(shared: Shared, *, tick: int) -> bool:
+    """Run each unanswered claim that the store did write (see the module's docstring)."""
+    started = False
+    for statement_id, unsettled in list(shared.unsettled_claims.items()):
+        found = shared.store.statements.find(statement_id)  # may raise: settled next tick
+        del shared.unsettled_claims[statement_id]
+        ours = (
+            found is not None
+            and found.state in (StatementState.RUNNING, StatementState.CANCELLING)
+            and found.started_at is not None
+            and abs(found.started_at - unsettled.at) < 1e-6
+        )
+        if not ours or unsettled.session_id not in shared.workers:
+            continue  # not written (claimed again as usual), or its session has ended
+        log.warning("statement %s: its claim was written though unanswered; runs now", statement_id)
+        # A cancel that came meanwhile (cancelling) is passed on as to any running statement.
+        _start(shared, unsettled.session_id, unsettled.waiting, unsettled.at, tick=tick)
+        started = True
+    return started
+
+
+def _start(
+    shared: Shared, session_id: int, waiting: StatementRecord, now: float, *, tick: int
+) -> None:
     # What the claim wrote, without reading it back.
     statement = dataclasses.replace(
         waiting,
@@ -61,12 +104,14 @@ def claim(shared: Shared, session_id: int, waiting: StatementRecord, *, tick: in
         version=waiting.version + 1,
     )
     execution = Execution(
-        statement, session, tag=f"sparkgate-statement-{statement_id}", claimed_in=tick
+        statement,
+        shared.sessions[session_id],
+        tag=f"sparkgate-statement-{statement.id}",
+        claimed_in=tick,
     )
     with shared.lock:
-        shared.running[statement_id] = execution
+        shared.running[statement.id] = execution
     shared.workers[session_id].submit(execution)
-    return True
 
 
 def reap_executions(shared: Shared) -> None:

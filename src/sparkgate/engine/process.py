@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
 from sparkgate.engine.cancels import CANCEL_REPEAT, cancel_jobs, pass_on_cancels
-from sparkgate.engine.claims import claim, reap_executions, session_running
+from sparkgate.engine.claims import claim, reap_executions, session_running, settle
 from sparkgate.engine.connect_operations import ConnectOperations
 from sparkgate.engine.execution import Execution, SessionWorker
 from sparkgate.engine.heartbeat import Heartbeat
@@ -255,9 +255,9 @@ class Engine:
     def _tick(self) -> bool:
         """One pass over this engine's work; True if anything happened."""
         shared = self.shared
-        busy = False
         self._ticks += 1
         reap_executions(shared)  # first: a session whose statement just ended takes its next
+        busy = settle(shared, tick=self._ticks)  # claims the store took but did not answer
         work = self.store.sessions.work_of_engine(self.engine_id)
         active_ids = {session.id for session, _ in work}
         for session_id in list(shared.sessions):

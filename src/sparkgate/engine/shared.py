@@ -21,7 +21,7 @@ from sparkgate.engine.execution import Execution, SessionWorker
 from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.store import Store
-from sparkgate.store.records import EngineRecord
+from sparkgate.store.records import EngineRecord, StatementRecord
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -30,6 +30,13 @@ if TYPE_CHECKING:
     from sparkgate.streaming.supervisor import StreamSupervisor
 
 log = logging.getLogger("sparkgate.engine")
+
+
+@dataclass(frozen=True)
+class UnsettledClaim:
+    session_id: int
+    waiting: StatementRecord  # the statement as it was claimed
+    at: float  # the claim's time, which it wrote as the statement's start
 
 
 @dataclass(eq=False)
@@ -59,6 +66,9 @@ class Shared:
     exiting: threading.Event = field(default_factory=threading.Event)
     exit_reason: str = "stopped"
     store_out_since: float | None = None  # while the store cannot be reached
+    # Claims whose commit went unanswered (the store dropped away during it): the loop's
+    # only, settled by claims.settle once the store answers (statement id -> the claim).
+    unsettled_claims: dict[int, UnsettledClaim] = field(default_factory=dict)
 
     def running_executions(self) -> list[Execution]:
         with self.lock:
