@@ -155,6 +155,43 @@ def test_a_claim_written_but_unanswered_still_runs_its_statement(
     tick_until(engine, lambda: engine.store.sessions.get(session_id).state is SessionState.IDLE)
 
 
+@pytest.mark.parametrize("written", [False, True], ids=["not-written", "answer-lost"])
+def test_a_session_whose_open_met_a_store_outage_still_opens(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch, written: bool
+) -> None:
+    """The write saying a new session is open meets an outage (not written, or written with
+    its answer lost): the session still opens, and its statements run."""
+    store = engine.store
+    session = store.sessions.add(SessionKind.INTERACTIVE, now=time.time())
+    store.transitions.session(
+        session.id, SessionState.STARTING, now=time.time(), engine_id=engine.engine_id
+    )
+    real_begin = store.db.begin
+    failed: list[str] = []
+
+    @contextmanager
+    def begin_failing_once() -> Iterator[Any]:
+        if failed:
+            with real_begin() as conn:
+                yield conn
+            return
+        failed.append("open")
+        if not written:
+            raise StoreUnavailable("The store cannot be reached.")
+        with real_begin() as conn:
+            yield conn
+        raise StoreUnavailable("The store dropped the connection after the commit.")
+
+    monkeypatch.setattr(store.db, "begin", begin_failing_once)
+    with pytest.raises(StoreUnavailable):
+        tick_until(engine, lambda: False, timeout=30)
+    assert failed == ["open"]
+    expected = SessionState.IDLE if written else SessionState.STARTING
+    assert store.sessions.get(session.id).state is expected
+    statement = store.statements.add(session.id, "SELECT 7", now=time.time())
+    tick_until(engine, lambda: store.statements.get(statement.id).state is StatementState.SUCCESS)
+
+
 def test_a_killed_session_stops_its_statement(engine: Engine) -> None:
     session_id = open_session(engine)
     statement = engine.store.statements.add(

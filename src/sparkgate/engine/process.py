@@ -265,8 +265,11 @@ class Engine:
                 self._keeper.close(session_id)
                 busy = True
         for session, waiting in work:
-            if session.state is SessionState.STARTING and session.id not in shared.sessions:
-                self._keeper.open(session)
+            if session.state is SessionState.STARTING:
+                if session.id not in shared.sessions:
+                    self._keeper.open(session)
+                else:
+                    self._keeper.say_open(session.id)  # its first say met a store outage
                 busy = True
             if (
                 waiting is not None

@@ -71,12 +71,19 @@ class SessionKeeper:
             session.id, self._execute, shared.wake.set, partial(self._release_files, opened)
         )
         shared.served_session = True
+        self.say_open(session.id)
+
+    def say_open(self, session_id: int) -> None:
+        """Record the open session ``idle``: the loop calls it again while the store still says
+        ``starting`` of a session it holds, as after this write met a store outage (it may have
+        failed, or been written with its answer lost: either way the next look settles it)."""
+        shared = self._shared
         outcome = shared.store.transitions.session(
-            session.id, SessionState.IDLE, now=shared.clock(), expected=[SessionState.STARTING]
+            session_id, SessionState.IDLE, now=shared.clock(), expected=[SessionState.STARTING]
         )
         if not outcome.applied:
-            forget_session(shared, session.id)
-        log.info("session %s open (%s)", session.id, outcome)
+            forget_session(shared, session_id)
+        log.info("session %s open (%s)", session_id, outcome)
 
     def close(self, session_id: int) -> None:
         """The session ended in the store (killed, timed out): stop its work and forget it."""
