@@ -35,6 +35,8 @@ LAYERS: list[set[str]] = [
         "logs",
     },
     {"results", "store"},
+    # each resource as every door shows it, built from the store's records
+    {"schemas"},
     {"auth", "metrics", "catalog", "enginelink"},
     # the engine side: what a statement handler is given, the capabilities, the engine
     {"runtime"},

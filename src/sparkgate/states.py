@@ -263,3 +263,17 @@ JOB_RUN_TRANSITIONS: Mapping[JobRunState, frozenset[JobRunState]] = {
 def sources_of(table: Mapping[S, frozenset[S]], target: S) -> frozenset[S]:
     """The states from which `target` may be entered."""
     return frozenset(source for source, targets in table.items() if target in targets)
+
+
+# What deploying a manifest does to one job (jobs/plan.py decides it).
+class ActionKind(StrEnum):
+    START_CLEAN = "start-clean"  # new version (or first), empty checkpoint directory
+    RESUME = "resume"  # start from the latest checkpoint of the current version
+    RESTART_CLEAN = "restart-clean"  # stop gracefully, then start a new version clean
+    RESTART_RESUME = "restart-resume"  # stop gracefully, then resume from the saved state
+    UPDATE = "update"  # record the manifest; what runs is not touched
+    REGISTER = "register"  # batch job: store the definition (runs on `jobs run`)
+    NOTHING = "nothing"
+    ERROR = "error"  # cannot deploy as asked; nothing is changed for this job
+    REMOVE = "remove"  # manifest gone and pruning asked: stop and forget the job
+    ORPHANED = "orphaned"  # manifest gone, not pruned: left as it is

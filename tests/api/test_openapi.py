@@ -9,13 +9,13 @@ from typing import Any
 import pytest
 
 from sparkgate import livy
-from sparkgate.api.bodies.users import Whoami
 from sparkgate.auth.access import RIGHTS
 from sparkgate.errors import PayloadTooLarge, QueryNotFound
-from sparkgate.http.error_bodies import NativeError
 from sparkgate.http.errors import native_body
 from sparkgate.livy.bodies import LivyError
 from sparkgate.livy.common import livy_error_body
+from sparkgate.schemas.errors import NativeError
+from sparkgate.schemas.users import Whoami
 from sparkgate.settings import Settings
 
 Operation = tuple[str, str, dict[str, Any]]

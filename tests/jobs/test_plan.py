@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparkgate.jobs.plan import Action, ActionKind, Current, Declared, plan
+from sparkgate.jobs.plan import Action, Current, Declared, plan
+from sparkgate.states import ActionKind
 
 
 def declared(

@@ -14,7 +14,6 @@ from sparkgate.jobs.bundle import load_bundle
 from sparkgate.jobs.deploy import Deployer
 from sparkgate.jobs.deployment_run import LEASE
 from sparkgate.jobs.files import SourceFile
-from sparkgate.jobs.plan import ActionKind
 from sparkgate.jobs.runs import JobRunner
 from sparkgate.launcher.placement import Placement
 from sparkgate.service.gateway import Gateway
@@ -24,6 +23,7 @@ from sparkgate.states import (
     JOB_RUN_TRANSITIONS,
     TERMINAL_DEPLOYMENT_STATES,
     TERMINAL_JOB_RUN_STATES,
+    ActionKind,
     DeploymentState,
     JobRunState,
     SessionState,

@@ -30,8 +30,8 @@ from pydantic.json_schema import models_json_schema
 from starlette.routing import BaseRoute
 
 from sparkgate.http.deps import get_node, get_user
-from sparkgate.http.error_bodies import NativeError
 from sparkgate.http.errors import error_styles
+from sparkgate.schemas.errors import NativeError
 
 # What each error status means anywhere; a route's own reason (``refusals``) replaces it.
 REASONS: dict[int, str] = {

@@ -30,10 +30,10 @@ from sparkgate.errors import DeployInProgress, ManifestsInvalid
 from sparkgate.jobs.bundle import Bundle, files_of, load_bundle
 from sparkgate.jobs.deployment_run import LEASE, POLL, RUNNING, DeploymentRun
 from sparkgate.jobs.files import SourceFile
-from sparkgate.jobs.plan import Action, ActionKind, Current, plan
+from sparkgate.jobs.plan import Action, Current, plan
 from sparkgate.recorded import DeploymentAbandoned, RecordedError
 from sparkgate.settings import Settings
-from sparkgate.states import DeploymentState, StreamJobState
+from sparkgate.states import ActionKind, DeploymentState, StreamJobState
 from sparkgate.store import Store
 from sparkgate.store.jobs import PlannedDecision
 from sparkgate.store.records import DeploymentRecord, JobRecord, StreamJobRecord

@@ -21,7 +21,7 @@ from typing import Protocol
 
 from sparkgate.errors import SparkgateError, StreamJobActive, StreamJobNotFound
 from sparkgate.jobs.bundle import Bundle, DeclaredJob
-from sparkgate.jobs.plan import Action, ActionKind
+from sparkgate.jobs.plan import Action
 from sparkgate.jobs.script import Metadata
 from sparkgate.recorded import (
     DeployIncomplete,
@@ -30,7 +30,7 @@ from sparkgate.recorded import (
     RecordedError,
 )
 from sparkgate.settings import Settings
-from sparkgate.states import DeploymentState, StreamJobState
+from sparkgate.states import ActionKind, DeploymentState, StreamJobState
 from sparkgate.store import Store
 from sparkgate.store.records import DeploymentRecord, JobDecisionRecord, JobRecord, StreamJobRecord
 from sparkgate.streaming.jobs import Streams

@@ -26,20 +26,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from enum import StrEnum
 
-
-class ActionKind(StrEnum):
-    START_CLEAN = "start-clean"  # new version (or first), empty checkpoint directory
-    RESUME = "resume"  # start from the latest checkpoint of the current version
-    RESTART_CLEAN = "restart-clean"  # stop gracefully, then start a new version clean
-    RESTART_RESUME = "restart-resume"  # stop gracefully, then resume from the saved state
-    UPDATE = "update"  # record the manifest; what runs is not touched
-    REGISTER = "register"  # batch job: store the definition (runs on `jobs run`)
-    NOTHING = "nothing"
-    ERROR = "error"  # cannot deploy as asked; nothing is changed for this job
-    REMOVE = "remove"  # manifest gone and pruning asked: stop and forget the job
-    ORPHANED = "orphaned"  # manifest gone, not pruned: left as it is
+from sparkgate.states import ActionKind
 
 
 @dataclass(frozen=True)

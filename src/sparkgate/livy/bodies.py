@@ -1,6 +1,6 @@
 """The Livy API's JSON answers as pydantic models, keys as Livy spells them (``views.py``).
 
-Closed like the native ones (``sparkgate.api.bodies``): FastAPI checks every answer against
+Closed like the native ones (``sparkgate.schemas``): FastAPI checks every answer against
 its model. Every field Livy shows is here, typed as Livy types it, even those sparkgate always
 leaves null (``appInfo``'s URLs, ``/version``'s build facts).
 """

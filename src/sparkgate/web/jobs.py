@@ -18,7 +18,6 @@ from fastapi.responses import HTMLResponse
 from sparkgate.auth.principal import Principal
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.paging import paging
-from sparkgate.jobs.plan import ActionKind
 from sparkgate.service import Service
 from sparkgate.service.views import (
     deployment_detail_view,
@@ -26,6 +25,7 @@ from sparkgate.service.views import (
     job_history_view,
     job_summary_view,
 )
+from sparkgate.states import ActionKind
 from sparkgate.store.records import Window
 from sparkgate.web.templating import render, render_list
 

@@ -7,9 +7,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from sparkgate.api.bodies.users import AccessExplanation, TableGrants
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
+from sparkgate.schemas.users import AccessExplanation, TableGrants
 
 router = APIRouter(tags=["access"])
 

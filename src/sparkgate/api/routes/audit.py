@@ -6,11 +6,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query
 
-from sparkgate.api.bodies.users import AuditList
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.paging import ListParams
 from sparkgate.http.params import Since
+from sparkgate.schemas.users import AuditList
 from sparkgate.service.views import audit_event_view
 
 router = APIRouter(tags=["audit"])

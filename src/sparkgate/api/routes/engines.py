@@ -6,10 +6,10 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from sparkgate.api.bodies.engines import Engine, EngineList
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import Id
+from sparkgate.schemas.engines import Engine, EngineList
 from sparkgate.service.views import engine_view
 
 router = APIRouter(prefix="/v1/engines", tags=["engines"])

@@ -8,8 +8,8 @@ import sqlalchemy as sa
 from fastapi import APIRouter
 
 from sparkgate import __version__
-from sparkgate.api.bodies.health import Health
 from sparkgate.http.deps import NodeDep
+from sparkgate.schemas.health import Health
 
 router = APIRouter()
 

@@ -7,7 +7,12 @@ from typing import Any
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparkgate.api.bodies.jobs import (
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.http.paging import RecentList
+from sparkgate.http.params import Id, ListLimit
+from sparkgate.jobs.files import SourceFile
+from sparkgate.schemas.jobs import (
     Deployment,
     DeploymentList,
     JobDetail,
@@ -16,11 +21,6 @@ from sparkgate.api.bodies.jobs import (
     JobRun,
     JobRunList,
 )
-from sparkgate.http.deps import ServiceDep, UserDep
-from sparkgate.http.openapi import refusals
-from sparkgate.http.paging import RecentList
-from sparkgate.http.params import Id, ListLimit
-from sparkgate.jobs.files import SourceFile
 from sparkgate.service.views import (
     deployment_detail_view,
     job_detail_view,

@@ -8,7 +8,6 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparkgate.api.bodies import queries as bodies
 from sparkgate.errors import InvalidRequest
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
@@ -24,6 +23,7 @@ from sparkgate.http.params import (
     Wait,
     created,
 )
+from sparkgate.schemas import queries as bodies
 from sparkgate.service import Service
 from sparkgate.service.views import query_view, result_page_view
 from sparkgate.states import StatementState

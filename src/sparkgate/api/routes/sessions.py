@@ -7,11 +7,11 @@ from typing import Annotated, Any, Literal
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from sparkgate.api.bodies.queries import Session, SessionList
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.paging import ListParams
 from sparkgate.http.params import REPLAYED_HEADER, Id, IdempotencyKey, created
+from sparkgate.schemas.queries import Session, SessionList
 from sparkgate.service.views import session_view
 from sparkgate.states import SessionKind, SessionState
 

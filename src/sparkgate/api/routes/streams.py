@@ -7,16 +7,16 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparkgate.api.bodies.streams import (
+from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.http.openapi import refusals
+from sparkgate.http.paging import ListParams
+from sparkgate.http.params import Id
+from sparkgate.schemas.streams import (
     DeletedStreamJob,
     SessionStreams,
     StreamJobDetail,
     StreamJobList,
 )
-from sparkgate.http.deps import ServiceDep, UserDep
-from sparkgate.http.openapi import refusals
-from sparkgate.http.paging import ListParams
-from sparkgate.http.params import Id
 from sparkgate.service.views import (
     query_detail_view,
     stream_detail_view,

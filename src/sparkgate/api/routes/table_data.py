@@ -8,11 +8,11 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Query, Request
 
-from sparkgate.api.bodies import queries as bodies
 from sparkgate.api.routes.queries import accepted
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import PageLimit, Wait, created
+from sparkgate.schemas import queries as bodies
 from sparkgate.tables.uploads import LoadFormat, LoadMode
 
 router = APIRouter(tags=["tables"])

@@ -10,9 +10,9 @@ from typing import Any
 
 from fastapi import APIRouter
 
-from sparkgate.api.bodies import tables as bodies
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
+from sparkgate.schemas import tables as bodies
 from sparkgate.service.catalog import listing_view, table_view
 
 router = APIRouter(prefix="/v1/tables", tags=["tables"])

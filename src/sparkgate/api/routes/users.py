@@ -7,10 +7,10 @@ from typing import Any
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
-from sparkgate.api.bodies.users import NewToken, Token, TokenList, Whoami
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import Id
+from sparkgate.schemas.users import NewToken, Token, TokenList, Whoami
 from sparkgate.service.views import principal_view, token_view
 
 router = APIRouter(tags=["users"])

@@ -8,11 +8,16 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from sparkgate.api.bodies.common import Body, Paging, Timestamp
-from sparkgate.api.bodies.streams import Step, StreamJob
-from sparkgate.http.error_bodies import RecordedError
-from sparkgate.jobs.plan import ActionKind
-from sparkgate.states import DeploymentState, JobRunState, StreamJobState, StreamQueryState
+from sparkgate.schemas.common import Body, Paging, Timestamp
+from sparkgate.schemas.errors import RecordedError
+from sparkgate.schemas.streams import Step, StreamJob
+from sparkgate.states import (
+    ActionKind,
+    DeploymentState,
+    JobRunState,
+    StreamJobState,
+    StreamQueryState,
+)
 
 
 class Decision(Body):

@@ -8,7 +8,7 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from sparkgate.api.bodies.common import Body, Paging, Timestamp
+from sparkgate.schemas.common import Body, Paging, Timestamp
 
 
 class Whoami(Body):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import Field
 
-from sparkgate.api.bodies.common import Body, Timestamp
-from sparkgate.http.error_bodies import RecordedError
+from sparkgate.schemas.common import Body, Timestamp
+from sparkgate.schemas.errors import RecordedError
 from sparkgate.states import EngineKind, EngineState
 
 

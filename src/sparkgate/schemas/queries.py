@@ -6,8 +6,8 @@ from typing import Any
 
 from pydantic import Field
 
-from sparkgate.api.bodies.common import Body, Paging, SparkConf, Timestamp
-from sparkgate.http.error_bodies import RecordedError
+from sparkgate.schemas.common import Body, Paging, SparkConf, Timestamp
+from sparkgate.schemas.errors import RecordedError
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
 
 

@@ -8,9 +8,9 @@ from typing import Literal
 
 from pydantic import Field
 
-from sparkgate.api.bodies.common import Body, Timestamp
-from sparkgate.api.bodies.queries import ResultPage
-from sparkgate.http.error_bodies import RecordedError
+from sparkgate.schemas.common import Body, Timestamp
+from sparkgate.schemas.errors import RecordedError
+from sparkgate.schemas.queries import ResultPage
 from sparkgate.states import StatementState
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Literal
 
-from sparkgate.api.bodies.common import Body
+from sparkgate.schemas.common import Body
 
 
 class Health(Body):
