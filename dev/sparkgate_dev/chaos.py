@@ -781,6 +781,8 @@ class Chaos:
         report.invariants["all final in time"] = not stuck and not late
         if late:
             report.notes.append(f"final later than {allowed:.0f}s after submission: {late}")
+            submitted = {t.id: t.submitted_at for t in traces if t.id is not None}
+            report.notes.extend(self._timeline([i for _, i in late if i is not None], submitted))
         if stuck:
             report.notes.append(f"non-final after {time.monotonic() - started:.0f}s: {stuck}")
 
@@ -811,6 +813,28 @@ class Chaos:
         if self.load.errors:
             report.notes.append(f"load errors: {self.load.errors[:3]}")
             self.load.errors.clear()
+
+    def _timeline(self, ids: list[int], submitted: dict[int, float]) -> list[str]:
+        """Where each late query spent its time, from the store: seconds after its submission
+        that it was recorded, started and ended, and by which engine; a CI failure then says
+        which step waited (the submit's retries, the claim, the run or its report)."""
+        with self.rig.store() as store:
+            lines = []
+            for query_id in ids:
+                statement = store.statements.get(query_id)
+                session = store.sessions.get(statement.session_id)
+                at = submitted[query_id]
+
+                def after(moment: float | None, at: float = at) -> str:
+                    return "-" if moment is None else f"{moment - at:.1f}s"
+
+                lines.append(
+                    f"query {query_id} ({statement.kind}, {statement.state}): recorded "
+                    f"{after(statement.created_at)}, started {after(statement.started_at)}, "
+                    f"ended {after(statement.finished_at)} after submission; session "
+                    f"{statement.session_id} on engine {session.engine_id}"
+                )
+            return lines
 
     def _non_final(self, deadline: float) -> list[tuple[int, str]]:
         terminal = [s.value for s in TERMINAL_STATEMENT_STATES]
