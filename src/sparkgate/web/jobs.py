@@ -19,7 +19,7 @@ from sparkgate.auth.principal import Principal
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.paging import paging
 from sparkgate.service import Service
-from sparkgate.service.views import (
+from sparkgate.service.job_views import (
     deployment_detail_view,
     job_detail_view,
     job_history_view,

@@ -22,13 +22,13 @@ from sparkgate.errors import StreamJobBusy
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.params import Id, Offset
 from sparkgate.service import Service
-from sparkgate.service.streams import STOPPABLE_QUERY_STATES, QueryProgress
-from sparkgate.service.views import (
+from sparkgate.service.stream_views import (
     session_stream_view,
     stream_detail_view,
     stream_progress_view,
     stream_summary_view,
 )
+from sparkgate.service.streams import STOPPABLE_QUERY_STATES, QueryProgress
 from sparkgate.states import StreamJobState, StreamQueryState
 from sparkgate.streaming.backoff import RetryPolicy, backoff_delay
 from sparkgate.web.paging import checked_choice, shown, window_of

@@ -21,7 +21,7 @@ from sparkgate.schemas.jobs import (
     JobRun,
     JobRunList,
 )
-from sparkgate.service.views import (
+from sparkgate.service.job_views import (
     deployment_detail_view,
     job_detail_view,
     job_history_view,

@@ -17,7 +17,7 @@ from sparkgate.schemas.streams import (
     StreamJobDetail,
     StreamJobList,
 )
-from sparkgate.service.views import (
+from sparkgate.service.stream_views import (
     query_detail_view,
     stream_detail_view,
     stream_job_view,
