@@ -501,6 +501,14 @@ def wait_final(
             raise AssertionError(f"query {query_id} still {query['state']} after {timeout}s")
 
 
+def _logged_at(line: str) -> str:
+    """A log line's time as ``YYYY-MM-DD HH:MM:SS``: sparkgate's lines start so, Spark's
+    (log4j) with ``YY/MM/DD HH:MM:SS``."""
+    if line[2:3] == "/" and line[5:6] == "/":
+        return f"20{line[0:2]}-{line[3:5]}-{line[6:8]}{line[8:17]}"
+    return line[:19]
+
+
 # -- the stream ---------------------------------------------------------------------------
 
 
@@ -783,6 +791,7 @@ class Chaos:
             report.notes.append(f"final later than {allowed:.0f}s after submission: {late}")
             submitted = {t.id: t.submitted_at for t in traces if t.id is not None}
             report.notes.extend(self._timeline([i for _, i in late if i is not None], submitted))
+            self._print_logs(min(submitted.values()), [i for _, i in late if i is not None])
         if stuck:
             report.notes.append(f"non-final after {time.monotonic() - started:.0f}s: {stuck}")
 
@@ -835,6 +844,27 @@ class Chaos:
                     f"{statement.session_id} on engine {session.engine_id}"
                 )
             return lines
+
+    def _print_logs(self, since: float, ids: list[int]) -> None:
+        """The warnings and errors every node and engine logged since ``since``, and each line
+        naming one of the queries ``ids``: printed, so a failed test's output shows them."""
+        with self.rig.store() as store:
+            paths = [Path(e.log_path) for e in store.engines.list_all() if e.log_path]
+        paths += sorted(self.rig.home.glob("server-*.log"))
+        start = time.strftime("%Y-%m-%d %H:%M:%S", time.localtime(since))
+        marks = (" WARN ", " WARNING ", " ERROR ", *(f"[query={i} " for i in ids))
+        for path in paths:
+            if not path.exists():
+                continue
+            lines = [
+                line
+                for line in path.read_text(errors="replace").splitlines()
+                if _logged_at(line) >= start and any(mark in line for mark in marks)
+            ]
+            if lines:
+                self.rig.log(f"-- {path.name}: {len(lines)} lines, the last 60")
+                for line in lines[-60:]:
+                    self.rig.log(line[:400])
 
     def _non_final(self, deadline: float) -> list[tuple[int, str]]:
         terminal = [s.value for s in TERMINAL_STATEMENT_STATES]
