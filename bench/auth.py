@@ -20,10 +20,10 @@ from collections.abc import Callable
 from pathlib import Path
 
 import httpx
-from harness import bench_server, interleaved, median, percentile
 from rich.console import Console
 from rich.table import Table
 
+from bench.harness import bench_server, interleaved, median, percentile
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate_dev.jwt import JwtIssuer
 

@@ -22,10 +22,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TypeVar
 
-from harness import stop_group
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+
+from bench.harness import stop_group
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -53,9 +53,9 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import SHIPPED_TIMERS, bench_server, log_errors, median, percentile, stop_group
 from rich.console import Console
 
+from bench.harness import SHIPPED_TIMERS, bench_server, log_errors, median, percentile, stop_group
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.catalog.metastore import pyspark_jars
 from sparkgate.engine.spark import CONNECT_SECRET_ENV, engine_spark_conf

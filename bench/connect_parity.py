@@ -41,7 +41,9 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from conformance import (
+from rich.console import Console
+
+from bench.conformance import (
     keep_logs,
     load_side,
     report,
@@ -49,10 +51,8 @@ from conformance import (
     run_side,
     snapshot,
 )
-from harness import bench_server_with_env
-from rich.console import Console
-
-from connect import make_token, spark_connect_server
+from bench.connect import make_token, spark_connect_server
+from bench.harness import bench_server_with_env
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate_dev import free_port
 

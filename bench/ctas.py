@@ -29,10 +29,10 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from harness import bench_server, raw_spark
 from rich.console import Console
 from rich.table import Table
 
+from bench.harness import bench_server, raw_spark
 from sparkgate.client import Client
 
 WORKLOADS = {

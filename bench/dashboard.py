@@ -19,10 +19,10 @@ from typing import Any
 
 import httpx
 import sqlalchemy as sa
-from harness import bench_server, median, percentile
 from rich.console import Console
 from rich.table import Table
 
+from bench.harness import bench_server, median, percentile
 from sparkgate.store import Store, schema
 
 SESSIONS = 1000

@@ -1,7 +1,7 @@
 """dbt's adapter test suite as a conformance check: Spark Thrift Server vs sparkgate.
 
-    .venv/bin/python bench/dbt_conformance.py [--only sts|sparkgate] [-k EXPR]
-    .venv/bin/python bench/dbt_conformance.py --report bench/results/dbt-conformance/<run>
+    .venv/bin/python -m bench.dbt_conformance [--only sts|sparkgate] [-k EXPR]
+    .venv/bin/python -m bench.dbt_conformance --report bench/results/dbt-conformance/<run>
 
 Runs the pytest suite in bench/dbt_suite/ (dbt-tests-adapter's base classes, subclassed the
 way dbt-spark's functional tests are for its ``apache_spark`` profile: dbt-spark's thrift
@@ -37,10 +37,10 @@ from datetime import datetime
 from functools import partial
 from pathlib import Path
 
-from conformance import keep_logs, load_side, report, run_pytest, run_side, snapshot
-from harness import ThriftServer, bench_server_with_env, spark_thrift_server
 from rich.console import Console
 
+from bench.conformance import keep_logs, load_side, report, run_pytest, run_side, snapshot
+from bench.harness import ThriftServer, bench_server_with_env, spark_thrift_server
 from sparkgate_dev import free_port
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -25,10 +25,10 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
-from harness import SHIPPED_TIMERS, bench_server, median, run, timed_ms
 from rich.console import Console
 from rich.table import Table
 
+from bench.harness import SHIPPED_TIMERS, bench_server, median, run, timed_ms
 from sparkgate.client import Client
 from sparkgate.states import EngineKind, EngineState
 from sparkgate_dev import ServerProcess, cluster, eventually, user_files

@@ -54,10 +54,12 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import first_query
-import hive2
-from goals import PeerFigures, StoreFigures, print_goals
-from harness import (
+from rich.console import Console
+from rich.table import Table
+
+from bench import first_query, hive2
+from bench.goals import PeerFigures, StoreFigures, print_goals
+from bench.harness import (
     SHIPPED_TIMERS,
     bench_server_with_env,
     interleaved,
@@ -69,10 +71,7 @@ from harness import (
     run,
     timed_ms,
 )
-from rich.console import Console
-from rich.table import Table
-from status import fresh_pg_database
-
+from bench.status import fresh_pg_database
 from sparkgate.catalog.metastore import read_record
 from sparkgate.client import Client
 from sparkgate_dev import ServerProcess, eventually
@@ -146,7 +145,7 @@ def main() -> None:
         # A process per store: raw PySpark gets a fresh JVM (and Hive client) for each server.
         for store in ("sqlite", "postgresql"):
             with tempfile.NamedTemporaryFile(suffix=".json") as out:
-                command = [sys.executable, __file__, "--store", store, "--pg", args.pg]
+                command = [sys.executable, "-m", "bench.floor", "--store", store, "--pg", args.pg]
                 command += ["--no-peers", "--figures-out", out.name]
                 if args.iterations is not None:
                     command += ["--iterations", str(args.iterations)]

@@ -20,10 +20,10 @@ import tempfile
 from pathlib import Path
 
 import httpx
-from harness import bench_server
 from rich.console import Console
 from rich.table import Table
 
+from bench.harness import bench_server
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate_dev import FUZZ_CHECKS, fuzz_api
 

@@ -10,9 +10,10 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from harness import median
 from rich.console import Console
 from rich.table import Table
+
+from bench.harness import median
 
 
 @dataclass

@@ -27,11 +27,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from harness import bench_server, interleaved, median, percentile, spark_thrift_server
 from pyhive import hive
 from rich.console import Console
 from rich.table import Table
 
+from bench.harness import bench_server, interleaved, median, percentile, spark_thrift_server
 from sparkgate_dev import ServerProcess, free_port
 
 TRIVIAL = "SELECT 1"

@@ -18,11 +18,11 @@ import math
 import subprocess
 from pathlib import Path
 
-from harness import SHIPPED_TIMERS, bench_server
-from hive2 import rss_kb, tree
 from rich.console import Console
 from rich.table import Table
 
+from bench.harness import SHIPPED_TIMERS, bench_server
+from bench.hive2 import rss_kb, tree
 from sparkgate.client import Client
 from sparkgate_dev import ServerProcess
 

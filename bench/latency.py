@@ -13,9 +13,10 @@ from __future__ import annotations
 
 import argparse
 
-from harness import bench_server, interleaved, median, percentile, raw_spark
 from rich.console import Console
 from rich.table import Table
+
+from bench.harness import bench_server, interleaved, median, percentile, raw_spark
 
 QUERIES = {
     "trivial": "SELECT 1 AS one",

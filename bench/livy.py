@@ -18,9 +18,10 @@ from collections.abc import Callable
 from typing import Any
 
 import httpx
-from harness import bench_server, interleaved, median, percentile, raw_spark
 from rich.console import Console
 from rich.table import Table
+
+from bench.harness import bench_server, interleaved, median, percentile, raw_spark
 
 CASES = [
     ("pyspark", "python, no Spark", "x = 20\nx * 2 + 2"),

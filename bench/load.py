@@ -19,10 +19,10 @@ import threading
 import time
 from pathlib import Path
 
-from harness import bench_server, raw_spark
 from rich.console import Console
 from rich.table import Table
 
+from bench.harness import bench_server, raw_spark
 from sparkgate.client import Client
 
 SCHEMA = "id BIGINT, name STRING, amount DOUBLE, day DATE"

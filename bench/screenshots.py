@@ -17,10 +17,10 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from harness import bench_server
 from playwright.sync_api import sync_playwright
 from rich.console import Console
 
+from bench.harness import bench_server
 from sparkgate.auth.passwords import PasswordFile
 
 USERS = {"alice": "alice-secret", "bob": "bob-secret"}

@@ -28,11 +28,11 @@ from contextlib import contextmanager
 
 import httpx
 import sqlalchemy as sa
-from dashboard import fill
-from harness import bench_server, median, percentile
 from rich.console import Console
 from rich.table import Table
 
+from bench.dashboard import fill
+from bench.harness import bench_server, median, percentile
 from sparkgate.store import Store, schema
 
 PAGE = 50

@@ -22,20 +22,22 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import importlib
 import os
 import re
 import signal
 import statistics
+import sys
 import time
 from collections.abc import Sequence
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from harness import bench_server, percentile, raw_spark
 from rich.console import Console
 from rich.table import Table
 
+from bench.harness import bench_server, percentile, raw_spark
 from sparkgate.client import Client
 from sparkgate_dev import ServerProcess, eventually
 
@@ -55,9 +57,12 @@ def main() -> None:
     parser.add_argument("--failures", type=int, default=5, help="injected query failures")
     args = parser.parse_args()
     console = Console()
+    # The UDF module is imported by its own name: by the engines (udf_modules) and their
+    # Python workers, and by the raw PySpark run here, so bench/ is on every path.
     os.environ["PYTHONPATH"] = os.pathsep.join(
         p for p in (str(BENCH), os.environ.get("PYTHONPATH")) if p
     )
+    sys.path.insert(0, str(BENCH))
     with bench_server(
         console,
         wait_engines=False,  # the streaming engine starts with the first job
@@ -285,7 +290,9 @@ def sparkgate_failures(sg: Client, home: Path, count: int) -> tuple[list[float],
 
 
 def raw_failures(spark: Any, home: Path, count: int) -> tuple[list[float], list[float]]:
-    import stream_udfs
+    # By its own name, as the engines import it: a UDF pickled by reference must name a
+    # module Spark's Python workers find on their PYTHONPATH (bench/, set in main()).
+    stream_udfs = importlib.import_module("stream_udfs")
 
     markers = home / "markers-raw"
     markers.mkdir()
