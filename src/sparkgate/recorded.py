@@ -9,7 +9,7 @@ as given: Spark's error condition (``DIVIDE_BY_ZERO``), a user's Python exceptio
 (a cancelled query, an engine that stopped) at the end of this module.
 
     error = Cancelled(f"Query {query_id} was cancelled.").recorded()
-    store.transitions.statement(..., error=error.to_json())
+    store.transitions.statement(..., error=error)  # the store keeps error.to_json()
     if (session.error or {}).get("code") == ErrorCode.ENGINE_LOST: ...
 """
 
@@ -163,6 +163,11 @@ class RecordedError:
         """The error ``to_json`` made (``code`` and ``message`` are required)."""
         params = {k: v for k, v in data.items() if k not in ("code", "message")}
         return cls(str(data["code"]), str(data["message"]), params)
+
+    def with_params(self, **params: Any) -> RecordedError:
+        """The same record with more parameters, shown after its own (one it has already is
+        replaced where it stands): what a caller adds to the error it was given."""
+        return replace(self, params={**self.params, **params})
 
     def with_code(self, code: str) -> RecordedError:
         """The same record under another code: a failure told as what it stopped

@@ -69,7 +69,7 @@ def test_a_pending_write_nobody_will_commit_is_aborted(
     pending = txn()
     actions = decide([TableTxnFacts(pending, statement, engine)], NOW)
     assert [type(a) for a in actions] == [Abort, RemoveStaging]
-    assert isinstance(actions[0], Abort) and actions[0].reason["code"] == "ORPHANED"
+    assert isinstance(actions[0], Abort) and actions[0].reason.to_json()["code"] == "ORPHANED"
     assert actions[1] == RemoveStaging(pending.id, pending.staging_location)
 
 

@@ -12,6 +12,7 @@ from sparkgate.tables.plan import (
     Refuse,
     SessionFacts,
     Skip,
+    SparkField,
     StageCreate,
     StageReplace,
     Target,
@@ -199,7 +200,7 @@ def test_location_conflict_is_sparks() -> None:
     )
 
 
-def field(name: str, data_type: Any, nullable: bool = True) -> dict[str, Any]:
+def field(name: str, data_type: Any, nullable: bool = True) -> SparkField:
     return {"name": name, "type": data_type, "nullable": nullable, "metadata": {}}
 
 

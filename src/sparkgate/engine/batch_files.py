@@ -52,7 +52,7 @@ from sparkgate.recorded import (
     SqlScriptEmpty,
 )
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
-from sparkgate.runtime.failures import DescribedError, describe_failure, recorded_failure
+from sparkgate.runtime.failures import DescribedError, recorded_failure
 
 LOG_FLUSH_INTERVAL = 1.0
 PREVIEW_ROWS = 20  # rows of a script's intermediate queries printed to the log
@@ -214,16 +214,13 @@ def run_python_script(path: str, source: str, args: list[str]) -> None:
     except BaseException as exc:
         lines = [clean_text(line) for line in _script_traceback(exc, filename)]
         sys.stderr.write("".join(lines))  # what python would print before exiting with 1
-        error = describe_failure(exc)
-        error.update(
-            message=clean_text(str(error.get("message", ""))),
-            ename=type(exc).__name__,
-            evalue=clean_text(str(exc)),
-            traceback=lines,
-        )
+        found = recorded_failure(exc)
+        params = dict(found.params)
+        params.update(ename=type(exc).__name__, evalue=clean_text(str(exc)), traceback=lines)
         if isinstance(exc, SyntaxError) and exc.lineno is not None:
-            error.update(line=exc.lineno, position=exc.offset)
-        raise DescribedError(RecordedError.from_json(error)) from None
+            params.update(line=exc.lineno, position=exc.offset)
+        error = RecordedError(found.code, clean_text(found.message), params)
+        raise DescribedError(error) from None
 
 
 def _script_traceback(exc: BaseException, filename: str) -> list[str]:
@@ -260,14 +257,13 @@ def run_sql_script(
         except (DescribedError, StatementInterrupted):
             raise
         except Exception as exc:
-            error = shift_error(describe_failure(exc, piece.text), piece, index)
-            where = f"line {error.get('line', piece.line)}"
-            if error.get("position"):
-                where += f", position {error['position']}"
-            error["message"] = (
-                f"Statement {index} of {len(pieces)} ({where}) failed: {error.get('message')}"
-            )
-            raise DescribedError(RecordedError.from_json(error)) from exc
+            found = recorded_failure(exc, piece.text)
+            params = shift_error(found.params, piece, index)
+            where = f"line {params.get('line', piece.line)}"
+            if params.get("position"):
+                where += f", position {params['position']}"
+            message = f"Statement {index} of {len(pieces)} ({where}) failed: {found.message}"
+            raise DescribedError(RecordedError(found.code, message, params)) from exc
     return result
 
 

@@ -104,7 +104,7 @@ class ConnectOperations:
             "The operation ended in the engine with no client to receive its "
             "outcome (its client left and did not reattach, or its node stopped); its "
             "result is gone. Run it again."
-        ).to_dict()
+        ).recorded()
         for op, since in list(first_seen.items()):
             if now - since < _CONNECT_GONE_GRACE:
                 continue

@@ -25,7 +25,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sparkgate.engine.cancels import CANCEL_REPEAT, cancel_jobs, pass_on_cancels
 from sparkgate.engine.claims import claim, reap_executions, session_running, settle
@@ -38,8 +38,8 @@ from sparkgate.engine.sessions import SessionKeeper, end_session
 from sparkgate.engine.shared import Shared
 from sparkgate.engine.startup import fail_start, install_access_control, start_spark, warm_up
 from sparkgate.engine.stopping import Stopping
-from sparkgate.recorded import EngineStopped
-from sparkgate.runtime.failures import describe_failure
+from sparkgate.recorded import EngineStopped, RecordedError
+from sparkgate.runtime.failures import recorded_failure
 from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import EngineState, SessionState
@@ -178,7 +178,7 @@ class Engine:
             log.exception("engine %s loop failed", self.engine_id)
             shared.exit_reason = f"crashed: {exc}"
             shared.stop_now.set()
-            self._shutdown(failed=describe_failure(exc))
+            self._shutdown(failed=recorded_failure(exc))
             return 1
         self._shutdown()
         return 0
@@ -213,7 +213,7 @@ class Engine:
         shared.wake.wait(timeout)
         shared.wake.clear()  # before the tick: a hint arriving during it wakes the next wait
 
-    def _shutdown(self, failed: dict[str, Any] | None = None) -> None:
+    def _shutdown(self, failed: RecordedError | None = None) -> None:
         shared = self.shared
         if self._hints is not None:
             self._hints.close()
@@ -233,7 +233,7 @@ class Engine:
             # Stop streaming queries at a batch boundary while Spark still runs.
             shared.streams.shutdown()
         stopped = EngineStopped(f"Engine {self.engine_id} stopped ({shared.exit_reason}).")
-        error = failed or stopped.to_dict()
+        error = failed or stopped.recorded()
         for session in self.store.sessions.of_engine(self.engine_id):
             end_session(shared, session.id, SessionState.DEAD, error)
         now = self.clock()

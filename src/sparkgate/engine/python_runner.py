@@ -42,7 +42,7 @@ from sparkgate.engine.user_code import (
 )
 from sparkgate.recorded import RecordedError
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
-from sparkgate.runtime.failures import DescribedError, describe_failure
+from sparkgate.runtime.failures import DescribedError, recorded_failure
 from sparkgate.runtime.session import OpenSession
 
 if TYPE_CHECKING:
@@ -276,20 +276,20 @@ def _user_traceback(exc: BaseException) -> list[str]:
     return [clean_text(line) for line in lines]
 
 
-def describe_python_failure(exc: BaseException, code: str) -> dict[str, Any]:
+def describe_python_failure(exc: BaseException, code: str) -> RecordedError:
     """The store's error for a failed statement, with Livy's ename / evalue / traceback."""
-    error = describe_failure(exc)
-    error["message"] = clean_text(str(error.get("message", "")))
+    found = recorded_failure(exc)
+    params = dict(found.params)
     if isinstance(exc, SyntaxError) and exc.lineno is not None:
-        error["line"] = exc.lineno
+        params["line"] = exc.lineno
         if exc.offset is not None:
-            error["position"] = exc.offset
-    error.update(
+            params["position"] = exc.offset
+    params.update(
         ename=type(exc).__name__,
         evalue=clean_text(str(exc)),
         traceback=_user_traceback(exc),
     )
-    return error
+    return RecordedError(found.code, clean_text(found.message), params)
 
 
 # -- the executor -----------------------------------------------------------------------------
@@ -334,8 +334,7 @@ def run_python(
         except StatementInterrupted:
             raise
         except BaseException as exc:  # SystemExit too: a statement cannot end the engine
-            error = RecordedError.from_json(describe_python_failure(exc, code))
-            raise DescribedError(error) from None
+            raise DescribedError(describe_python_failure(exc, code)) from None
     return compose_output(result, capture.stdout.getvalue(), capture.stderr.getvalue())
 
 

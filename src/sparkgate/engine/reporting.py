@@ -20,7 +20,7 @@ from sparkgate.engine.shared import Shared
 from sparkgate.recorded import Cancelled, OutcomeNotRecorded
 from sparkgate.results import delete as delete_result
 from sparkgate.runtime.contract import ExecResult
-from sparkgate.runtime.failures import describe_failure
+from sparkgate.runtime.failures import recorded_failure
 from sparkgate.states import SessionKind, SessionState, StatementState
 from sparkgate.store.outage import is_unreachable
 from sparkgate.store.records import StatementRecord
@@ -98,17 +98,16 @@ class Reporter:
                 now=now,
                 expected=[StatementState.RUNNING, StatementState.CANCELLING],
                 conn=conn,
-                error=Cancelled(f"Query {statement.id} was cancelled.").to_dict(),
+                error=Cancelled(f"Query {statement.id} was cancelled.").recorded(),
             )
         else:
-            error = describe_failure(outcome, statement.code)
             done = store.transitions.statement(
                 statement.id,
                 StatementState.FAILED,
                 now=now,
                 expected=[StatementState.RUNNING, StatementState.CANCELLING],
                 conn=conn,
-                error=error,
+                error=recorded_failure(outcome, statement.code),
             )
         if done.applied and execution.touched:
             store.statement_tables.add(statement.id, execution.touched, now=now, conn=conn)
@@ -124,7 +123,7 @@ class Reporter:
                 f"Statement {statement.id} finished, but the store refused its "
                 f"outcome ({type(exc).__name__}: {str(exc)[:500]}); see engine "
                 f"{self._shared.engine_id}'s log."
-            ).to_dict(),
+            ).recorded(),
         )
 
     def _release_session(self, execution: Execution, conn: Connection | None = None) -> None:

@@ -12,14 +12,13 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import partial
-from typing import Any
 
 from sparkgate.engine import artifacts
 from sparkgate.engine.authz import decider as authz
 from sparkgate.engine.execution import Execution, SessionWorker
 from sparkgate.engine.shared import Shared
 from sparkgate.engine.udfs import register_udfs
-from sparkgate.recorded import ErrorCode
+from sparkgate.recorded import ErrorCode, RecordedError
 from sparkgate.runtime.failures import recorded_failure
 from sparkgate.runtime.session import OpenSession
 from sparkgate.states import EngineKind, SessionState
@@ -62,7 +61,7 @@ class SessionKeeper:
                 shared,
                 session.id,
                 SessionState.ERROR,
-                recorded_failure(exc).with_code(ErrorCode.SESSION_START_FAILED).to_json(),
+                recorded_failure(exc).with_code(ErrorCode.SESSION_START_FAILED),
             )
             return
         opened = OpenSession(session, spark)
@@ -119,8 +118,10 @@ def forget_session(shared: Shared, session_id: int) -> OpenSession | None:
     return shared.sessions.pop(session_id, None)
 
 
-def end_session(shared: Shared, session_id: int, to: SessionState, error: dict[str, Any]) -> None:
+def end_session(shared: Shared, session_id: int, to: SessionState, error: RecordedError) -> None:
     now = shared.clock()
     with shared.store.db.begin() as conn:
         shared.store.transitions.session(session_id, to, now=now, error=error, conn=conn)
-        shared.store.transitions.end_statements_of_session(session_id, error, now=now, conn=conn)
+        shared.store.transitions.end_statements_of_session(
+            session_id, error.to_json(), now=now, conn=conn
+        )

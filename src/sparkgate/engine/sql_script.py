@@ -12,6 +12,7 @@ point at the line of the file.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -58,8 +59,9 @@ def split_sql(script: str) -> list[SqlPiece]:
     return pieces
 
 
-def shift_error(error: dict[str, Any], piece: SqlPiece, index: int) -> dict[str, Any]:
-    """An error found in ``piece`` (lines counted in the piece) with lines of the script."""
+def shift_error(error: Mapping[str, Any], piece: SqlPiece, index: int) -> dict[str, Any]:
+    """An error's positions found in ``piece`` (lines counted in the piece) as positions in
+    the script: a ``RecordedError``'s ``params``, or any record with the same keys."""
     shifted = dict(error, statement=index, statement_line=piece.line)
     if isinstance(error.get("line"), int):
         shifted["line"] = error["line"] + piece.line - 1

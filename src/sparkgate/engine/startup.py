@@ -14,13 +14,13 @@ import secrets
 import tempfile
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sparkgate.engine.authz import decider as authz
 from sparkgate.engine.backoff import HISTORY, no_executors_error
 from sparkgate.engine.sessions import end_session
 from sparkgate.engine.shared import Shared
-from sparkgate.recorded import ErrorCode
+from sparkgate.recorded import ErrorCode, RecordedError
 from sparkgate.runtime import identity
 from sparkgate.runtime.failures import recorded_failure
 from sparkgate.states import EngineState, SessionState
@@ -93,7 +93,7 @@ def fail_start(shared: Shared, exc: BaseException) -> None:
     from sparkgate.engine.spark import NoExecutors
 
     code = NoExecutors.code if isinstance(exc, NoExecutors) else ErrorCode.ENGINE_START_FAILED
-    error = recorded_failure(exc).with_code(code).to_json()
+    error = recorded_failure(exc).with_code(code)
     if isinstance(exc, NoExecutors) and shared.record is not None:
         error = _with_backoff(shared, error, shared.record, now)
     shared.store.transitions.engine(shared.engine_id, EngineState.FAILED, now=now, error=error)
@@ -102,8 +102,8 @@ def fail_start(shared: Shared, exc: BaseException) -> None:
 
 
 def _with_backoff(
-    shared: Shared, error: dict[str, Any], record: EngineRecord, now: float
-) -> dict[str, Any]:
+    shared: Shared, error: RecordedError, record: EngineRecord, now: float
+) -> RecordedError:
     """The NO_EXECUTORS error with its attempt and the next attempt's time (placement
     waits until then before launching another engine like this one)."""
     try:
@@ -113,11 +113,13 @@ def _with_backoff(
     except Exception:
         log.exception("engine %s: reading earlier engines failed", shared.engine_id)
         return error
-    return no_executors_error(
-        error,
+    # no_executors_error works on the engines' records, which hold errors as stored.
+    with_attempt = no_executors_error(
+        error.to_json(),
         record,
         earlier,
         now=now,
         minimum=shared.settings.engine_backoff_min,
         maximum=shared.settings.engine_backoff_max,
     )
+    return RecordedError.from_json(with_attempt)

@@ -6,7 +6,8 @@ stream query, deployment or batch job run goes through here, as compare-and-set:
 from the transition tables in ``sparkgate.states`` (optionally narrowed by the caller). Two
 writers racing for the same row cannot both win: the loser's WHERE no longer matches, and it
 gets an ``Outcome`` saying so and what the state is now. Timestamps that belong to a state
-(``started_at``, ``finished_at``) are written in the same statement.
+(``started_at``, ``finished_at``) are written in the same statement. An ``error`` may be given as a
+``RecordedError`` (stored as its ``to_json()``) or as the JSON a record already holds.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from typing import Any, Generic, TypeVar
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from sparkgate.recorded import RecordedError
 from sparkgate.states import (
     DEPLOYMENT_TRANSITIONS,
     ENGINE_TRANSITIONS,
@@ -90,13 +92,19 @@ class _Machine(Generic[S]):
             "state": to.value,
             "updated_at": now,
             "version": table.c.version + 1,
-            **extra,
+            **{name: _stored(value) for name, value in extra.items()},
         }
         if to in self.started and "started_at" not in extra:
             values["started_at"] = sa.func.coalesce(table.c.started_at, now)
         if to in self.terminal and "finished_at" not in extra:
             values["finished_at"] = now
         return values
+
+
+def _stored(value: Any) -> Any:
+    """A column's value as written: an ``error=`` given as a ``RecordedError`` is kept as its
+    JSON, so the engine side passes errors typed and this is the one place they become JSON."""
+    return value.to_json() if isinstance(value, RecordedError) else value
 
 
 _STATEMENT = _Machine(
@@ -212,7 +220,7 @@ class Transitions:
         expected_version: int | None = None,
         **values: Any,
     ) -> Outcome[TableTxnState]:
-        """Move a two-phase table write; e.g. ``table_txn(4, ABORTED, now=t, error={...})``."""
+        """Move a two-phase table write; e.g. ``table_txn(4, ABORTED, now=t, error=...)``."""
         return self._one(_TABLE_TXN, txn_id, to, now, expected, expected_version, conn, values)
 
     def stream_job(
@@ -258,7 +266,7 @@ class Transitions:
         expected_version: int | None = None,
         **values: Any,
     ) -> Outcome[DeploymentState]:
-        """End a deploy; e.g. ``deployment(5, FAILED, now=t, error={...})``."""
+        """End a deploy; e.g. ``deployment(5, FAILED, now=t, error=...)``."""
         return self._one(
             _DEPLOYMENT, deployment_id, to, now, expected, expected_version, conn, values
         )

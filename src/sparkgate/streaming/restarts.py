@@ -11,9 +11,9 @@ apply hands the query to ``stopping`` (the row says someone else runs it now, or
 from __future__ import annotations
 
 import logging
-from typing import Any
 
-from sparkgate.runtime.failures import describe_failure
+from sparkgate.recorded import RecordedError
+from sparkgate.runtime.failures import recorded_failure
 from sparkgate.states import StreamQueryState
 from sparkgate.streaming.backoff import after_failure
 from sparkgate.streaming.runner import describe_stream_failure, start_query
@@ -51,7 +51,7 @@ class Restarts:
             error = describe_stream_failure(text, supervised.condition)
             self.failed(supervised, error, now)
 
-    def failed(self, supervised: Supervised, error: dict[str, Any], now: float) -> None:
+    def failed(self, supervised: Supervised, error: RecordedError, now: float) -> None:
         """A run failed (or could not start): schedule the restart, or give up."""
         shared = self._shared
         policy = supervised.spec.retry
@@ -68,7 +68,7 @@ class Restarts:
             shared.finish(
                 supervised,
                 _Q.FAILED,
-                {**error, "not_restarted": decision.reason},
+                error.with_params(not_restarted=decision.reason),
                 failures=decision.failures,
             )
             return
@@ -93,7 +93,7 @@ class Restarts:
                     attempt=decision.failures,
                     failed_at=now,
                     delay=delay,
-                    error=error,
+                    error=error.to_json(),
                     conn=conn,
                 )
         if not moved.applied:
@@ -107,7 +107,7 @@ class Restarts:
         log.warning(
             "query %s failed (%s); restart %s in %.3fs",
             supervised.spec.name,
-            error.get("code"),
+            error.code,
             decision.failures,
             delay,
         )
@@ -142,7 +142,7 @@ class Restarts:
             try:
                 self.launch(supervised, now)
             except Exception as exc:
-                self.failed(supervised, describe_failure(exc, supervised.spec.sql), shared.clock())
+                self.failed(supervised, recorded_failure(exc, supervised.spec.sql), shared.clock())
                 continue
             if supervised.restart_row is not None:
                 shared.store.stream_queries.mark_restarted(

@@ -7,11 +7,11 @@ from __future__ import annotations
 import re
 import threading
 import time
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sparkgate.errors import SparkgateError
 from sparkgate.recorded import ErrorCode, RecordedError
-from sparkgate.runtime.failures import describe_failure
+from sparkgate.runtime.failures import recorded_failure
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.statements import CreateStream, SaveStream
 from sparkgate.streaming.definitions import QuerySpec, connector_hint
@@ -69,10 +69,10 @@ def streaming_frame(spark: SparkSession, save: SaveStream) -> DataFrame:
                 "s), or read a table as a stream with CREATE STREAM s FROM TABLE t",
                 code=ErrorCode.NOT_A_STREAMING_VIEW,
             ) from None
-        error = describe_failure(exc)
-        if error.get("code") == "TABLE_OR_VIEW_NOT_FOUND":
+        error = recorded_failure(exc)
+        if error.code == "TABLE_OR_VIEW_NOT_FOUND":
             raise SqlError.at(
-                save.text, offset, error["message"], code="TABLE_OR_VIEW_NOT_FOUND"
+                save.text, offset, error.message, code="TABLE_OR_VIEW_NOT_FOUND"
             ) from None
         raise
 
@@ -117,9 +117,9 @@ def stop_gracefully(
     return between
 
 
-def describe_stream_failure(message: str | None, condition: str | None) -> dict[str, Any]:
+def describe_stream_failure(message: str | None, condition: str | None) -> RecordedError:
     """A streaming query's failure (from ``StreamingQueryException`` or the listener's
-    terminated event) as ``{"code", "message"}``."""
+    terminated event): its code and message, no more."""
     text = _QUERY_TAIL.sub("", message or "").strip()
     found = _CONDITION.match(text)
     code = condition or (found.group(1) if found else ErrorCode.STREAM_FAILED)
@@ -127,7 +127,7 @@ def describe_stream_failure(message: str | None, condition: str | None) -> dict[
         text = text[found.end() :]
     if len(text) > _MAX_MESSAGE:
         text = text[: _MAX_MESSAGE // 4] + "\n...\n" + text[-3 * _MAX_MESSAGE // 4 :]
-    return RecordedError(code, text or "The streaming query failed.").to_json()
+    return RecordedError(code, text or "The streaming query failed.")
 
 
 class ConnectorMissing(SparkgateError):
@@ -140,10 +140,10 @@ class ConnectorMissing(SparkgateError):
 
 def _with_connector_hint(exc: Exception, provider: str) -> Exception:
     hint = connector_hint(provider)
-    error = describe_failure(exc)
-    if hint is None or error.get("code") not in _NOT_FOUND:
+    error = recorded_failure(exc)
+    if hint is None or error.code not in _NOT_FOUND:
         return exc
-    return ConnectorMissing(error["code"], f"{error['message']} {hint}", provider)
+    return ConnectorMissing(error.code, f"{error.message} {hint}", provider)
 
 
 _NOT_FOUND = ("KAFKA_DATA_SOURCE_NOT_ENABLED", "DATA_SOURCE_NOT_FOUND")

@@ -12,8 +12,8 @@ from __future__ import annotations
 import logging
 import threading
 from collections.abc import Callable
-from typing import Any
 
+from sparkgate.recorded import RecordedError
 from sparkgate.states import INACTIVE_STREAM_QUERY_STATES, StreamQueryState
 from sparkgate.streaming.runner import stop_gracefully
 from sparkgate.streaming.supervised import Supervised, Supervision
@@ -81,7 +81,7 @@ class Stopping:
             shared.stops = [t for t in shared.stops if t.is_alive()] + [thread]
         thread.start()
 
-    def stop_many(self, ending: list[Supervised], reason: dict[str, Any] | None) -> None:
+    def stop_many(self, ending: list[Supervised], reason: RecordedError | None) -> None:
         threads = [
             threading.Thread(target=self.stop_now, args=(s, reason), daemon=True) for s in ending
         ]
@@ -90,7 +90,7 @@ class Stopping:
         for thread in threads:
             thread.join(self._shared.settings.stream_stop_timeout + 5)
 
-    def stop_now(self, supervised: Supervised, reason: dict[str, Any] | None) -> None:
+    def stop_now(self, supervised: Supervised, reason: RecordedError | None) -> None:
         """Stop at a batch boundary and record it. ``reason``: the session (or engine) ends
         but a stream job's query only pauses, ``restarting``, until the job's next session."""
         shared = self._shared

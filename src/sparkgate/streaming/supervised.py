@@ -15,6 +15,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from sparkgate.recorded import RecordedError
 from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import StreamQueryState
@@ -58,7 +59,8 @@ class Supervised:
         return self.session.record.id
 
     @property
-    def guard(self) -> dict[str, Any]:
+    def guard(self) -> dict[str, int]:
+        """The store's guard on this query's row: only the session running it moves it."""
         return {"session_id": self.session_id}
 
 
@@ -79,11 +81,12 @@ class Supervision:
         self,
         supervised: Supervised,
         to: StreamQueryState,
-        error: dict[str, Any] | None,
+        error: RecordedError | None,
         **values: Any,
     ) -> None:
         self.forget(supervised)
-        extra: dict[str, Any] = {"error": error} if error is not None else {}
+        if error is not None:  # None keeps the error the row has
+            values["error"] = error
         self.store.transitions.stream_query(
             supervised.id,
             to,
@@ -91,7 +94,6 @@ class Supervision:
             expected=[_Q.STARTING, _Q.RUNNING, _Q.RESTARTING, _Q.STOPPING],
             guard=supervised.guard,
             next_restart_at=None,
-            **extra,
             **values,
         )
 

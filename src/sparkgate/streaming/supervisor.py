@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkgate.errors import StreamQueryNotRunning
 from sparkgate.recorded import EngineStopped, SessionEnded
-from sparkgate.runtime.failures import describe_failure
+from sparkgate.runtime.failures import recorded_failure
 from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import StreamQueryState
@@ -159,7 +159,7 @@ class StreamSupervisor:
         try:
             self._restarts.launch(supervised, now)
         except Exception as exc:
-            error = describe_failure(exc, spec.sql)
+            error = recorded_failure(exc, spec.sql)
             if record.started_at is None:  # never ran: the definition is wrong, say so now
                 self._shared.forget(supervised)
                 self.store.transitions.stream_query(
@@ -208,7 +208,7 @@ class StreamSupervisor:
                 supervised.stopping = True
         if not ending and session_id not in self._listeners:
             return
-        reason = SessionEnded(f"Session {session_id} ended.").to_dict()
+        reason = SessionEnded(f"Session {session_id} ended.").recorded()
 
         def stop_all() -> None:
             self._stopping.stop_many(ending, reason)
@@ -228,7 +228,7 @@ class StreamSupervisor:
             stops = list(self._shared.stops)
         reason = EngineStopped(
             f"Engine {self.engine_id} stopped; a stream job's queries resume in its next session."
-        ).to_dict()
+        ).recorded()
         self._stopping.stop_many(ending, reason)
         for thread in stops:
             thread.join(self.settings.stream_stop_timeout)

@@ -12,7 +12,7 @@ import json
 from typing import TYPE_CHECKING, Any
 
 from sparkgate.settings import Settings
-from sparkgate.tables.plan import ExistingTable, SessionFacts, Target
+from sparkgate.tables.plan import ExistingTable, SessionFacts, SparkField, Target
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -66,10 +66,10 @@ def database_location(spark: SparkSession, database: str) -> str | None:
     return location
 
 
-def columns_of(spark: SparkSession, sql_or_table: str, *, table: bool = False) -> list[Any]:
+def columns_of(spark: SparkSession, sql_or_table: str, *, table: bool = False) -> list[SparkField]:
     """``StructType.jsonValue()["fields"]`` of a table, or of a query (analysed, not run)."""
     frame = spark.table(sql_or_table) if table else spark.sql(sql_or_table)
-    fields: list[Any] = frame.schema.jsonValue()["fields"]
+    fields: list[SparkField] = frame.schema.jsonValue()["fields"]
     return fields
 
 

@@ -17,13 +17,12 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any
 
-from sparkgate.recorded import RecordedError
 from sparkgate.runtime.contract import ExecResult, ExecutionContext, dataframe_result
-from sparkgate.runtime.failures import DescribedError, describe_failure
+from sparkgate.runtime.failures import DescribedError, recorded_failure
 from sparkgate.tables import catalog, locations
 from sparkgate.tables.plan import (
+    CtasFacts,
     Plain,
     Refuse,
     Skip,
@@ -34,7 +33,7 @@ from sparkgate.tables.plan import (
     plan,
     resolve_target,
 )
-from sparkgate.tables.relocate import Shift, relocate
+from sparkgate.tables.relocate import Shift, relocated
 from sparkgate.tables.statement import CtasStatement, PassThrough, recognise
 from sparkgate.tables.twophase import (
     CtasStatusHook,
@@ -73,7 +72,7 @@ def atomic_ctas(ctx: ExecutionContext) -> ExecResult | None:
         raise catalog.spark_error(spark, decision.condition, dict(decision.parameters))
     if isinstance(decision, Skip):
         log.info("statement %s: %s exists; IF NOT EXISTS", ctx.statement.id, target.quoted)
-        output = {"path": "atomic", "operation": "create", "table": target.quoted}
+        output: CtasFacts = {"path": "atomic", "operation": "create", "table": target.quoted}
         return _empty(ctx, {**output, "outcome": "exists"})
     write = WriteContext(
         spark,
@@ -145,28 +144,27 @@ def _columns_differ(
     except Exception as exc:
         if not hasattr(exc, "getCondition"):
             raise
-        error = describe_failure(exc, statement.query)
+        error = recorded_failure(exc, statement.query)
         shift = Shift(0, statement.query_offset)
-        relocated = relocate(error, shift, statement.query, ctx.statement.code)
-        raise DescribedError(RecordedError.from_json(relocated)) from exc
+        raise DescribedError(relocated(error, shift, statement.query, ctx.statement.code)) from exc
     return column_difference(table_columns, query_columns)
 
 
 def _plain(ctx: ExecutionContext, reason: str) -> ExecResult:
     """Spark runs the statement as written; the record says why it was not staged."""
     log.info("statement %s runs plain: %s", ctx.statement.id, reason)
-    output = {"path": "plain", "reason": reason}
+    output: CtasFacts = {"path": "plain", "reason": reason}
     _note(ctx, output)
     result = dataframe_result(ctx, ctx.session.spark.sql(ctx.statement.code))
     result.output["ctas"] = output
     return result
 
 
-def _note(ctx: ExecutionContext, output: dict[str, Any]) -> None:
+def _note(ctx: ExecutionContext, output: CtasFacts) -> None:
     ctx.store.statements.merge_output(ctx.statement.id, {"ctas": output})
 
 
-def _empty(ctx: ExecutionContext, output: dict[str, Any]) -> ExecResult:
+def _empty(ctx: ExecutionContext, output: CtasFacts) -> ExecResult:
     """What Spark's CTAS returns (no columns, no rows), plus the record of what we did."""
     result = dataframe_result(ctx, ctx.session.spark.range(0).select())
     result.output["ctas"] = output

@@ -21,9 +21,8 @@ import logging
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any
 
-from sparkgate.recorded import Orphaned
+from sparkgate.recorded import Orphaned, RecordedError
 from sparkgate.states import (
     TERMINAL_ENGINE_STATES,
     TERMINAL_STATEMENT_STATES,
@@ -39,7 +38,7 @@ log = logging.getLogger("sparkgate.tables.janitor")
 @dataclass(frozen=True)
 class Abort:
     txn_id: int
-    reason: dict[str, Any]
+    reason: RecordedError
 
 
 @dataclass(frozen=True)
@@ -78,7 +77,7 @@ def decide(facts: Iterable[TableTxnFacts], now: float) -> list[Action]:
     return actions
 
 
-def _orphaned(fact: TableTxnFacts) -> dict[str, Any] | None:
+def _orphaned(fact: TableTxnFacts) -> RecordedError | None:
     """Why nobody will ever commit this pending write (None: its query may still)."""
     txn = fact.txn
     if fact.statement_state is None or fact.statement_state in TERMINAL_STATEMENT_STATES:
@@ -86,10 +85,12 @@ def _orphaned(fact: TableTxnFacts) -> dict[str, Any] | None:
         return Orphaned(
             f"Query {txn.statement_id} ended ({state}) before its table "
             f"`{txn.database_name}`.`{txn.table_name}` was committed."
-        ).to_dict()
+        ).recorded()
     if fact.engine_state is None or fact.engine_state in TERMINAL_ENGINE_STATES:
         state = fact.engine_state.value if fact.engine_state else "gone"
-        return Orphaned(f"Engine {txn.engine_id} of query {txn.statement_id} is {state}.").to_dict()
+        return Orphaned(
+            f"Engine {txn.engine_id} of query {txn.statement_id} is {state}."
+        ).recorded()
     return None
 
 
@@ -140,7 +141,7 @@ class TableJanitor:
 
 def _describe(action: Action) -> str:
     if isinstance(action, Abort):
-        return f"aborted write {action.txn_id} ({action.reason['message']})"
+        return f"aborted write {action.txn_id} ({action.reason.message})"
     if isinstance(action, RemoveStaging):
         return f"removed staging {action.location}"
     return f"removed replaced version {action.location}"

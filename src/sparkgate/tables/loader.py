@@ -29,7 +29,7 @@ from typing import TYPE_CHECKING, Any
 from sparkgate.recorded import BadFile, BadRecord, RecordedError
 from sparkgate.results import delete as delete_result
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
-from sparkgate.runtime.failures import DescribedError, describe_failure
+from sparkgate.runtime.failures import DescribedError, recorded_failure
 from sparkgate.tables.handler import atomic_ctas
 from sparkgate.tables.uploads import LoadFormat, LoadMode, LoadRequest, parse_table_name, quoted
 
@@ -154,10 +154,9 @@ def _explained(
                 f"({conditions[-1]}): is it a {request.format.value} file?"
             ).recorded()
         )
-    error = describe_failure(exc)
-    for key in _POSITION_KEYS:
-        error.pop(key, None)
-    return DescribedError(RecordedError.from_json(error))
+    error = recorded_failure(exc)
+    params = {k: v for k, v in error.params.items() if k not in _POSITION_KEYS}
+    return DescribedError(RecordedError(error.code, error.message, params))
 
 
 def _conditions(exc: BaseException) -> list[str]:

@@ -76,7 +76,7 @@ def _resolve(
     error = EngineLost(
         f"The engine of table write {txn.id} died before switching {target.quoted}; "
         "the table was left as it was."
-    ).to_dict()
+    ).recorded()
     moved = store.transitions.table_txn(
         txn.id, TableTxnState.ABORTED, now=now, expected=[TableTxnState.COMMITTING], error=error
     )

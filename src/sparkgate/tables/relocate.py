@@ -7,7 +7,7 @@ submitted and names the user's table instead, so a failing staged CTAS reports e
 the same CTAS run by Spark would.
 
     shift = Shift(ran_prefix=42, user_offset=14)   # ran[42:] == user[14:]
-    relocate(error, shift, user_sql, names={"`sparkgate_staging_x`": "`t`"})
+    relocated(error, shift, ran_sql, user_sql, names={"`sparkgate_staging_x`": "`t`"})
 """
 
 from __future__ import annotations
@@ -16,6 +16,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from sparkgate.recorded import RecordedError
 
 # "== SQL (line 1, position 42) ==" (position 1-based) in runtime error messages, and
 # "line 1 pos 41" (0-based) in analysis messages.
@@ -36,14 +38,25 @@ class Shift:
         return max(index - self.ran_prefix, 0) + self.user_offset
 
 
+def relocated(
+    error: RecordedError,
+    shift: Shift,
+    ran_sql: str,
+    user_sql: str,
+    names: Mapping[str, str] | None = None,
+) -> RecordedError:
+    """``error`` (``recorded_failure(exc, ran_sql)``) as if Spark had run ``user_sql``."""
+    return RecordedError.from_json(relocate(error.to_json(), shift, ran_sql, user_sql, names))
+
+
 def relocate(
-    error: dict[str, Any],
+    error: Mapping[str, Any],
     shift: Shift,
     ran_sql: str,
     user_sql: str,
     names: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``error`` (from ``describe_failure(exc, ran_sql)``) as if Spark had run ``user_sql``."""
+    """``relocated`` on an error record's JSON (or any record with its position keys)."""
     moved = dict(error)
     for key in ("start_index", "stop_index"):
         if isinstance(moved.get(key), int) and moved[key] >= 0:

@@ -34,14 +34,14 @@ from typing import TYPE_CHECKING, Any
 
 from sparkgate.recorded import Cancelled, CommitFailed, QueryFailed, RecordedError
 from sparkgate.runtime import identity
-from sparkgate.runtime.failures import DescribedError, describe_failure
+from sparkgate.runtime.failures import DescribedError, recorded_failure
 from sparkgate.settings import Settings
 from sparkgate.states import StatementState, TableOperation, TableTxnState
 from sparkgate.store import Store
 from sparkgate.store.records import TableTxnRecord
 from sparkgate.tables import catalog, locations
-from sparkgate.tables.plan import ExistingTable, Target
-from sparkgate.tables.relocate import Shift, relocate
+from sparkgate.tables.plan import CtasFacts, ExistingTable, Target
+from sparkgate.tables.relocate import Shift, relocated
 from sparkgate.tables.statement import CtasStatement
 
 if TYPE_CHECKING:
@@ -93,16 +93,16 @@ class TwoPhaseTable(ABC):
         """Run the query into staging."""
 
     @abstractmethod
-    def commit(self) -> dict[str, Any]:
+    def commit(self) -> CtasFacts:
         """Make the new table (version) visible; facts for the query's record."""
 
     @abstractmethod
     def abort(self, reason: RecordedError) -> None:
         """Undo: nothing staged stays, the catalog is as before. Safe to call twice."""
 
-    def record(self) -> dict[str, Any]:
+    def record(self) -> CtasFacts:
         """How the query's record describes this write."""
-        facts: dict[str, Any] = {
+        facts: CtasFacts = {
             "path": "atomic",
             "operation": self.operation.value,
             "table": self.target.quoted,
@@ -156,7 +156,7 @@ class TwoPhaseTable(ABC):
             TableTxnState.ABORTED,
             now=self.ctx.clock(),
             expected=[TableTxnState.PENDING, TableTxnState.COMMITTING],
-            error=reason.to_json(),
+            error=reason,
         )
         return moved.applied or moved.state is TableTxnState.ABORTED
 
@@ -175,10 +175,10 @@ class TwoPhaseTable(ABC):
         except Exception as exc:
             if not hasattr(exc, "getCondition"):
                 raise
-            error = describe_failure(exc, ran_sql)
-            user_sql = self.ctx.user_sql
-            relocated = relocate(error, shift, ran_sql, user_sql, names)
-            raise DescribedError(RecordedError.from_json(relocated)) from exc
+            error = recorded_failure(exc, ran_sql)
+            raise DescribedError(
+                relocated(error, shift, ran_sql, self.ctx.user_sql, names)
+            ) from exc
 
 
 @dataclass
@@ -229,7 +229,7 @@ class StagedCreate(TwoPhaseTable):
         with self._user_positions(ran, Shift(len(prefix), statement.clauses_offset), names):
             self.ctx.spark.sql(ran)
 
-    def commit(self) -> dict[str, Any]:
+    def commit(self) -> CtasFacts:
         from pyspark.errors import AnalysisException
 
         assert self.staging is not None
@@ -310,7 +310,7 @@ class VersionedReplace(TwoPhaseTable):
             with identity.as_engine(self.ctx.spark):
                 writer.mode("errorifexists").save(self.version_location)
 
-    def commit(self) -> dict[str, Any]:
+    def commit(self) -> CtasFacts:
         txn = self._begin_commit()
         # The version readers see now: another replace may have committed since we began.
         current = catalog.describe(self.ctx.spark, self.target)
@@ -328,7 +328,7 @@ class VersionedReplace(TwoPhaseTable):
         now = self.ctx.clock()
         self._finish(retire_after=now + self.ctx.settings.table_version_grace)
         self._align_metadata()
-        facts = {
+        facts: CtasFacts = {
             **self.record(),
             "outcome": "replaced",
             "location": self.version_location,
