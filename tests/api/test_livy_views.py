@@ -68,7 +68,7 @@ def test_kinds() -> None:
 
 
 def test_session_view_has_every_livy_field() -> None:
-    view = views.session_view(SESSION, None, [f"line {i}" for i in range(12)])
+    view = views.session_view(SESSION, None, [f"line {i}" for i in range(12)]).model_dump()
     assert view["kind"] == "pyspark" and view["state"] == "idle" and view["proxyUser"] == "ann"
     assert view["driverMemory"] == "2g" and view["jars"] == []
     assert view["executorMemory"] is None and view["heartbeatTimeoutInSecond"] is None
@@ -82,7 +82,7 @@ def test_session_view_has_every_livy_field() -> None:
 
 
 def test_statement_views() -> None:
-    done = views.statement_view(STATEMENT, views.text_data(STATEMENT))
+    done = views.statement_view(STATEMENT, views.text_data(STATEMENT)).model_dump()
     assert done == {
         "id": 3,
         "code": "1 + 1",
@@ -94,14 +94,14 @@ def test_statement_views() -> None:
         "sparkgate": {"query_id": 41},
     }
     running = dataclasses.replace(STATEMENT, state=StatementState.RUNNING, finished_at=None)
-    view = views.statement_view(running, None)
+    view = views.statement_view(running, None).model_dump()
     assert view["output"] is None and view["progress"] == 0.5 and view["completed"] == 0
     failed = dataclasses.replace(
         STATEMENT,
         state=StatementState.FAILED,
         error={"code": "TABLE_OR_VIEW_NOT_FOUND", "message": "no t", "line": 1},
     )
-    assert views.statement_view(failed, None)["output"] == {
+    assert views.statement_view(failed, None).model_dump()["output"] == {
         "status": "error",
         "execution_count": 3,
         "ename": "TABLE_OR_VIEW_NOT_FOUND",

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import shlex
 from pathlib import PurePosixPath
-from typing import Any
 from urllib.parse import urlparse
 
 from fastapi import Response
@@ -50,10 +49,15 @@ def _check_file(body: CreateBatch) -> None:
 
 
 @router.get("", response_model=LivyBatchList)
-def list_batches(service: ServiceDep, user: UserDep, paging: common.Range) -> dict[str, Any]:
+def list_batches(service: ServiceDep, user: UserDep, paging: common.Range) -> LivyBatchList:
     """Batches by id (the active ones and those ended recently): ``{"from", "total",
     "sessions"}``."""
-    return common.recent_json(service, user, SessionKind.BATCH, paging)
+    page = common.recent(service, user, SessionKind.BATCH, paging)
+    return LivyBatchList(
+        from_=page.offset,
+        total=common.total(page),
+        sessions=common.livy_batches(service, page.items),
+    )
 
 
 @router.post(
@@ -75,7 +79,7 @@ def create_batch(
     user: UserDep,
     response: Response,
     do_as: common.DoAs = None,
-) -> dict[str, Any]:
+) -> LivyBatch:
     """Run a file: ``{"file": "hdfs:///jobs/etl.py", "args": [...], "conf": {...}}``."""
     _check_file(body)
     session = common.create(
@@ -89,38 +93,38 @@ def create_batch(
         # A file statement's code is its command line, as engine.batch_files reads it.
         first_statement=(StatementKind.FILE, shlex.join([body.file, *body.args])),
     )
-    return common.batch_json(service, session)
+    return common.livy_batch(service, session)
 
 
 @router.get("/{batch_id}", response_model=LivyBatch)
-def get_batch(batch_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
-    return common.batch_json(
+def get_batch(batch_id: Id, service: ServiceDep, user: UserDep) -> LivyBatch:
+    return common.livy_batch(
         service, common.get_session(service, batch_id, SessionKind.BATCH, user)
     )
 
 
 @router.get("/{batch_id}/state", response_model=LivyBatchStateAnswer)
-def get_batch_state(batch_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def get_batch_state(batch_id: Id, service: ServiceDep, user: UserDep) -> LivyBatchStateAnswer:
     session = common.get_session(service, batch_id, SessionKind.BATCH, user)
     statement = service.queries.by_seq(batch_id, 0, user=user)
-    return {
-        "id": batch_id,
-        "state": batch_state(session.state, statement.state if statement else None),
-    }
+    return LivyBatchStateAnswer(
+        id=batch_id,
+        state=batch_state(session.state, statement.state if statement else None),
+    )
 
 
 @router.get("/{batch_id}/log", response_model=LivyLog)
 def get_batch_log(
     batch_id: Id, service: ServiceDep, user: UserDep, paging: common.Range
-) -> dict[str, Any]:
+) -> LivyLog:
     """``{"id", "from", "total", "log"}``: what the file printed so far (stdout, then stderr),
     and why the batch failed; by default the last 100 lines."""
     session = common.get_session(service, batch_id, SessionKind.BATCH, user)
     lines = views.batch_log(session, service.queries.by_seq(batch_id, 0, user=user))
-    return common.log_json(batch_id, lines, paging)
+    return common.livy_log(batch_id, lines, paging)
 
 
 @router.delete("/{batch_id}", response_model=LivyDeleted)
-def delete_batch(batch_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def delete_batch(batch_id: Id, service: ServiceDep, user: UserDep) -> LivyDeleted:
     """Kill the batch (``killed``): its Spark jobs are cancelled and its engine stops."""
     return common.kill(service, batch_id, SessionKind.BATCH, user)

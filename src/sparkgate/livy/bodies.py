@@ -20,7 +20,8 @@ from sparkgate.livy.states import (
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # By name too: the views build ``from`` as ``from_`` (a keyword); answers keep the alias.
+    model_config = ConfigDict(extra="forbid", validate_by_name=True)
 
 
 class LivyError(Body):

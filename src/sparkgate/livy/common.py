@@ -16,11 +16,12 @@ from sparkgate.http.deps import ServiceDep
 from sparkgate.http.openapi import REASONS, refusals
 from sparkgate.http.params import LivyFrom, LivySize
 from sparkgate.livy import views
+from sparkgate.livy.bodies import LivyBatch, LivyDeleted, LivyLog, LivySession, LivyStatement
 from sparkgate.livy.models import CreateBody
 from sparkgate.recorded import ErrorCode
 from sparkgate.service import Service
 from sparkgate.states import SessionKind, StatementKind, StatementState
-from sparkgate.store.records import SessionRecord, StatementRecord, Window
+from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
@@ -140,40 +141,42 @@ def livy_router(prefix: str) -> APIRouter:
     )
 
 
-def recent_json(
+def recent(
     service: Service, user: Principal, kind: SessionKind, paging: LivyRange
-) -> dict[str, Any]:
-    """``{"from", "total", "sessions"}``: a page (``?from=&size=``, 100 by default) of the
-    user's sessions of ``kind`` (batches as batches): the active ones and those ended in the
-    last ``livy_session_retention`` seconds."""
-    page = service.gateway.sessions(
+) -> Page[SessionRecord]:
+    """A page (``?from=&size=``, 100 by default) of the user's sessions of ``kind``: the
+    active ones and those ended in the last ``livy_session_retention`` seconds."""
+    return service.gateway.sessions(
         user=user,
         kinds=[kind],
         ended_since=time.time() - service.settings.livy_session_retention,
         window=paging.window(100),
     )
-    views_of = batches_json if kind is SessionKind.BATCH else sessions_json
-    return {"from": page.offset, "total": page.total, "sessions": views_of(service, page.items)}
 
 
-def kill(service: Service, session_id: int, kind: SessionKind, user: Principal) -> dict[str, Any]:
+def total(page: Page[Any]) -> int:
+    assert page.total is not None  # Livy's windows count (``Window.count``)
+    return page.total
+
+
+def kill(service: Service, session_id: int, kind: SessionKind, user: Principal) -> LivyDeleted:
     """Kill the session or batch (404 if it is not of ``kind``): ``{"msg": "deleted"}``."""
     get_session(service, session_id, kind, user)
     service.gateway.kill_session(session_id, user=user)
-    return {"msg": "deleted"}
+    return LivyDeleted(msg="deleted")
 
 
-def log_json(object_id: int, lines: list[str], paging: LivyRange) -> dict[str, Any]:
+def livy_log(object_id: int, lines: list[str], paging: LivyRange) -> LivyLog:
     """``{"id", "from", "total", "log"}``: the lines of a session's or a batch's log asked for."""
     first, page = views.log_page(lines, paging.start, paging.size)
-    return {"id": object_id, "from": first, "total": len(lines), "log": page}
+    return LivyLog(id=object_id, from_=first, total=len(lines), log=page)
 
 
-def session_json(service: Service, session: SessionRecord) -> dict[str, Any]:
-    return sessions_json(service, [session])[0]
+def livy_session(service: Service, session: SessionRecord) -> LivySession:
+    return livy_sessions(service, [session])[0]
 
 
-def sessions_json(service: Service, sessions: list[SessionRecord]) -> list[dict[str, Any]]:
+def livy_sessions(service: Service, sessions: list[SessionRecord]) -> list[LivySession]:
     engines = service.gateway.engines_of(sessions)
     out = []
     for session in sessions:
@@ -182,11 +185,11 @@ def sessions_json(service: Service, sessions: list[SessionRecord]) -> list[dict[
     return out
 
 
-def batch_json(service: Service, session: SessionRecord) -> dict[str, Any]:
-    return batches_json(service, [session])[0]
+def livy_batch(service: Service, session: SessionRecord) -> LivyBatch:
+    return livy_batches(service, [session])[0]
 
 
-def batches_json(service: Service, sessions: list[SessionRecord]) -> list[dict[str, Any]]:
+def livy_batches(service: Service, sessions: list[SessionRecord]) -> list[LivyBatch]:
     engines = service.gateway.engines_of(sessions)
     statements = service.queries.first_of_sessions(sessions)
     out = []
@@ -198,7 +201,7 @@ def batches_json(service: Service, sessions: list[SessionRecord]) -> list[dict[s
     return out
 
 
-def statement_json(service: Service, statement: StatementRecord) -> dict[str, Any]:
+def livy_statement(service: Service, statement: StatementRecord) -> LivyStatement:
     data = None
     if statement.state is StatementState.SUCCESS:
         data = statement_data(service, statement)

@@ -2,7 +2,8 @@
 
 Resource fields become the Spark properties spark-submit would get (``driverMemory`` is
 ``spark.driver.memory``, ...), so a session asking for them gets an engine started with them;
-every field as given is kept in the session's ``attributes["livy"]`` and shown back.
+every field as given is kept in the session's ``attributes["livy"]`` and shown back
+(``KeptFields``).
 """
 
 from __future__ import annotations
@@ -12,6 +13,8 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 from sparkgate.http.params import INT32_MAX  # Livy types these numbers as a Java Int
+from sparkgate.livy.states import DEFAULT_SESSION_KIND, LivySessionKind
+from sparkgate.store.records import SessionRecord
 
 # Livy request field -> the Spark property spark-submit sets from it (Livy does the same).
 _PROPERTIES = {
@@ -119,3 +122,31 @@ class CreateStatement(BaseModel):
 
     code: str
     kind: str | None = None
+
+
+class KeptFields(BaseModel):
+    """What a session's view shows of the fields kept in its ``attributes["livy"]``
+    (``livy_attributes``, plus its canonical ``kind``); null (the kind: shared) for a session
+    made through /v1. The rest kept (``idleTimeout``, a batch's ``file``) is not shown."""
+
+    model_config = ConfigDict(extra="ignore")
+
+    # Sessions made through /v1 have none: they take statements of either kind.
+    kind: LivySessionKind = DEFAULT_SESSION_KIND
+    ttl: str | None = None
+    driverMemory: str | None = None
+    driverCores: int | None = None
+    executorMemory: str | None = None
+    executorCores: int | None = None
+    archives: list[str] | None = None
+    files: list[str] | None = None
+    heartbeatTimeoutInSecond: int | None = None
+    jars: list[str] | None = None
+    numExecutors: int | None = None
+    pyFiles: list[str] | None = None
+    queue: str | None = None
+
+    @classmethod
+    def of(cls, session: SessionRecord) -> KeptFields:
+        kept = session.attributes.get("livy")
+        return cls.model_validate(kept if isinstance(kept, dict) else {})

@@ -12,7 +12,6 @@ queries (``/v1/queries``), and each Livy statement names its query id under ``sp
 from __future__ import annotations
 
 import contextlib
-from typing import Any
 
 from fastapi import Response
 
@@ -36,15 +35,21 @@ from sparkgate.livy.models import CreateSession, CreateStatement
 from sparkgate.livy.states import interactive_state, session_kind, statement_kind
 from sparkgate.service import Service
 from sparkgate.states import SessionKind
+from sparkgate.store.records import StatementRecord
 
 router = common.livy_router("/sessions")
 
 
 @router.get("", response_model=LivySessionList)
-def list_sessions(service: ServiceDep, user: UserDep, paging: common.Range) -> dict[str, Any]:
+def list_sessions(service: ServiceDep, user: UserDep, paging: common.Range) -> LivySessionList:
     """Interactive sessions by id, ``?from=0&size=100``: the active ones and those ended in
     the last ``livy_session_retention`` seconds (any session stays readable by its id)."""
-    return common.recent_json(service, user, SessionKind.INTERACTIVE, paging)
+    page = common.recent(service, user, SessionKind.INTERACTIVE, paging)
+    return LivySessionList(
+        from_=page.offset,
+        total=common.total(page),
+        sessions=common.livy_sessions(service, page.items),
+    )
 
 
 @router.post(
@@ -65,40 +70,40 @@ def create_session(
     user: UserDep,
     response: Response,
     do_as: common.DoAs = None,
-) -> dict[str, Any]:
+) -> LivySession:
     """Start a session: ``{"kind": "pyspark" | "sql" | "shared", "conf": {...}, ...}``."""
     livy = {**body.livy_attributes(), "kind": session_kind(body.kind)}
     session = common.create(
         service, SessionKind.INTERACTIVE, body, user, do_as, response, livy=livy
     )
-    return common.session_json(service, session)
+    return common.livy_session(service, session)
 
 
 @router.get("/{session_id}", response_model=LivySession)
-def get_session(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
-    return common.session_json(
+def get_session(session_id: Id, service: ServiceDep, user: UserDep) -> LivySession:
+    return common.livy_session(
         service, common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
     )
 
 
 @router.get("/{session_id}/state", response_model=LivySessionStateAnswer)
-def get_session_state(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def get_session_state(session_id: Id, service: ServiceDep, user: UserDep) -> LivySessionStateAnswer:
     session = common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
-    return {"id": session.id, "state": interactive_state(session.state)}
+    return LivySessionStateAnswer(id=session.id, state=interactive_state(session.state))
 
 
 @router.get("/{session_id}/log", response_model=LivyLog)
 def get_session_log(
     session_id: Id, service: ServiceDep, user: UserDep, paging: common.Range
-) -> dict[str, Any]:
+) -> LivyLog:
     """``{"id", "from", "total", "log"}``: what happened to the session, from the store."""
     session = common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
     engine = service.gateway.engines_of([session]).get(session.engine_id or 0)
-    return common.log_json(session.id, views.session_log(session, engine), paging)
+    return common.livy_log(session.id, views.session_log(session, engine), paging)
 
 
 @router.delete("/{session_id}", response_model=LivyDeleted)
-def delete_session(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def delete_session(session_id: Id, service: ServiceDep, user: UserDep) -> LivyDeleted:
     """End the session (``killed``); its running statement is cancelled. Repeating is fine."""
     return common.kill(service, session_id, SessionKind.INTERACTIVE, user)
 
@@ -109,14 +114,14 @@ def delete_session(session_id: Id, service: ServiceDep, user: UserDep) -> dict[s
 @router.get("/{session_id}/statements", response_model=LivyStatementList)
 def list_statements(
     session_id: Id, service: ServiceDep, user: UserDep, paging: common.Range
-) -> dict[str, Any]:
+) -> LivyStatementList:
     """The session's statements in order: ``{"total_statements", "statements"}``."""
     common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
     page = service.queries.in_session(session_id, user=user, window=paging.window(1_000_000))
-    return {
-        "total_statements": page.total,
-        "statements": [common.statement_json(service, s) for s in page.items],
-    }
+    return LivyStatementList(
+        total_statements=common.total(page),
+        statements=[common.livy_statement(service, s) for s in page.items],
+    )
 
 
 @router.post(
@@ -134,17 +139,19 @@ def list_statements(
 )
 def create_statement(
     session_id: Id, body: CreateStatement, service: ServiceDep, user: UserDep, response: Response
-) -> dict[str, Any]:
+) -> LivyStatement:
     """Queue code: ``{"code": "...", "kind"?: "pyspark" | "python" | "sql"}``; without a kind
     it runs as the session's kind."""
     session = common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
     kind = statement_kind(body.kind, views.session_kind_of(session), session_id)
     statement = service.gateway.submit(body.code, user=user, session_id=session_id, kind=kind)
     response.headers["Location"] = f"/sessions/{session_id}/statements/{statement.seq}"
-    return common.statement_json(service, statement)
+    return common.livy_statement(service, statement)
 
 
-def _statement(service: Service, user: Principal, session_id: int, statement_id: int) -> Any:
+def _statement(
+    service: Service, user: Principal, session_id: int, statement_id: int
+) -> StatementRecord:
     common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
     statement = service.queries.by_seq(session_id, statement_id, user=user)
     if statement is None:
@@ -159,16 +166,16 @@ def _statement(service: Service, user: Principal, session_id: int, statement_id:
 @router.get("/{session_id}/statements/{statement_id}", response_model=LivyStatement)
 def get_statement(
     session_id: Id, statement_id: Id, service: ServiceDep, user: UserDep
-) -> dict[str, Any]:
-    return common.statement_json(service, _statement(service, user, session_id, statement_id))
+) -> LivyStatement:
+    return common.livy_statement(service, _statement(service, user, session_id, statement_id))
 
 
 @router.post("/{session_id}/statements/{statement_id}/cancel", response_model=LivyCancelled)
 def cancel_statement(
     session_id: Id, statement_id: Id, service: ServiceDep, user: UserDep
-) -> dict[str, Any]:
+) -> LivyCancelled:
     """Cancel a waiting or running statement; a finished one stays as it is (as in Livy)."""
     statement = _statement(service, user, session_id, statement_id)
     with contextlib.suppress(QueryFinished):
         service.gateway.cancel(statement.id, user=user)
-    return {"msg": "canceled"}
+    return LivyCancelled(msg="canceled")

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from sparkgate import __version__
@@ -14,15 +12,15 @@ router = APIRouter(tags=["livy"])
 
 
 @router.get("/version", response_model=LivyVersion)
-def version() -> dict[str, Any]:
+def version() -> LivyVersion:
     """``{"version": "0.9.0-incubating", ...}``: clients check it to choose the API they use
     (the ``livy`` package treats anything below 0.5 as legacy)."""
-    return {
-        "version": LIVY_VERSION,
-        "commit": None,
-        "user": None,
-        "url": None,
-        "branch": None,
-        "date": None,
-        "server": f"sparkgate {__version__}",
-    }
+    return LivyVersion(
+        version=LIVY_VERSION,
+        commit=None,
+        user=None,
+        url=None,
+        branch=None,
+        date=None,
+        server=f"sparkgate {__version__}",
+    )

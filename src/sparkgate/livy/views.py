@@ -1,4 +1,5 @@
-"""How sessions, batches and statements look in Livy's JSON (pure functions of records).
+"""How sessions, batches and statements look in Livy's JSON: its answers (``bodies``) as pure
+functions of records.
 
 Every field Livy shows is present, null when sparkgate does not know it; ``log`` is always a
 list. Times are epoch milliseconds (0 when not yet), as Livy's statements have them.
@@ -9,9 +10,19 @@ from __future__ import annotations
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
+from sparkgate.livy.bodies import (
+    LivyAppInfo,
+    LivyBatch,
+    LivyOutputError,
+    LivyOutputOk,
+    LivySession,
+    LivyStatement,
+    LivyStatementLink,
+)
+from sparkgate.livy.models import KeptFields
 from sparkgate.livy.states import (
-    DEFAULT_SESSION_KIND,
     FINAL_STATEMENT_STATES,
+    LivySessionKind,
     batch_state,
     interactive_state,
     statement_state,
@@ -23,55 +34,46 @@ from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
 LIVY_VERSION = "0.9.0-incubating"  # what clients compare with; 0.10.x reads as "old" to some
 LOG_LINES_IN_VIEW = 10  # Livy shows the last 10 log lines in a session's JSON
 
-# Livy 0.8's session fields beyond the basic ones; null unless the session was created with them.
-_EXTRAS = (
-    "ttl",
-    "driverMemory",
-    "driverCores",
-    "executorMemory",
-    "executorCores",
-    "archives",
-    "files",
-    "heartbeatTimeoutInSecond",
-    "jars",
-    "numExecutors",
-    "pyFiles",
-    "queue",
-)
 
-
-def livy_fields(session: SessionRecord) -> dict[str, Any]:
-    fields = session.attributes.get("livy")
-    return dict(fields) if isinstance(fields, dict) else {}
-
-
-def session_kind_of(session: SessionRecord) -> str:
+def session_kind_of(session: SessionRecord) -> LivySessionKind:
     """A session's Livy kind; sessions made through /v1 take statements of either kind."""
-    return str(livy_fields(session).get("kind") or DEFAULT_SESSION_KIND)
+    return KeptFields.of(session).kind
 
 
-def app_info() -> dict[str, Any]:
+def app_info() -> LivyAppInfo:
     # No Spark UI or log URLs are known to sparkgate (engines may run with the UI off).
-    return {"driverLogUrl": None, "sparkUiUrl": None, "executorLogUrls": None}
+    return LivyAppInfo(driverLogUrl=None, sparkUiUrl=None, executorLogUrls=None)
 
 
 def session_view(
     session: SessionRecord, engine: EngineRecord | None, log: list[str]
-) -> dict[str, Any]:
-    fields = livy_fields(session)
-    return {
-        "id": session.id,
-        "name": session.name,
-        "appId": engine.app_id if engine else None,
-        "owner": session.owner,
-        "proxyUser": session.proxy_user,
-        "state": interactive_state(session.state),
-        "kind": session_kind_of(session),
-        "appInfo": app_info(),
-        "log": log[-LOG_LINES_IN_VIEW:],
-        **{name: fields.get(name) for name in _EXTRAS},
-        "conf": session.conf,
-    }
+) -> LivySession:
+    # Livy 0.8's fields beyond the basic ones: null unless the session was created with them.
+    kept = KeptFields.of(session)
+    return LivySession(
+        id=session.id,
+        name=session.name,
+        appId=engine.app_id if engine else None,
+        owner=session.owner,
+        proxyUser=session.proxy_user,
+        state=interactive_state(session.state),
+        kind=kept.kind,
+        appInfo=app_info(),
+        log=log[-LOG_LINES_IN_VIEW:],
+        ttl=kept.ttl,
+        driverMemory=kept.driverMemory,
+        driverCores=kept.driverCores,
+        executorMemory=kept.executorMemory,
+        executorCores=kept.executorCores,
+        archives=kept.archives,
+        files=kept.files,
+        heartbeatTimeoutInSecond=kept.heartbeatTimeoutInSecond,
+        jars=kept.jars,
+        numExecutors=kept.numExecutors,
+        pyFiles=kept.pyFiles,
+        queue=kept.queue,
+        conf=session.conf,
+    )
 
 
 def batch_view(
@@ -79,51 +81,53 @@ def batch_view(
     statement: StatementRecord | None,
     engine: EngineRecord | None,
     log: list[str],
-) -> dict[str, Any]:
-    return {
-        "id": session.id,
-        "name": session.name,
-        "owner": session.owner,
-        "proxyUser": session.proxy_user,
-        "state": batch_state(session.state, statement.state if statement else None),
-        "appId": engine.app_id if engine else None,
-        "appInfo": app_info(),
-        "log": log[-LOG_LINES_IN_VIEW:],
-    }
+) -> LivyBatch:
+    return LivyBatch(
+        id=session.id,
+        name=session.name,
+        owner=session.owner,
+        proxyUser=session.proxy_user,
+        state=batch_state(session.state, statement.state if statement else None),
+        appId=engine.app_id if engine else None,
+        appInfo=app_info(),
+        log=log[-LOG_LINES_IN_VIEW:],
+    )
 
 
 def _millis(ts: float | None) -> int:
     return round(ts * 1000) if ts is not None else 0
 
 
-def statement_view(statement: StatementRecord, data: dict[str, Any] | None) -> dict[str, Any]:
+def statement_view(statement: StatementRecord, data: dict[str, Any] | None) -> LivyStatement:
     """``data``: the mimetypes of a succeeded statement (``sql_data`` for SQL ones)."""
     final = statement.state in FINAL_STATEMENT_STATES
-    return {
-        "id": statement.seq,
-        "code": statement.code,
-        "state": statement_state(statement.state),
-        "output": statement_output(statement, data) if final else None,
-        "progress": 1.0 if final else min(max(statement.progress, 0.0), 1.0),
-        "started": _millis(statement.started_at),
-        "completed": _millis(statement.finished_at),
+    return LivyStatement(
+        id=statement.seq,
+        code=statement.code,
+        state=statement_state(statement.state),
+        output=statement_output(statement, data) if final else None,
+        progress=1.0 if final else min(max(statement.progress, 0.0), 1.0),
+        started=_millis(statement.started_at),
+        completed=_millis(statement.finished_at),
         # Not Livy's: where the same statement lives in the native API (full result paging).
-        "sparkgate": {"query_id": statement.id},
-    }
+        sparkgate=LivyStatementLink(query_id=statement.id),
+    )
 
 
-def statement_output(statement: StatementRecord, data: dict[str, Any] | None) -> dict[str, Any]:
+def statement_output(
+    statement: StatementRecord, data: dict[str, Any] | None
+) -> LivyOutputOk | LivyOutputError:
     if statement.state is StatementState.SUCCESS:
-        return {"status": "ok", "execution_count": statement.seq, "data": data or {}}
+        return LivyOutputOk(status="ok", execution_count=statement.seq, data=data or {})
     error = statement.error or {}
     traceback = error.get("traceback")
-    return {
-        "status": "error",
-        "execution_count": statement.seq,
-        "ename": str(error.get("ename") or error.get("code") or "Error"),
-        "evalue": str(error.get("evalue") or error.get("message") or ""),
-        "traceback": [str(line) for line in traceback] if isinstance(traceback, list) else [],
-    }
+    return LivyOutputError(
+        status="error",
+        execution_count=statement.seq,
+        ename=str(error.get("ename") or error.get("code") or "Error"),
+        evalue=str(error.get("evalue") or error.get("message") or ""),
+        traceback=[str(line) for line in traceback] if isinstance(traceback, list) else [],
+    )
 
 
 def text_data(statement: StatementRecord) -> dict[str, Any]:
