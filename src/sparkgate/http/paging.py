@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Annotated, Any
+from typing import Annotated, Any, TypedDict
 
 from fastapi import Depends, Query
 
@@ -65,7 +65,17 @@ def window(
     return Window(offset, limit, key, counted(total, after))
 
 
-def paging(page: Page[Any], after: str | None) -> dict[str, Any]:
+class PagingFields(TypedDict):
+    """The paging keys of a list answer (``schemas.common.Paging``), to spread into the list's
+    model: ``QueryList(queries=[...], **listing.paging(page))``."""
+
+    next: str | None
+    total: int | None
+    offset: int | None
+    limit: int
+
+
+def paging(page: Page[Any], after: str | None) -> PagingFields:
     """The paging fields of a list answer. A keyset page has no offset (null)."""
     return {
         "next": None if page.next_after is None else str(page.next_after),
@@ -87,7 +97,7 @@ class ListRequest:
     def window(self, *, by_name: bool = False) -> Window:
         return window(self.offset, self.limit, self.after, self.total, by_name=by_name)
 
-    def paging(self, page: Page[Any]) -> dict[str, Any]:
+    def paging(self, page: Page[Any]) -> PagingFields:
         return paging(page, self.after)
 
 

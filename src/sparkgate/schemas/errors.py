@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pydantic import BaseModel, ConfigDict, Field
 
 
@@ -18,6 +21,11 @@ class RecordedError(BaseModel):
 
     code: str
     message: str
+
+    @classmethod
+    def of(cls, stored: Mapping[str, Any] | None) -> RecordedError | None:
+        """A record's ``error`` as the store keeps it (None: it did not fail)."""
+        return None if stored is None else cls.model_validate(stored)
 
 
 class FieldProblem(_Closed):

@@ -1,14 +1,17 @@
-"""Deployments and the jobs they declare: decisions, versions, history and batch runs.
-A streaming job's detail holds its stream job, hence the import of ``streams``.
+"""Deployments and the jobs they declare: decisions, versions, history and batch runs; each
+built from its store records (``Job.of``, ...). A streaming job's detail holds its stream job,
+hence the import of ``streams``; what joins a job to its runs and decisions is composed in
+``service/job_views.py``.
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from collections.abc import Sequence
+from typing import Any, Literal, cast
 
 from pydantic import Field
 
-from sparkgate.schemas.common import Body, Paging, Timestamp
+from sparkgate.schemas.common import Body, Paging, Timestamp, iso, stamp
 from sparkgate.schemas.errors import RecordedError
 from sparkgate.schemas.streams import Step, StreamJob
 from sparkgate.states import (
@@ -18,6 +21,20 @@ from sparkgate.states import (
     StreamJobState,
     StreamQueryState,
 )
+from sparkgate.store.records import (
+    DeploymentRecord,
+    JobDecisionRecord,
+    JobRecord,
+    JobRunRecord,
+    JobVersionRecord,
+    StreamJobRecord,
+    StreamQueryRecord,
+)
+
+# A decision's outcome, as the deployer records it.
+Outcome = Literal["planned", "plan-only", "in_progress", "done", "failed", "skipped"]
+# What a manifest declares (``JobRecord.mode``).
+Mode = Literal["streaming", "batch"]
 
 
 class Decision(Body):
@@ -27,11 +44,28 @@ class Decision(Body):
     to_version: int | None
     action: ActionKind
     reason: str
-    outcome: Literal["planned", "plan-only", "in_progress", "done", "failed", "skipped"]
+    outcome: Outcome
     note: str | None
     error: RecordedError | None
     started_at: Timestamp | None
     finished_at: Timestamp | None
+
+    @classmethod
+    def of(cls, decision: JobDecisionRecord) -> Decision:
+        return cls(
+            deployment_id=decision.deployment_id,
+            job=decision.job,
+            from_version=decision.from_version,
+            to_version=decision.to_version,
+            action=ActionKind(decision.action),
+            reason=decision.reason,
+            # The store keeps it as text; the model checks it is one of them.
+            outcome=cast(Outcome, decision.outcome),
+            note=decision.note,
+            error=RecordedError.of(decision.error),
+            started_at=iso(decision.started_at),
+            finished_at=iso(decision.finished_at),
+        )
 
 
 class DeployedFiles(Body):
@@ -52,6 +86,21 @@ class Deployment(Body):
     finished_at: Timestamp | None
     decisions: list[Decision]
 
+    @classmethod
+    def of(cls, deployment: DeploymentRecord, decisions: Sequence[Decision]) -> Deployment:
+        return cls(
+            id=deployment.id,
+            state=deployment.state,
+            plan_only=deployment.plan_only,
+            prune=deployment.prune,
+            node_id=deployment.node_id,
+            files=DeployedFiles.model_validate(deployment.files),
+            error=RecordedError.of(deployment.error),
+            created_at=stamp(deployment.created_at),
+            finished_at=iso(deployment.finished_at),
+            decisions=list(decisions),
+        )
+
 
 class DeploymentList(Paging):
     deployments: list[Deployment]
@@ -70,11 +119,27 @@ class JobRun(Body):
     created_at: Timestamp
     finished_at: Timestamp | None
 
+    @classmethod
+    def of(cls, run: JobRunRecord) -> JobRun:
+        return cls(
+            id=run.id,
+            job=run.job,
+            version=run.job_version,
+            state=run.state,
+            session_id=run.session_id,
+            steps=len(run.steps),
+            steps_submitted=run.step,
+            query_id=run.statement_id,
+            error=RecordedError.of(run.error),
+            created_at=stamp(run.created_at),
+            finished_at=iso(run.finished_at),
+        )
+
 
 class Job(Body):
     name: str
-    mode: Literal["streaming", "batch"]
-    # ``views.job_view``: removed, batch, or its stream job's state (missing: deleted by hand).
+    mode: Mode
+    # ``Job.of``: removed, batch, or its stream job's state (missing: deleted by hand).
     state: Literal["removed", "batch", "missing"] | StreamJobState
     version: int
     query_id: str
@@ -87,6 +152,37 @@ class Job(Body):
     created_at: Timestamp
     updated_at: Timestamp
 
+    @classmethod
+    def of(
+        cls, job: JobRecord, stream: StreamJobRecord | None, last_run: JobRunRecord | None
+    ) -> Job:
+        """A job; ``state``: removed, its stream job's state (a streaming job; ``missing`` if
+        the stream job was deleted by hand), or ``batch`` (``last_run`` says how its last run
+        went)."""
+        state: Literal["removed", "batch", "missing"] | StreamJobState
+        if job.removed:
+            state = "removed"
+        elif job.batch:
+            state = "batch"
+        else:
+            state = stream.state if stream is not None else "missing"
+        # ``Job(...)``, not ``cls``: ``JobDetail`` adds keys, composed in ``job_views``.
+        return Job(
+            name=job.name,
+            mode=cast(Mode, job.mode),
+            state=state,
+            version=job.version,
+            query_id=job.query_id,
+            query_created_at=stamp(job.query_created_at),
+            started_before=job.started_before,
+            description=job.manifest.get("description", ""),
+            target_table=job.manifest.get("target-table"),
+            last_error=RecordedError.of(stream.error) if stream is not None else None,
+            last_run=JobRun.of(last_run) if last_run is not None else None,
+            created_at=stamp(job.created_at),
+            updated_at=stamp(job.updated_at),
+        )
+
 
 class JobList(Body):
     jobs: list[Job]
@@ -98,6 +194,16 @@ class JobStreamQuery(Body):
     restarts: int
     checkpoint: str | None
     last_error: RecordedError | None
+
+    @classmethod
+    def of(cls, query: StreamQueryRecord) -> JobStreamQuery:
+        return cls(
+            name=query.name,
+            state=query.state,
+            restarts=query.restarts,
+            checkpoint=query.checkpoint,
+            last_error=RecordedError.of(query.error),
+        )
 
 
 class JobStream(StreamJob):
@@ -117,6 +223,15 @@ class JobVersion(Body):
     query_id: str
     created_at: Timestamp
     manifest: dict[str, Any]
+
+    @classmethod
+    def of(cls, version: JobVersionRecord) -> JobVersion:
+        return cls(
+            version=version.version,
+            query_id=version.query_id,
+            created_at=stamp(version.created_at),
+            manifest=version.manifest,
+        )
 
 
 class JobHistory(Body):

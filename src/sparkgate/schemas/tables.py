@@ -13,12 +13,15 @@ from sparkgate.schemas.errors import RecordedError
 from sparkgate.schemas.queries import ResultPage
 from sparkgate.states import StatementState
 
+TableKind = Literal["table", "view"]
+Access = Literal["read", "write"]
+
 
 class CatalogEntry(Body):
     # "schema" shadows a BaseModel attribute: the field has another name and the key as alias.
     schema_name: str = Field(alias="schema")
     name: str
-    kind: Literal["table", "view"]
+    kind: TableKind
 
 
 class CatalogSchema(Body):
@@ -45,7 +48,7 @@ class TableUse(Body):
 
     id: int
     user: str | None
-    access: Literal["read", "write"]
+    access: Access
     at: Timestamp = Field(description="When the query ended.")
     state: StatementState
 
@@ -57,7 +60,7 @@ class TableDetail(Body):
     full_name: str = Field(description="catalog.schema.table")
     schema_name: str = Field(alias="schema")
     table: str
-    kind: Literal["table", "view"]
+    kind: TableKind
     owner: str | None = Field(
         description="As sparkgate recorded it (table rules), else as Spark's catalog did."
     )

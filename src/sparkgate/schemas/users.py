@@ -6,16 +6,25 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field
+from pydantic import Field, TypeAdapter
 
-from sparkgate.schemas.common import Body, Paging, Timestamp
+from sparkgate.schemas.common import Body, Paging, Timestamp, iso, stamp
+from sparkgate.store.audit import AuditRecord
+from sparkgate.store.table_access import GrantRecord
+from sparkgate.store.tokens import TokenRecord
+
+Right = Literal["sql", "code", "streams", "jobs", "admin"]
+Outcome = Literal["ok", "denied", "failed"]
+# The store and the users layer keep these as text: checked where they become a field.
+RIGHTS: TypeAdapter[list[Right]] = TypeAdapter(list[Right])
+OUTCOME: TypeAdapter[Outcome] = TypeAdapter(Outcome)
 
 
 class Whoami(Body):
     user: str
     groups: list[str]
     admin: bool
-    rights: list[Literal["sql", "code", "streams", "jobs", "admin"]]
+    rights: list[Right]
     via: str = Field(description="How the credentials were checked: password, ldap, jwt, ...")
 
 
@@ -29,9 +38,27 @@ class Token(Body):
     last_used_at: Timestamp | None
     revoked_at: Timestamp | None
 
+    @classmethod
+    def of(cls, record: TokenRecord) -> Token:
+        """A personal access token, never its secret."""
+        return cls(
+            id=record.id,
+            name=record.name,
+            owner=record.owner,
+            prefix=record.prefix,
+            created_at=stamp(record.created_at),
+            expires_at=iso(record.expires_at),
+            last_used_at=iso(record.last_used_at),
+            revoked_at=iso(record.revoked_at),
+        )
+
 
 class NewToken(Token):
     token: str = Field(description="The secret: shown in this answer only.")
+
+    @classmethod
+    def made(cls, record: TokenRecord, secret: str) -> NewToken:
+        return cls(**Token.of(record).model_dump(), token=secret)
 
 
 class TokenList(Body):
@@ -45,8 +72,21 @@ class AuditEvent(Body):
     address: str | None
     action: str
     target: str | None
-    outcome: Literal["ok", "denied", "failed"]
+    outcome: Outcome
     detail: dict[str, Any] | None
+
+    @classmethod
+    def of(cls, event: AuditRecord) -> AuditEvent:
+        return cls(
+            id=event.id,
+            at=stamp(event.at),
+            user=event.user,
+            address=event.address,
+            action=event.action,
+            target=event.target,
+            outcome=OUTCOME.validate_python(event.outcome),
+            detail=event.detail,
+        )
 
 
 class AuditList(Paging):
@@ -73,6 +113,16 @@ class TableGrant(Body):
     privilege: str
     granted_by: str
     granted_at: float
+
+    @classmethod
+    def of(cls, grant: GrantRecord) -> TableGrant:
+        return cls(
+            grantee_type=grant.grantee_kind,
+            grantee=grant.grantee,
+            privilege=grant.privilege,
+            granted_by=grant.granted_by,
+            granted_at=grant.granted_at,
+        )
 
 
 class TableGrants(Body):

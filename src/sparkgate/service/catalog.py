@@ -21,11 +21,16 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+from pydantic import TypeAdapter
+
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import CatalogUnavailable, InvalidRequest, SchemaNotFound, TableNotFound
+from sparkgate.schemas import tables as bodies
+from sparkgate.schemas.common import iso, stamp
+from sparkgate.schemas.errors import RecordedError
 from sparkgate.service.gateway import Gateway
 from sparkgate.service.queries import Queries, ResultPage
-from sparkgate.service.views import iso, result_page_view
+from sparkgate.service.views import result_page_view
 from sparkgate.service.visibility import scope
 from sparkgate.states import StatementKind, StatementState
 from sparkgate.store import Store
@@ -232,54 +237,62 @@ def _files(found: dict[str, Any]) -> TableFiles:
 # -- views: the JSON of /v1/tables, which the dashboard shows too -------------------------
 
 
-def listing_view(listing: CatalogListing) -> dict[str, Any]:
-    return {
-        "schemas": [
-            {
-                "name": schema.name,
-                "tables": [
-                    {"schema": t.schema, "name": t.name, "kind": t.kind} for t in schema.tables
+def listing_view(listing: CatalogListing) -> bodies.CatalogListing:
+    return bodies.CatalogListing(
+        schemas=[
+            bodies.CatalogSchema(
+                name=schema.name,
+                tables=[
+                    bodies.CatalogEntry(
+                        schema=t.schema, name=t.name, kind=_KIND.validate_python(t.kind)
+                    )
+                    for t in schema.tables
                 ],
-            }
+            )
             for schema in listing.schemas
         ],
-        "query_id": listing.query_id,
-    }
+        query_id=listing.query_id,
+    )
 
 
-def table_view(detail: TableDetail) -> dict[str, Any]:
+def table_view(detail: TableDetail) -> bodies.TableDetail:
     files = detail.files
-    return {
-        "name": f"{detail.name.schema}.{detail.name.table}",
-        "full_name": detail.name.dotted,
-        "schema": detail.name.schema,
-        "table": detail.name.table,
-        "kind": detail.kind,
-        "owner": detail.owner,
-        "columns": [
-            {"name": c.name, "type": c.type, "nullable": c.nullable, "comment": c.comment}
+    return bodies.TableDetail(
+        name=f"{detail.name.schema}.{detail.name.table}",
+        full_name=detail.name.dotted,
+        schema=detail.name.schema,
+        table=detail.name.table,
+        kind=_KIND.validate_python(detail.kind),
+        owner=detail.owner,
+        columns=[
+            bodies.TableColumn(name=c.name, type=c.type, nullable=c.nullable, comment=c.comment)
             for c in detail.columns
         ],
-        "provider": detail.provider,
-        "location": detail.location,
-        "created_at": iso(detail.created_at),
-        "comment": detail.comment,
-        "view_text": detail.view_text,
-        "size_bytes": None if files is None else files.size_bytes,
-        "files": None if files is None else files.count,
-        "files_complete": None if files is None else files.complete,
-        "last_change": None if files is None else iso(files.last_change),
-        "preview": None if detail.preview is None else result_page_view(detail.preview),
-        "preview_error": detail.preview_error,
-        "recent_queries": [
-            {
-                "id": use.statement_id,
-                "user": use.owner,
-                "access": use.access,
-                "at": iso(use.at),
-                "state": use.state.value,
-            }
+        provider=detail.provider,
+        location=detail.location,
+        created_at=iso(detail.created_at),
+        comment=detail.comment,
+        view_text=detail.view_text,
+        size_bytes=None if files is None else files.size_bytes,
+        files=None if files is None else files.count,
+        files_complete=None if files is None else files.complete,
+        last_change=None if files is None else iso(files.last_change),
+        preview=None if detail.preview is None else result_page_view(detail.preview),
+        preview_error=RecordedError.of(detail.preview_error),
+        recent_queries=[
+            bodies.TableUse(
+                id=use.statement_id,
+                user=use.owner,
+                access=_ACCESS.validate_python(use.access),
+                at=stamp(use.at),
+                state=use.state,
+            )
             for use in detail.recent
         ],
-        "query_id": detail.query_id,
-    }
+        query_id=detail.query_id,
+    )
+
+
+# What the engine and the store name as text, checked where it becomes a field.
+_KIND: TypeAdapter[bodies.TableKind] = TypeAdapter(bodies.TableKind)
+_ACCESS: TypeAdapter[bodies.Access] = TypeAdapter(bodies.Access)

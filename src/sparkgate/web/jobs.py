@@ -9,6 +9,7 @@ shows: jobs are the team's, deployments their owner's.
 from __future__ import annotations
 
 import difflib
+from dataclasses import dataclass
 from typing import Any
 
 import yaml
@@ -18,13 +19,9 @@ from fastapi.responses import HTMLResponse
 from sparkgate.auth.principal import Principal
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.paging import paging
+from sparkgate.schemas.jobs import Decision, Deployment, DeploymentList, JobDetail, JobVersion
 from sparkgate.service import Service
-from sparkgate.service.job_views import (
-    deployment_detail_view,
-    job_detail_view,
-    job_history_view,
-    job_summary_view,
-)
+from sparkgate.service.job_views import job_detail_view, job_history_view, job_summary_view
 from sparkgate.states import ActionKind
 from sparkgate.store.records import Window
 from sparkgate.web.templating import render, render_list
@@ -51,32 +48,67 @@ _DONE = {
 _OPEN = frozenset({"planned", "in_progress"})  # outcomes of a deploy still under way
 
 
+# A diff as the page shows it: (kind, line) pairs (``_diff``).
+Diff = list[tuple[str, str]]
+
+
+class LabelledDecision(Decision):
+    """A decision as the pages show it: what it did in the page's words (``label``) and
+    colour (``kind``), whether it made a new version, and the change that did (``diff``)."""
+
+    kind: str
+    label: str
+    new_version: bool
+    diff: Diff | None
+
+
+class ShownVersion(JobVersion):
+    """A version with its manifest as its author would write it."""
+
+    yaml: str
+
+
+@dataclass(frozen=True)
+class JobPage:
+    """A job's page: the job, its deploy history, and what its poll compares."""
+
+    job: JobDetail
+    versions: list[ShownVersion]
+    decisions: list[LabelledDecision]
+    deploying: bool
+    marker: str
+    kept_diff: Diff | None
+    stream_visible: bool
+
+
 @router.get("/jobs")
 def jobs_page(
     request: Request, service: ServiceDep, user: UserDep, removed: bool = False
 ) -> HTMLResponse:
     """The jobs and recent deployments; the table alone for the page's poll."""
-    return render_list(request, "jobs.html", "_jobs_table.html", **_list(service, user, removed))
+    return render_list(
+        request,
+        "jobs.html",
+        "_jobs_table.html",
+        jobs=[job_summary_view(j) for j in service.jobs.jobs(user=user, removed=removed)],
+        deployments=_deployments(service, user),
+        removed=removed,
+    )
 
 
-def _list(service: Service, user: Principal, removed: bool) -> dict[str, Any]:
+def _deployments(service: Service, user: Principal) -> DeploymentList:
+    """The user's recent deployments, each decision as the pages show it."""
     page = service.jobs.deployments(user=user, window=Window(limit=DEPLOYMENTS))
-    deployments = {
-        "deployments": [deployment_detail_view(d) for d in page.items],
-        **paging(page, None),
-    }
-    for deployment in deployments["deployments"]:
-        deployment["decisions"] = [_labelled(d) for d in deployment["decisions"]]
-    return {
-        "jobs": [job_summary_view(j) for j in service.jobs.jobs(user=user, removed=removed)],
-        "deployments": deployments,
-        "removed": removed,
-    }
+    deployments = [
+        Deployment.of(d.deployment, [_labelled(Decision.of(x)) for x in d.decisions])
+        for d in page.items
+    ]
+    return DeploymentList(deployments=deployments, **paging(page, None))
 
 
 @router.get("/jobs/{name}")
 def job_page(request: Request, name: str, service: ServiceDep, user: UserDep) -> HTMLResponse:
-    return render(request, "job.html", **_detail(service, user, name))
+    return _render_job(request, "job.html", _detail(service, user, name))
 
 
 @router.get("/jobs/{name}/state")
@@ -85,45 +117,63 @@ def job_state(
 ) -> HTMLResponse:
     """The job's state and paths, polled; with its deploy history too (out of band) when that
     changed since the ``seen`` marker the page has."""
-    detail = _detail(service, user, name)
-    return render(request, "_job_state.html", history_changed=seen != detail["marker"], **detail)
+    page = _detail(service, user, name)
+    return _render_job(request, "_job_state.html", page, history_changed=seen != page.marker)
 
 
-def _detail(service: Service, user: Principal, name: str) -> dict[str, Any]:
+def _render_job(
+    request: Request, template: str, page: JobPage, *, history_changed: bool = False
+) -> HTMLResponse:
+    """A job's page, or its state fragment."""
+    return render(
+        request,
+        template,
+        job=page.job,
+        versions=page.versions,
+        decisions=page.decisions,
+        deploying=page.deploying,
+        marker=page.marker,
+        kept_diff=page.kept_diff,
+        stream_visible=page.stream_visible,
+        history_changed=history_changed,
+    )
+
+
+def _detail(service: Service, user: Principal, name: str) -> JobPage:
     job = job_detail_view(service.jobs.job(name, user=user))
     history = job_history_view(name, service.jobs.history(name, user=user, limit=HISTORY))
-    manifests = {v["version"]: v["manifest"] for v in history["versions"]}
-    decisions = [_labelled(d, manifests) for d in history["decisions"]]
-    current = manifests.get(job["version"])
-    deploying = sum(d["outcome"] in _OPEN for d in decisions)
-    latest = decisions[0]["deployment_id"] if decisions else 0
-    return {
-        "job": job,
-        "versions": [{**v, "yaml": _yaml(v["manifest"])} for v in history["versions"]],
-        "decisions": decisions,
-        "deploying": deploying > 0,
+    manifests = {v.version: v.manifest for v in history.versions}
+    decisions = [_labelled(d, manifests) for d in history.decisions]
+    current = manifests.get(job.version)
+    deploying = sum(d.outcome in _OPEN for d in decisions)
+    latest = decisions[0].deployment_id if decisions else 0
+    return JobPage(
+        job=job,
+        versions=[ShownVersion(**dict(v), yaml=_yaml(v.manifest)) for v in history.versions],
+        decisions=decisions,
+        deploying=deploying > 0,
         # What the history shows changes with a new decision, an outcome, or the manifest.
-        "marker": f"{latest}.{len(decisions)}.{deploying}.{job['version']}.{job['updated_at']}",
+        marker=f"{latest}.{len(decisions)}.{deploying}.{job.version}.{job.updated_at}",
         # Changes that kept the version (run config, description) are not kept one by one:
         # the store has each version's first manifest and the current one.
-        "kept_diff": _diff(current, job["manifest"], f"version {job['version']} as made", "now")
-        if current is not None and current != job["manifest"]
+        kept_diff=_diff(current, job.manifest, f"version {job.version} as made", "now")
+        if current is not None and current != job.manifest
         else None,
         # A job is the team's, its stream job its deployer's: link it only for those who see it.
-        "stream_visible": job["stream"] is not None and service.streams.visible(name, user=user),
-    }
+        stream_visible=job.stream is not None and service.streams.visible(name, user=user),
+    )
 
 
 def _labelled(
-    decision: dict[str, Any], manifests: dict[int, dict[str, Any]] | None = None
-) -> dict[str, Any]:
-    """A decision view with what the page says of it and, given the versions' manifests, the
+    decision: Decision, manifests: dict[int, dict[str, Any]] | None = None
+) -> LabelledDecision:
+    """A decision with what the page says of it and, given the versions' manifests, the
     change that caused a new version."""
-    action = decision["action"]
-    kind, label = _DONE.get(action, ("unchanged", action))
-    before, after = decision["from_version"], decision["to_version"]
+    action = decision.action
+    kind, label = _DONE.get(action, ("unchanged", action.value))
+    before, after = decision.from_version, decision.to_version
     new_version = after is not None and after != before and kind not in ("refused", "removed")
-    planned = decision["outcome"] == "plan-only"
+    planned = decision.outcome == "plan-only"
     if new_version and before is not None:
         kind, label = "new", f"new version, {label}"
     diff = None
@@ -133,12 +183,12 @@ def _labelled(
         diff = _diff(
             old, manifests[after], f"version {before}" if old else "nothing", f"version {after}"
         )
-    return {**decision, "kind": kind, "label": label, "new_version": new_version, "diff": diff}
+    return LabelledDecision(
+        **dict(decision), kind=kind, label=label, new_version=new_version, diff=diff
+    )
 
 
-def _diff(
-    before: dict[str, Any] | None, after: dict[str, Any], old: str, new: str
-) -> list[tuple[str, str]]:
+def _diff(before: dict[str, Any] | None, after: dict[str, Any], old: str, new: str) -> Diff:
     """A unified diff of two manifests as YAML, as (kind, line) pairs: ``add``, ``del``,
     ``hunk``, ``file`` or ``same``. The whole manifest is shown: they are short, and the
     lines around a change are what make it readable."""

@@ -7,7 +7,7 @@ the browser's Back, or the link to the first page.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Any, TypeVar
 from urllib.parse import urlencode
@@ -29,21 +29,22 @@ def checked_choice(field: str, value: str | None, choices: type[Enum], what: str
     return value or ""
 
 
-def window_of(filters: dict[str, Any], *, by_name: bool = False) -> Window:
+def window_of(filters: Mapping[str, str], *, by_name: bool = False) -> Window:
     """The page of a list the filters' cursor asks for (``PAGE`` items)."""
     return window(0, PAGE, filters["after"] or None, by_name=by_name)
 
 
 def shown(
-    key: str, page: Page[T], view: Callable[[T], dict[str, Any]], filters: dict[str, Any]
+    key: str, page: Page[T], view: Callable[[T], object], filters: Mapping[str, str]
 ) -> dict[str, Any]:
-    """A list page as its template reads it: the items as the API shows them under ``key``,
-    the API's paging fields, and the links (``page_links``)."""
+    """A list page as its template reads it: the items as the API shows them under ``key``
+    (a schema model, or a view's dict: the template reads either), the API's paging fields,
+    and the links (``page_links``)."""
     listed = {key: [view(item) for item in page.items], **paging(page, filters["after"] or None)}
     return page_links(listed, filters)
 
 
-def page_links(page: dict[str, Any], filters: dict[str, Any]) -> dict[str, Any]:
+def page_links(page: Mapping[str, Any], filters: Mapping[str, str]) -> dict[str, Any]:
     """``page`` (an API list answer, with its ``next`` cursor) plus the query strings of this
     page (for its poll), of the next page (None on the last) and of the first (None on it)."""
     after = filters["after"]

@@ -1,7 +1,7 @@
 """Dashboard pages for queries: the live list, one query, its result, cancelling it.
 
 Each page calls the service with the signed-in user, as the native API does: the same reads,
-the same access checks, the same views (``service.views``).
+the same access checks, the same views (``sparkgate.schemas``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from sparkgate.auth.principal import Principal
 from sparkgate.errors import InvalidRequest, QueryFinished
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.params import Id, Offset
+from sparkgate.schemas.queries import Query
 from sparkgate.service import Service
-from sparkgate.service.views import query_view, result_page_view
+from sparkgate.service.views import result_page_view
 from sparkgate.states import StatementState
 from sparkgate.web.paging import checked_choice, shown, window_of
 from sparkgate.web.templating import render, render_list
@@ -33,9 +34,9 @@ def home(user: UserDep) -> Response:
 
 def _filters(
     state: str | None, owner: str | None, session_id: str | None, after: str | None
-) -> dict[str, Any]:
+) -> dict[str, str]:
     """The list's filters from the form: empty fields mean no filter."""
-    filters: dict[str, Any] = {
+    filters = {
         "state": checked_choice("state", state, StatementState, "query state"),
         "owner": owner or "",
         "session_id": "",
@@ -48,7 +49,7 @@ def _filters(
     return filters
 
 
-def _page(service: Service, user: Principal, filters: dict[str, Any]) -> dict[str, Any]:
+def _page(service: Service, user: Principal, filters: dict[str, str]) -> dict[str, Any]:
     page = service.queries.list_page(
         user=user,
         owner=filters["owner"] or None,
@@ -56,7 +57,7 @@ def _page(service: Service, user: Principal, filters: dict[str, Any]) -> dict[st
         states=[StatementState(filters["state"])] if filters["state"] else None,
         window=window_of(filters),
     )
-    return shown("queries", page, query_view, filters)
+    return shown("queries", page, Query.of, filters)
 
 
 @router.get("/queries")
@@ -84,7 +85,7 @@ def queries_page(
 
 @router.get("/queries/{query_id}")
 def query_page(request: Request, query_id: Id, service: ServiceDep, user: UserDep) -> HTMLResponse:
-    query = query_view(service.queries.get(query_id, user=user))
+    query = Query.of(service.queries.get(query_id, user=user))
     return render(request, "query.html", query=query)
 
 
@@ -95,8 +96,8 @@ def query_state(
     """The query's state, timeline, progress and error; polled while it runs. When it turns
     final, the fragment also replaces the SQL (to mark an error's position) and loads the
     result, out of band."""
-    query = query_view(service.queries.get(query_id, user=user))
-    return render(request, "_query_state.html", query=query, changed=was != query["state"])
+    query = Query.of(service.queries.get(query_id, user=user))
+    return render(request, "_query_state.html", query=query, changed=was != query.state)
 
 
 @router.post("/queries/{query_id}/cancel")
@@ -104,9 +105,9 @@ def cancel_query(
     request: Request, query_id: Id, service: ServiceDep, user: UserDep
 ) -> HTMLResponse:
     try:
-        query, notice = query_view(service.gateway.cancel(query_id, user=user)), None
+        query, notice = Query.of(service.gateway.cancel(query_id, user=user)), None
     except QueryFinished as exc:  # it ended meanwhile: show how
-        query, notice = query_view(service.queries.get(query_id, user=user)), exc.message
+        query, notice = Query.of(service.queries.get(query_id, user=user)), exc.message
     return render(request, "_query_state.html", query=query, changed=True, notice=notice)
 
 

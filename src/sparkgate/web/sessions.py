@@ -1,7 +1,7 @@
 """Dashboard pages for sessions and engines, with the kill and recycle buttons.
 
 Like every page, these call the service with the signed-in user, and show its records as
-the native API does (``service.views``).
+the native API does (``sparkgate.schemas``).
 """
 
 from __future__ import annotations
@@ -15,8 +15,9 @@ from fastapi.responses import HTMLResponse
 from sparkgate.auth.principal import Principal
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.params import Id
+from sparkgate.schemas.engines import Engine
+from sparkgate.schemas.queries import Session
 from sparkgate.service import Service
-from sparkgate.service.views import engine_view, session_view
 from sparkgate.states import SessionKind, SessionState
 from sparkgate.store.records import Page, SessionRecord, Window
 from sparkgate.web.paging import checked_choice, shown, window_of
@@ -27,7 +28,7 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 
 def _session_filters(
     state: str | None, kind: str | None, one_off: bool, after: str | None
-) -> dict[str, Any]:
+) -> dict[str, str]:
     return {
         "state": checked_choice("state", state, SessionState, "session state"),
         "kind": checked_choice("kind", kind, SessionKind, "session kind"),
@@ -36,7 +37,7 @@ def _session_filters(
     }
 
 
-def _sessions(service: Service, user: Principal, filters: dict[str, Any]) -> dict[str, Any]:
+def _sessions(service: Service, user: Principal, filters: dict[str, str]) -> dict[str, Any]:
     """A page of sessions. One-off queries' sessions (one each, ended with it: most of a new
     user's) are left out unless asked for; the page says how many, and links to them."""
 
@@ -56,7 +57,7 @@ def _sessions(service: Service, user: Principal, filters: dict[str, Any]) -> dic
     kept = {k: v for k, v in filters.items() if v and k not in {"after", "one_off"}}
     toggled = urlencode(kept if with_one_off else {**kept, "one_off": "true"})
     return {
-        **shown("sessions", page, session_view, filters),
+        **shown("sessions", page, Session.of, filters),
         "one_off_hidden": hidden,
         "one_off_toggle": f"/ui/sessions?{toggled}" if toggled else "/ui/sessions",
     }
@@ -96,7 +97,7 @@ def kill_session(
 
 def _engines(service: Service, all_engines: bool) -> dict[str, Any]:
     engines = service.gateway.engines(live_only=not all_engines)
-    return {"engines": [engine_view(e) for e in engines], "all": all_engines}
+    return {"engines": [Engine.of(e) for e in engines], "all": all_engines}
 
 
 @router.get("/engines")

@@ -12,6 +12,7 @@ check.
 from __future__ import annotations
 
 import time
+from dataclasses import dataclass
 from typing import Any
 
 from fastapi import APIRouter, Request
@@ -21,15 +22,21 @@ from sparkgate.auth.principal import Principal
 from sparkgate.errors import StreamJobBusy
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.params import Id, Offset
+from sparkgate.schemas.common import Body
+from sparkgate.schemas.streams import StreamJobDetail, StreamProgress, StreamQuery, StreamRestart
 from sparkgate.service import Service
 from sparkgate.service.stream_views import (
-    session_stream_view,
+    query_detail_view,
     stream_detail_view,
-    stream_progress_view,
     stream_summary_view,
 )
-from sparkgate.service.streams import STOPPABLE_QUERY_STATES, QueryProgress
-from sparkgate.states import StreamJobState, StreamQueryState
+from sparkgate.service.streams import (
+    STOPPABLE_QUERY_STATES,
+    QueryDetail,
+    QueryProgress,
+    SessionStream,
+)
+from sparkgate.states import SessionState, StreamJobState, StreamQueryState
 from sparkgate.streaming.backoff import RetryPolicy, backoff_delay
 from sparkgate.web.paging import checked_choice, shown, window_of
 from sparkgate.web.templating import render, render_list, timestamp
@@ -41,6 +48,24 @@ router = APIRouter(prefix="/ui", include_in_schema=False)
 # elsewhere they would change nothing, so no button is shown).
 STOPPABLE = frozenset({"pending", "starting", "running", "restarting"})
 STARTABLE = frozenset({"stopped", "failed"})
+
+
+class SessionQuery(StreamQuery):
+    """A streaming query started in a session, as the pages show it: the API's view, and
+    whose it is (the session's owner) and the session's state."""
+
+    owner: str | None
+    session_state: SessionState
+
+    @classmethod
+    def shown(cls, stream: SessionStream, detail: QueryDetail | None = None) -> SessionQuery:
+        """With its recent progress and restarts given ``detail`` (its page); the list shows
+        neither."""
+        if detail is None:
+            query = StreamQuery.of(stream.query, progress=[], restarts=[])
+        else:
+            query = query_detail_view(detail)
+        return cls(**dict(query), owner=stream.session.owner, session_state=stream.session.state)
 
 
 def _filters(state: str | None, owner: str | None, after: str | None) -> dict[str, Any]:
@@ -61,7 +86,7 @@ def _page(service: Service, user: Principal, filters: dict[str, Any]) -> dict[st
     return shown("streams", page, stream_summary_view, filters)
 
 
-def _in_sessions(service: Service, user: Principal, filters: dict[str, Any]) -> list[Any]:
+def _in_sessions(service: Service, user: Principal, filters: dict[str, Any]) -> list[SessionQuery]:
     state = filters["state"]
     if state and state not in {s.value for s in StreamQueryState}:
         return []  # a state only stream jobs have
@@ -70,7 +95,7 @@ def _in_sessions(service: Service, user: Principal, filters: dict[str, Any]) -> 
         owner=filters["owner"] or None,
         states=[StreamQueryState(state)] if state else None,
     )
-    return [session_stream_view(s) for s in streams]
+    return [SessionQuery.shown(s) for s in streams]
 
 
 @router.get("/streams")
@@ -100,47 +125,60 @@ def streams_page(
 SCHEDULE = 4  # upcoming backoff delays shown per query
 
 
-def _restarts(stream: dict[str, Any]) -> list[dict[str, Any]]:
+@dataclass(frozen=True)
+class Restart:
+    """A row of a stream job's restarts: its own relaunch (``of`` None) or a query's."""
+
+    of: str | None
+    restart: StreamRestart
+
+
+def _restarts(stream: StreamJobDetail) -> list[Restart]:
     """The job's relaunches and its queries' restarts in one list, newest first."""
-    rows = [{**r, "of": None} for r in stream["recent_restarts"]]
-    for query in stream["queries"]:
-        rows.extend({**r, "of": query["name"]} for r in query.get("recent_restarts", []))
-    return sorted(rows, key=lambda r: r["failed_at"] or "", reverse=True)
+    rows = [Restart(None, r) for r in stream.recent_restarts]
+    for query in stream.queries:
+        rows.extend(Restart(query.name, r) for r in query.recent_restarts)
+    return sorted(rows, key=lambda r: r.restart.failed_at, reverse=True)
 
 
-def _schedule(query: dict[str, Any]) -> list[float]:
+def _schedule(query: StreamQuery) -> list[float]:
     """The delays the query would wait if it failed again now, and again after that: the
     supervisor's own backoff function on the query's own policy (without the random part)."""
-    if not query.get("retry"):
+    if query.retry is None:
         return []
-    policy = RetryPolicy.from_json(query["retry"])
+    policy = RetryPolicy.from_json(query.retry.model_dump())
     if not policy.enabled:
         return []
-    left = max(0, min(SCHEDULE, policy.max_attempts - query["failures"]))
-    return [backoff_delay(query["failures"] + n, policy, rand=lambda: 0.0) for n in range(left)]
+    left = max(0, min(SCHEDULE, policy.max_attempts - query.failures))
+    return [backoff_delay(query.failures + n, policy, rand=lambda: 0.0) for n in range(left)]
 
 
-def _context(stream: dict[str, Any]) -> dict[str, Any]:
-    next_at = timestamp(stream["next_restart_at"])
-    return {
-        "stream": stream,
-        "restarts": _restarts(stream),
-        "schedules": {q["name"]: _schedule(q) for q in stream["queries"]},
-        "restart_in": None if next_at is None else max(0.0, next_at - time.time()),
-        "stoppable": STOPPABLE,
-        "startable": STARTABLE,
-    }
+def _render_stream(
+    request: Request, template: str, stream: StreamJobDetail, notice: str | None = None
+) -> HTMLResponse:
+    """A stream job's page, or its state fragment."""
+    next_at = timestamp(stream.next_restart_at)
+    return render(
+        request,
+        template,
+        stream=stream,
+        restarts=_restarts(stream),
+        schedules={q.name: _schedule(q) for q in stream.queries},
+        restart_in=None if next_at is None else max(0.0, next_at - time.time()),
+        stoppable=STOPPABLE,
+        startable=STARTABLE,
+        notice=notice,
+    )
 
 
-def _state(request: Request, stream: dict[str, Any], notice: str | None = None) -> HTMLResponse:
-    return render(request, "_stream_state.html", notice=notice, **_context(stream))
+def _state(request: Request, stream: StreamJobDetail, notice: str | None = None) -> HTMLResponse:
+    return _render_stream(request, "_stream_state.html", stream, notice)
 
 
 @router.get("/streams/{name}")
 def stream_page(request: Request, name: str, service: ServiceDep, user: UserDep) -> HTMLResponse:
-    return render(
-        request, "stream.html", **_context(stream_detail_view(service.streams.get(name, user=user)))
-    )
+    stream = stream_detail_view(service.streams.get(name, user=user))
+    return _render_stream(request, "stream.html", stream)
 
 
 @router.get("/streams/{name}/state")
@@ -149,21 +187,33 @@ def stream_state(request: Request, name: str, service: ServiceDep, user: UserDep
     return _state(request, stream_detail_view(service.streams.get(name, user=user)))
 
 
+class ChartSeries(Body):
+    """One query's line on the charts: its progress samples, oldest first."""
+
+    name: str
+    points: list[StreamProgress]
+
+
+class ChartData(Body):
+    """The charts' data, and the cursor to ask for what comes after it."""
+
+    cursor: int
+    queries: list[ChartSeries]
+
+
 @router.get("/streams/{name}/progress")
-def stream_progress(
-    name: str, service: ServiceDep, user: UserDep, after: Offset = 0
-) -> dict[str, Any]:
+def stream_progress(name: str, service: ServiceDep, user: UserDep, after: Offset = 0) -> ChartData:
     """The charts' data: each query's stored progress samples, oldest first, and a cursor.
     ``?after=<cursor>`` answers only the samples stored since, which the charts append."""
     return _progress(service.streams.progress(name, user=user, after=after), after)
 
 
-def _progress(queries: list[QueryProgress], after: int) -> dict[str, Any]:
+def _progress(queries: list[QueryProgress], after: int) -> ChartData:
     cursor = max([after, *(p.id for q in queries for p in q.samples)])
-    points = [
-        {"name": q.name, "points": [stream_progress_view(p) for p in q.samples]} for q in queries
+    series = [
+        ChartSeries(name=q.name, points=[StreamProgress.of(p) for p in q.samples]) for q in queries
     ]
-    return {"cursor": cursor, "queries": points}
+    return ChartData(cursor=cursor, queries=series)
 
 
 @router.post("/streams/{name}/stop")
@@ -192,13 +242,13 @@ QUERY_STOPPABLE = frozenset(s.value for s in STOPPABLE_QUERY_STATES)
 
 def _session_stream(
     service: Service, session_id: int, stream_id: int, user: Principal
-) -> dict[str, Any]:
+) -> SessionQuery:
     stream, detail = service.streams.session_query(session_id, stream_id, user=user)
-    return session_stream_view(stream, detail)
+    return SessionQuery.shown(stream, detail)
 
 
 def _render_session_stream(
-    request: Request, template: str, query: dict[str, Any], notice: str | None = None
+    request: Request, template: str, query: SessionQuery, notice: str | None = None
 ) -> HTMLResponse:
     """The page of a session's streaming query, or its state fragment."""
     return render(request, template, query=query, stoppable=QUERY_STOPPABLE, notice=notice)
@@ -224,7 +274,7 @@ def session_stream_state(
 @router.get("/sessions/{session_id}/streams/{stream_id}/progress")
 def session_stream_progress(
     session_id: Id, stream_id: Id, service: ServiceDep, user: UserDep, after: Offset = 0
-) -> dict[str, Any]:
+) -> ChartData:
     """The chart's data, as a stream job's (``/ui/streams/{name}/progress``)."""
     progress = service.streams.session_progress(session_id, stream_id, user=user, after=after)
     return _progress(progress, after)
@@ -238,7 +288,7 @@ def stop_session_stream(
     statement = service.streams.stop_in_session(session_id, stream_id, user=user)
     query = _session_stream(service, session_id, stream_id, user)
     notice = (
-        f"Stopping {query['name']} at the end of its micro-batch (query {statement.id} in "
+        f"Stopping {query.name} at the end of its micro-batch (query {statement.id} in "
         f"session {session_id})."
     )
     return _render_session_stream(request, "_session_stream_state.html", query, notice=notice)

@@ -33,5 +33,5 @@ async def table_page(
     request: Request, name: str, service: ServiceDep, user: UserDep
 ) -> HTMLResponse:
     table = table_view(await service.catalog.table(name, user=user))
-    size = None if table["size_bytes"] is None else decimal(table["size_bytes"])
+    size = None if table.size_bytes is None else decimal(table.size_bytes)
     return render(request, "table.html", table=table, size=size)

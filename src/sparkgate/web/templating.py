@@ -1,7 +1,7 @@
 """Rendering the dashboard's pages: one Jinja2 environment and the filters its templates use.
 
-Templates receive the native API's views (the dicts ``/v1`` answers), so a page shows exactly
-what the API would show its user; the filters only format them.
+Templates receive the native API's views (the models ``/v1`` answers, ``sparkgate.schemas``), so
+a page shows exactly what the API would show its user; the filters only format them.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from pygments.lexer import Lexer
 from pygments.lexers import PythonLexer, SqlLexer
 
 from sparkgate import __version__
+from sparkgate.schemas.errors import RecordedError
 from sparkgate.states import (
     TERMINAL_ENGINE_STATES,
     TERMINAL_SESSION_STATES,
@@ -155,7 +156,7 @@ def first_line(code: str, width: int = 100) -> str:
     return line if len(line) <= width else line[: width - 1] + "…"
 
 
-def code_html(code: str, kind: str = "sql", error: dict[str, Any] | None = None) -> Markup:
+def code_html(code: str, kind: str = "sql", error: RecordedError | None = None) -> Markup:
     """The code, highlighted, with the span an error points at wrapped in ``<mark>``."""
     lexer = _LEXERS.get(kind, _LEXERS["sql"])
     span = error_span(code, error)
@@ -183,16 +184,17 @@ def _highlight(text: str, lexer: Lexer) -> Markup:
     return Markup(html)
 
 
-def error_span(code: str, error: dict[str, Any] | None) -> tuple[int, int] | None:
+def error_span(code: str, error: RecordedError | None) -> tuple[int, int] | None:
     """Where in ``code`` an error points: Spark's start/stop index, else its 1-based line and
-    position widened to the word there."""
-    if not error:
+    position widened to the word there (the error's parameters, when Spark gave them)."""
+    if error is None:
         return None
-    start, stop = error.get("start_index"), error.get("stop_index")
+    where = error.model_extra or {}
+    start, stop = where.get("start_index"), where.get("stop_index")
     if isinstance(start, int) and 0 <= start < len(code):
         end = stop + 1 if isinstance(stop, int) and stop >= start else start + 1
         return start, min(end, len(code))
-    line, position = error.get("line"), error.get("position")
+    line, position = where.get("line"), where.get("position")
     if not isinstance(line, int) or not isinstance(position, int) or line < 1 or position < 1:
         return None
     lines = code.split("\n")

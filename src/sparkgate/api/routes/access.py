@@ -3,13 +3,11 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
-from sparkgate.schemas.users import AccessExplanation, TableGrants
+from sparkgate.schemas.users import AccessExplanation, TableGrant, TableGrants
 
 router = APIRouter(tags=["access"])
 
@@ -21,22 +19,22 @@ router = APIRouter(tags=["access"])
 )
 def explain_access(
     service: ServiceDep, user: UserDep, who: str, privilege: str, table: str
-) -> dict[str, Any]:
+) -> AccessExplanation:
     """``?who=bob&privilege=SELECT&table=hr.salaries``: the table rule, ownership and grants
     that decide, the columns hidden and masked and the rows filtered, and the answer."""
     explained = service.data_access.explain(user=user, who=who, privilege=privilege, table=table)
     access = explained.access
-    return {
-        "user": who,
-        "privilege": privilege.upper(),
-        "table": table,
-        "allowed": explained.allowed,
-        "privileges": sorted(access.privileges),
-        "hidden_columns": sorted(access.hidden),
-        "masks": access.masks,
-        "row_filter": access.filter,
-        "reasons": list(explained.reasons),
-    }
+    return AccessExplanation(
+        user=who,
+        privilege=privilege.upper(),
+        table=table,
+        allowed=explained.allowed,
+        privileges=sorted(access.privileges),
+        hidden_columns=sorted(access.hidden),
+        masks=access.masks,
+        row_filter=access.filter,
+        reasons=list(explained.reasons),
+    )
 
 
 @router.get(
@@ -44,20 +42,11 @@ def explain_access(
     response_model=TableGrants,
     responses=refusals({403: "Not the table's owner or an admin.", 422: "Not a table name."}),
 )
-def table_grants(service: ServiceDep, user: UserDep, table: str) -> dict[str, Any]:
+def table_grants(service: ServiceDep, user: UserDep, table: str) -> TableGrants:
     """A table's owner (who created it through sparkgate) and its grants."""
     found = service.data_access.grants(user=user, table=table)
-    return {
-        "table": found.table.dotted,
-        "owner": found.owner,
-        "grants": [
-            {
-                "grantee_type": g.grantee_kind,
-                "grantee": g.grantee,
-                "privilege": g.privilege,
-                "granted_by": g.granted_by,
-                "granted_at": g.granted_at,
-            }
-            for g in found.grants
-        ],
-    }
+    return TableGrants(
+        table=found.table.dotted,
+        owner=found.owner,
+        grants=[TableGrant.of(g) for g in found.grants],
+    )

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 
@@ -10,8 +10,7 @@ from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.paging import ListParams
 from sparkgate.http.params import Since
-from sparkgate.schemas.users import AuditList
-from sparkgate.service.views import audit_event_view
+from sparkgate.schemas.users import AuditEvent, AuditList
 
 router = APIRouter(tags=["audit"])
 
@@ -26,7 +25,7 @@ def list_audit(
     outcome: str | None = None,
     since: Since = None,
     obj: Annotated[str | None, Query(alias="object")] = None,
-) -> dict[str, Any]:
+) -> AuditList:
     """Events, newest first: ``?user=bob&action=session&outcome=denied&since=<epoch>``
     (``action`` matches a prefix: ``session`` finds ``session.create`` and
     ``session.kill``; ``object=hr.salaries``: who read, changed, granted or was refused that
@@ -40,7 +39,4 @@ def list_audit(
         obj=obj,
         window=listing.window(),
     )
-    return {
-        "events": [audit_event_view(e) for e in page.items],
-        **listing.paging(page),
-    }
+    return AuditList(events=[AuditEvent.of(e) for e in page.items], **listing.paging(page))

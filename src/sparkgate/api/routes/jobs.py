@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Response
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -25,7 +23,6 @@ from sparkgate.service.job_views import (
     deployment_detail_view,
     job_detail_view,
     job_history_view,
-    job_run_view,
     job_summary_view,
 )
 
@@ -82,7 +79,7 @@ class DeploymentCreate(BaseModel):
 )
 def create_deployment(
     body: DeploymentCreate, service: ServiceDep, user: UserDep, response: Response
-) -> dict[str, Any]:
+) -> Deployment:
     """Deploy jobs: ``{"manifests": [{"path": "clicks.yaml", "content": "name: clicks..."}],
     "template": {...}, "definitions": [...], "prune": false, "plan_only": false, "wait": 30}``.
 
@@ -112,7 +109,7 @@ def list_deployments(
     user: UserDep,
     listing: RecentList,
     owner: str | None = None,
-) -> dict[str, Any]:
+) -> DeploymentList:
     """Your deployments (admins: everyone's, or ``?owner=``), newest first, each with its
     decisions; the next page is ``?after=<next>``."""
     page = service.jobs.deployments(
@@ -120,27 +117,28 @@ def list_deployments(
         owner=owner,
         window=listing.window(),
     )
-    return {
-        "deployments": [deployment_detail_view(d) for d in page.items],
-        **listing.paging(page),
-    }
+    return DeploymentList(
+        deployments=[deployment_detail_view(d) for d in page.items], **listing.paging(page)
+    )
 
 
 @router.get("/v1/deployments/{deployment_id}", response_model=Deployment)
-def get_deployment(deployment_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def get_deployment(deployment_id: Id, service: ServiceDep, user: UserDep) -> Deployment:
     """A deployment: its state, and for each job the action, reason and outcome."""
     return deployment_detail_view(service.jobs.deployment(deployment_id, user=user))
 
 
 @router.get("/v1/jobs", response_model=JobList, responses=_JOBS_RIGHT)
-def list_jobs(service: ServiceDep, user: UserDep, removed: bool = False) -> dict[str, Any]:
+def list_jobs(service: ServiceDep, user: UserDep, removed: bool = False) -> JobList:
     """Deployed jobs by name (``?removed=true``: pruned ones too). Jobs are the team's: every
     user with the ``jobs`` right sees them all."""
-    return {"jobs": [job_summary_view(j) for j in service.jobs.jobs(user=user, removed=removed)]}
+    return JobList(
+        jobs=[job_summary_view(j) for j in service.jobs.jobs(user=user, removed=removed)]
+    )
 
 
 @router.get("/v1/jobs/{name}", response_model=JobDetail, responses=_JOBS_RIGHT)
-def get_job(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def get_job(name: str, service: ServiceDep, user: UserDep) -> JobDetail:
     """A job: its current version and manifest, what it runs, its stream job (streaming) or
     recent runs (batch), and the latest deploy decisions about it."""
     return job_detail_view(service.jobs.job(name, user=user))
@@ -152,7 +150,7 @@ def job_history(
     service: ServiceDep,
     user: UserDep,
     limit: ListLimit = 100,
-) -> dict[str, Any]:
+) -> JobHistory:
     """Every version of a job (newest first) and every deploy decision about it."""
     return job_history_view(name, service.jobs.history(name, user=user, limit=limit))
 
@@ -168,10 +166,10 @@ def job_history(
         }
     ),
 )
-def run_job(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def run_job(name: str, service: ServiceDep, user: UserDep) -> JobRun:
     """Run a batch job: its sources, then an atomic replace of its target table. 202 with the
     run (``running``); ``GET /v1/jobs/{name}/runs/{id}`` says how it ended."""
-    return job_run_view(service.jobs.run(name, user=user))
+    return JobRun.of(service.jobs.run(name, user=user))
 
 
 @router.get("/v1/jobs/{name}/runs", response_model=JobRunList, responses=_JOBS_RIGHT)
@@ -180,13 +178,13 @@ def list_runs(
     service: ServiceDep,
     user: UserDep,
     limit: ListLimit = 20,
-) -> dict[str, Any]:
-    return {"runs": [job_run_view(r) for r in service.jobs.runs(name, user=user, limit=limit)]}
+) -> JobRunList:
+    return JobRunList(runs=[JobRun.of(r) for r in service.jobs.runs(name, user=user, limit=limit)])
 
 
 @router.get("/v1/jobs/{name}/runs/{run_id}", response_model=JobRun, responses=_JOBS_RIGHT)
-def get_run(name: str, run_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
-    return job_run_view(service.jobs.job_run(name, run_id, user=user))
+def get_run(name: str, run_id: Id, service: ServiceDep, user: UserDep) -> JobRun:
+    return JobRun.of(service.jobs.job_run(name, run_id, user=user))
 
 
 @router.post(
@@ -195,6 +193,6 @@ def get_run(name: str, run_id: Id, service: ServiceDep, user: UserDep) -> dict[s
     response_model=JobRun,
     responses=_JOBS_RIGHT,
 )
-def cancel_run(name: str, run_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def cancel_run(name: str, run_id: Id, service: ServiceDep, user: UserDep) -> JobRun:
     """Stop a run: its session is killed; a write under way is aborted (nothing shows)."""
-    return job_run_view(service.jobs.cancel_run(name, run_id, user=user))
+    return JobRun.of(service.jobs.cancel_run(name, run_id, user=user))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Any, Literal
+from typing import Annotated, Literal
 
 from fastapi import APIRouter, Query, Response
 from pydantic import BaseModel, ConfigDict, Field
@@ -25,11 +25,15 @@ from sparkgate.http.params import (
 )
 from sparkgate.schemas import queries as bodies
 from sparkgate.service import Service
-from sparkgate.service.views import query_view, result_page_view
+from sparkgate.service.views import result_page_view
 from sparkgate.states import StatementState
 from sparkgate.store.records import StatementRecord
 
 router = APIRouter(prefix="/v1/queries", tags=["queries"])
+
+# A submit's answer: the query as queued, or (``?wait``) the whole query, with its first result
+# page if it succeeded.
+Accepted = bodies.QueryAccepted | bodies.WaitedQuery | bodies.Query
 
 
 class QuerySubmit(BaseModel):
@@ -46,9 +50,7 @@ class QuerySubmit(BaseModel):
 @router.post(
     "",
     status_code=201,
-    # Without ?wait: the query just queued; with it: the whole query, and its first result
-    # page if it succeeded.
-    response_model=bodies.QueryAccepted | bodies.WaitedQuery | bodies.Query,
+    response_model=Accepted,
     responses=created("The query, queued (or a repeat's: the query its key made, as it is now).")
     | refusals(
         {
@@ -75,7 +77,7 @@ async def submit_query(
     wait: Wait = 0,
     limit: PageLimit = None,
     idempotency_key: IdempotencyKey = None,
-) -> dict[str, Any]:
+) -> Accepted:
     """Queue a query: ``{"query": "SELECT 1", "session_id": 3}``; without a session it runs
     as a one-off query. ``?wait=30`` answers when it is final (or 30 s pass) with the whole
     query and, if it succeeded, its first result page (``page``, ``?limit=`` rows): a short
@@ -105,21 +107,17 @@ async def submit_query(
 
 async def accepted(
     service: Service, statement: StatementRecord, wait: float, limit: int | None
-) -> dict[str, Any]:
+) -> Accepted:
     """A queued statement's answer: as queued; with ``wait``, the whole query when it is final
     (or the wait ends), with its first result page if it succeeded."""
     if wait <= 0:
-        return {
-            "id": statement.id,
-            "session_id": statement.session_id,
-            "state": statement.state.value,
-        }
+        return bodies.QueryAccepted.of(statement)
     final = await service.queries.wait(statement, wait)
-    view = query_view(final)
-    if final.state is StatementState.SUCCESS and final.result is not None:
-        page = await asyncio.to_thread(service.queries.result_page, final, 0, limit)
-        view["page"] = result_page_view(page)
-    return view
+    query = bodies.Query.of(final)
+    if final.state is not StatementState.SUCCESS or final.result is None:
+        return query
+    page = await asyncio.to_thread(service.queries.result_page, final, 0, limit)
+    return bodies.WaitedQuery.with_page(query, result_page_view(page))
 
 
 @router.get("", response_model=bodies.QueryList)
@@ -130,7 +128,7 @@ def list_queries(
     owner: str | None = None,
     session_id: IdQuery = None,
     state: Annotated[list[StatementState] | None, Query()] = None,
-) -> dict[str, Any]:
+) -> bodies.QueryList:
     """Your queries, newest first: ``?session_id=3&state=running`` (admins: everyone's, or
     ``?owner=``); the next page is ``?after=<next>``."""
     page = service.queries.list_page(
@@ -140,7 +138,9 @@ def list_queries(
         states=state,
         window=listing.window(),
     )
-    return {"queries": [query_view(s) for s in page.items], **listing.paging(page)}
+    return bodies.QueryList(
+        queries=[bodies.Query.of(s) for s in page.items], **listing.paging(page)
+    )
 
 
 @router.get("/{query_id}", response_model=bodies.Query)
@@ -149,12 +149,12 @@ async def get_query(
     service: ServiceDep,
     user: UserDep,
     wait: Wait = 0,
-) -> dict[str, Any]:
+) -> bodies.Query:
     """The query's state; ``?wait=30`` holds the answer until it is final or 30 s pass."""
     statement = await asyncio.to_thread(service.queries.get, query_id, user=user)
     if wait > 0:
         statement = await service.queries.wait(statement, wait)
-    return query_view(statement)
+    return bodies.Query.of(statement)
 
 
 @router.get(
@@ -173,7 +173,7 @@ def get_result(
     user: UserDep,
     offset: Offset = 0,
     limit: PageLimit = None,
-) -> dict[str, Any]:
+) -> bodies.ResultPage:
     """A page of the result: ``?offset=0&limit=1000`` -> ``{"schema", "rows", "total"}``."""
     statement = service.queries.get(query_id, user=user)
     return result_page_view(service.queries.result_page(statement, offset, limit))
@@ -185,6 +185,6 @@ def get_result(
     response_model=bodies.Query,
     responses=refusals({409: "The query is already final (`QUERY_FINISHED`)."}),
 )
-def cancel_query(query_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def cancel_query(query_id: Id, service: ServiceDep, user: UserDep) -> bodies.Query:
     """Cancel: a waiting query at once, a running one as soon as its engine interrupts it."""
-    return query_view(service.gateway.cancel(query_id, user=user))
+    return bodies.Query.of(service.gateway.cancel(query_id, user=user))

@@ -12,7 +12,6 @@ from sparkgate.http.openapi import refusals
 from sparkgate.http.paging import ListParams
 from sparkgate.http.params import REPLAYED_HEADER, Id, IdempotencyKey, created
 from sparkgate.schemas.queries import Session, SessionList
-from sparkgate.service.views import session_view
 from sparkgate.states import SessionKind, SessionState
 
 router = APIRouter(prefix="/v1/sessions", tags=["sessions"])
@@ -62,7 +61,7 @@ def create_session(
     user: UserDep,
     response: Response,
     idempotency_key: IdempotencyKey = None,
-) -> dict[str, Any]:
+) -> Session:
     """Start a session: ``{"kind": "interactive", "conf": {"spark.sql.ansi.enabled": "false"}}``.
     With an ``Idempotency-Key``, a repeat answers the session the first request made, as it is
     now, with ``Idempotent-Replayed: true``."""
@@ -71,7 +70,7 @@ def create_session(
     )
     if replayed:
         response.headers[REPLAYED_HEADER] = "true"
-    return session_view(session)
+    return Session.of(session)
 
 
 @router.get("", response_model=SessionList)
@@ -83,7 +82,7 @@ def list_sessions(
     state: Annotated[list[SessionState] | None, Query()] = None,
     kind: Annotated[list[SessionKind] | None, Query()] = None,
     one_off: bool = False,
-) -> dict[str, Any]:
+) -> SessionList:
     """Your sessions, oldest first: ``?state=idle&state=busy&limit=100`` (admins: everyone's,
     or ``?owner=``); the next page is ``?after=<next>``. The session each one-off query
     (``POST /v1/queries`` without a session) ran in is left out unless ``?one_off=true``."""
@@ -95,15 +94,15 @@ def list_sessions(
         one_off=None if one_off else False,
         window=listing.window(),
     )
-    return {"sessions": [session_view(s) for s in page.items], **listing.paging(page)}
+    return SessionList(sessions=[Session.of(s) for s in page.items], **listing.paging(page))
 
 
 @router.get("/{session_id}", response_model=Session)
-def get_session(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
-    return session_view(service.gateway.session(session_id, user=user))
+def get_session(session_id: Id, service: ServiceDep, user: UserDep) -> Session:
+    return Session.of(service.gateway.session(session_id, user=user))
 
 
 @router.delete("/{session_id}", response_model=Session)
-def kill_session(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def kill_session(session_id: Id, service: ServiceDep, user: UserDep) -> Session:
     """End the session (``killed``); its running statement is cancelled."""
-    return session_view(service.gateway.kill_session(session_id, user=user))
+    return Session.of(service.gateway.kill_session(session_id, user=user))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 from fastapi import APIRouter, Query
 from pydantic import BaseModel, ConfigDict, Field
@@ -20,7 +20,6 @@ from sparkgate.schemas.streams import (
 from sparkgate.service.stream_views import (
     query_detail_view,
     stream_detail_view,
-    stream_job_view,
     stream_summary_view,
 )
 from sparkgate.states import StreamJobState
@@ -50,7 +49,7 @@ class StreamCreate(BaseModel):
         }
     ),
 )
-def create_stream(body: StreamCreate, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def create_stream(body: StreamCreate, service: ServiceDep, user: UserDep) -> StreamJobDetail:
     """Create a stream job and keep it running: ``{"name": "clicks", "sql": "CREATE STREAM r
     USING rate; SAVE STREAM r TO parquet OPTIONS ('path'='/data/clicks')"}``."""
     detail = service.streams.create(
@@ -66,7 +65,7 @@ def list_streams(
     listing: ListParams,
     owner: str | None = None,
     state: Annotated[list[StreamJobState] | None, Query()] = None,
-) -> dict[str, Any]:
+) -> StreamJobList:
     """Stream jobs by name, each with its queries' states: ``?state=running``; the next page
     is ``?after=<next>``."""
     page = service.streams.list_page(
@@ -75,11 +74,13 @@ def list_streams(
         states=state,
         window=listing.window(by_name=True),
     )
-    return {"streams": [stream_summary_view(s) for s in page.items], **listing.paging(page)}
+    return StreamJobList(
+        streams=[stream_summary_view(s) for s in page.items], **listing.paging(page)
+    )
 
 
 @router.get("/v1/streams/{name}", response_model=StreamJobDetail)
-def get_stream(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def get_stream(name: str, service: ServiceDep, user: UserDep) -> StreamJobDetail:
     """A stream job: state, restarts, next restart, last error, and each query with its recent
     progress and restarts. Read from the store only: Spark is never asked."""
     return stream_detail_view(service.streams.get(name, user=user))
@@ -91,7 +92,7 @@ def get_stream(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
     response_model=StreamJobDetail,
     responses=refusals({403: _STREAMS_RIGHT}),
 )
-def stop_stream(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def stop_stream(name: str, service: ServiceDep, user: UserDep) -> StreamJobDetail:
     """Stop at a micro-batch boundary (``stopping``, then ``stopped``); checkpoints stay
     consistent, and ``start`` resumes from them."""
     return stream_detail_view(service.streams.stop(name, user=user))
@@ -105,7 +106,7 @@ def stop_stream(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]
         {403: _STREAMS_RIGHT, 409: "The job is stopping or failing (`STREAM_JOB_BUSY`)."}
     ),
 )
-def start_stream(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def start_stream(name: str, service: ServiceDep, user: UserDep) -> StreamJobDetail:
     """Start a stopped or failed job again; its queries resume from their checkpoints."""
     return stream_detail_view(service.streams.start(name, user=user))
 
@@ -119,15 +120,15 @@ def start_stream(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any
 )
 def delete_stream(
     name: str, service: ServiceDep, user: UserDep, keep_checkpoints: bool = False
-) -> dict[str, Any]:
+) -> DeletedStreamJob:
     """Delete a stopped or failed job (409 while it runs), and its checkpoints unless
     ``?keep_checkpoints=true``."""
     job = service.streams.delete(name, user=user, keep_checkpoints=keep_checkpoints)
-    return {**stream_job_view(job), "deleted": True}
+    return DeletedStreamJob.of(job)
 
 
 @router.get("/v1/sessions/{session_id}/streams", response_model=SessionStreams)
-def session_streams(session_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def session_streams(session_id: Id, service: ServiceDep, user: UserDep) -> SessionStreams:
     """The streaming queries started by SAVE STREAM in a session."""
     queries = service.streams.of_session(session_id, user=user)
-    return {"queries": [query_detail_view(q) for q in queries]}
+    return SessionStreams(queries=[query_detail_view(q) for q in queries])

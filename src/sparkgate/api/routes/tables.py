@@ -43,7 +43,7 @@ def _catalog_refusals(not_found: str, invalid: str) -> dict[int | str, dict[str,
 )
 async def list_tables(
     service: ServiceDep, user: UserDep, schema: str | None = None
-) -> dict[str, Any]:
+) -> bodies.CatalogListing:
     """The schemas, and in each the tables and views you may see (``?schema=hr``: one
     schema). Listed by a catalog query run as you, so the table rules decide."""
     return listing_view(await service.catalog.listing(user=user, schema=schema))
@@ -57,7 +57,7 @@ async def list_tables(
         "`name` is not `schema.table` or `table`.",
     ),
 )
-async def get_table(name: str, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+async def get_table(name: str, service: ServiceDep, user: UserDep) -> bodies.TableDetail:
     """``hr.salaries`` (or ``salaries``, in ``default``): its columns, owner, size and last
     change, its first 20 rows as you read them (masks and row filters applied) and the
     recent queries that read or wrote it (yours; admins see everyone's)."""

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -11,7 +9,7 @@ from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import Id
 from sparkgate.schemas.users import NewToken, Token, TokenList, Whoami
-from sparkgate.service.views import principal_view, token_view
+from sparkgate.service.views import principal_view
 
 router = APIRouter(tags=["users"])
 
@@ -35,7 +33,7 @@ class TokenCreate(BaseModel):
 
 
 @router.get("/v1/whoami", response_model=Whoami)
-def whoami(user: UserDep) -> dict[str, Any]:
+def whoami(user: UserDep) -> Whoami:
     """``{"user", "groups", "admin", "rights", "via"}``: who the credentials say you are."""
     return principal_view(user)
 
@@ -51,21 +49,21 @@ def whoami(user: UserDep) -> dict[str, Any]:
         }
     ),
 )
-def create_token(body: TokenCreate, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def create_token(body: TokenCreate, service: ServiceDep, user: UserDep) -> NewToken:
     """A personal access token: ``{"name": "laptop", "expires_in": 2592000}``. The secret is in
     this answer only (the store keeps its hash); use it as ``Authorization: Bearer <token>`` or
     as the password in Basic auth."""
     made = service.accounts.create_token(user=user, name=body.name, expires_in=body.expires_in)
-    return {**token_view(made.record), "token": made.secret}
+    return NewToken.made(made.record, made.secret)
 
 
 @router.get("/v1/tokens", response_model=TokenList)
-def list_tokens(service: ServiceDep, user: UserDep, owner: str | None = None) -> dict[str, Any]:
+def list_tokens(service: ServiceDep, user: UserDep, owner: str | None = None) -> TokenList:
     """Your tokens (admins: everyone's, or ``?owner=``), without their secrets."""
-    return {"tokens": [token_view(r) for r in service.accounts.tokens(user=user, owner=owner)]}
+    return TokenList(tokens=[Token.of(r) for r in service.accounts.tokens(user=user, owner=owner)])
 
 
 @router.delete("/v1/tokens/{token_id}", response_model=Token)
-def revoke_token(token_id: Id, service: ServiceDep, user: UserDep) -> dict[str, Any]:
+def revoke_token(token_id: Id, service: ServiceDep, user: UserDep) -> Token:
     """Revoke a token: it stops working at once. Revoking it again changes nothing."""
-    return token_view(service.accounts.revoke_token(token_id, user=user))
+    return Token.of(service.accounts.revoke_token(token_id, user=user))
