@@ -1,17 +1,32 @@
-"""What every answer of the native API builds on: the closed base model, the timestamp
-and Spark settings types, and the paging keys of a list.
+"""What every answer of the native API builds on: the closed base model (read from a store
+record's attributes), the timestamp and Spark settings types, and the paging keys of a list.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Annotated
+from typing import Annotated, Self
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-# ``iso()``'s text: ISO 8601 in UTC with milliseconds, ``2024-05-01T12:00:00.000Z``.
-Timestamp = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+
+def _stamped(value: object) -> object:
+    """The store's epoch seconds as ``iso()``'s text (None for NaN); text (a model built from
+    another's fields) and None as they are."""
+    if isinstance(value, int | float) and not isinstance(value, bool):
+        return iso(value)
+    return value
+
+
+_DateTime = Annotated[str, Field(json_schema_extra={"format": "date-time"})]
+# ``iso()``'s text: ISO 8601 in UTC with milliseconds, ``2024-05-01T12:00:00.000Z``; given the
+# store's epoch float, it is made here.
+Timestamp = Annotated[_DateTime, BeforeValidator(_stamped)]
+# A time a record may lack (None, or NaN): not ``Timestamp | None``, since NaN becomes None
+# only once converted, and a union tries each branch on the value as given.
+OptionalTimestamp = Annotated[_DateTime | None, BeforeValidator(_stamped)]
 # Spark properties as given (``{"spark.sql.shuffle.partitions": "4"}``).
 SparkConf = dict[str, str]
 
@@ -40,7 +55,30 @@ _LATEST = datetime(9999, 12, 31, 23, 59, 59, tzinfo=UTC).timestamp()
 
 
 class Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    """An answer's closed model, validated from a store record's attributes of the same names
+    (``Session.model_validate(record)``): the record's enums, epoch times and error dicts are
+    what its fields accept."""
+
+    model_config = ConfigDict(extra="forbid", from_attributes=True)
+
+    @classmethod
+    def from_record(cls, record: object, **differing: object) -> Self:
+        """The model of ``record``, with ``differing``: the fields the record does not have
+        as they are (another name, a value computed from it)."""
+        return cls.model_validate(_Overlay(record, differing) if differing else record)
+
+
+class _Overlay:
+    """A record whose attributes ``fields`` adds to or replaces: what ``from_attributes`` reads
+    (it looks each field up by name) to build a model with a few keys of its own."""
+
+    def __init__(self, record: object, fields: Mapping[str, object]) -> None:
+        self._record = record
+        self._fields = fields
+
+    def __getattr__(self, name: str) -> object:
+        # Called only for what the overlay itself lacks: the model's field names.
+        return self._fields[name] if name in self._fields else getattr(self._record, name)
 
 
 # -- paging -----------------------------------------------------------------------------------

@@ -7,11 +7,11 @@ hence the import of ``streams``; what joins a job to its runs and decisions is c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 from pydantic import Field
 
-from sparkgate.schemas.common import Body, Paging, Timestamp, iso, stamp
+from sparkgate.schemas.common import Body, OptionalTimestamp, Paging, Timestamp
 from sparkgate.schemas.errors import RecordedError
 from sparkgate.schemas.streams import Step, StreamJob
 from sparkgate.states import (
@@ -47,25 +47,13 @@ class Decision(Body):
     outcome: Outcome
     note: str | None
     error: RecordedError | None
-    started_at: Timestamp | None
-    finished_at: Timestamp | None
+    started_at: OptionalTimestamp
+    finished_at: OptionalTimestamp
 
     @classmethod
     def of(cls, decision: JobDecisionRecord) -> Decision:
-        return cls(
-            deployment_id=decision.deployment_id,
-            job=decision.job,
-            from_version=decision.from_version,
-            to_version=decision.to_version,
-            action=ActionKind(decision.action),
-            reason=decision.reason,
-            # The store keeps it as text; the model checks it is one of them.
-            outcome=cast(Outcome, decision.outcome),
-            note=decision.note,
-            error=RecordedError.of(decision.error),
-            started_at=iso(decision.started_at),
-            finished_at=iso(decision.finished_at),
-        )
+        # The store keeps ``action`` and ``outcome`` as text: the fields check them.
+        return cls.model_validate(decision)
 
 
 class DeployedFiles(Body):
@@ -83,23 +71,12 @@ class Deployment(Body):
     files: DeployedFiles
     error: RecordedError | None
     created_at: Timestamp
-    finished_at: Timestamp | None
+    finished_at: OptionalTimestamp
     decisions: list[Decision]
 
     @classmethod
     def of(cls, deployment: DeploymentRecord, decisions: Sequence[Decision]) -> Deployment:
-        return cls(
-            id=deployment.id,
-            state=deployment.state,
-            plan_only=deployment.plan_only,
-            prune=deployment.prune,
-            node_id=deployment.node_id,
-            files=DeployedFiles.model_validate(deployment.files),
-            error=RecordedError.of(deployment.error),
-            created_at=stamp(deployment.created_at),
-            finished_at=iso(deployment.finished_at),
-            decisions=list(decisions),
-        )
+        return cls.from_record(deployment, decisions=decisions)
 
 
 class DeploymentList(Paging):
@@ -117,22 +94,16 @@ class JobRun(Body):
     query_id: int | None
     error: RecordedError | None
     created_at: Timestamp
-    finished_at: Timestamp | None
+    finished_at: OptionalTimestamp
 
     @classmethod
     def of(cls, run: JobRunRecord) -> JobRun:
-        return cls(
-            id=run.id,
-            job=run.job,
+        return cls.from_record(
+            run,
             version=run.job_version,
-            state=run.state,
-            session_id=run.session_id,
             steps=len(run.steps),
             steps_submitted=run.step,
             query_id=run.statement_id,
-            error=RecordedError.of(run.error),
-            created_at=stamp(run.created_at),
-            finished_at=iso(run.finished_at),
         )
 
 
@@ -166,21 +137,14 @@ class Job(Body):
             state = "batch"
         else:
             state = stream.state if stream is not None else "missing"
-        # ``Job(...)``, not ``cls``: ``JobDetail`` adds keys, composed in ``job_views``.
-        return Job(
-            name=job.name,
-            mode=cast(Mode, job.mode),
+        # ``Job``, not ``cls``: ``JobDetail`` adds keys, composed in ``job_views``.
+        return Job.from_record(
+            job,
             state=state,
-            version=job.version,
-            query_id=job.query_id,
-            query_created_at=stamp(job.query_created_at),
-            started_before=job.started_before,
             description=job.manifest.get("description", ""),
             target_table=job.manifest.get("target-table"),
-            last_error=RecordedError.of(stream.error) if stream is not None else None,
-            last_run=JobRun.of(last_run) if last_run is not None else None,
-            created_at=stamp(job.created_at),
-            updated_at=stamp(job.updated_at),
+            last_error=None if stream is None else stream.error,
+            last_run=None if last_run is None else JobRun.of(last_run),
         )
 
 
@@ -197,13 +161,7 @@ class JobStreamQuery(Body):
 
     @classmethod
     def of(cls, query: StreamQueryRecord) -> JobStreamQuery:
-        return cls(
-            name=query.name,
-            state=query.state,
-            restarts=query.restarts,
-            checkpoint=query.checkpoint,
-            last_error=RecordedError.of(query.error),
-        )
+        return cls.from_record(query, last_error=query.error)
 
 
 class JobStream(StreamJob):
@@ -226,12 +184,7 @@ class JobVersion(Body):
 
     @classmethod
     def of(cls, version: JobVersionRecord) -> JobVersion:
-        return cls(
-            version=version.version,
-            query_id=version.query_id,
-            created_at=stamp(version.created_at),
-            manifest=version.manifest,
-        )
+        return cls.model_validate(version)
 
 
 class JobHistory(Body):

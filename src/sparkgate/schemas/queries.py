@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
 from typing import Any
 
 from pydantic import Field
 
-from sparkgate.schemas.common import Body, Paging, SparkConf, Timestamp, iso, stamp
+from sparkgate.schemas.common import Body, OptionalTimestamp, Paging, SparkConf, Timestamp
 from sparkgate.schemas.errors import RecordedError
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
-from sparkgate.store.records import ResultInfo, SessionRecord, StatementRecord
+from sparkgate.store.records import SessionRecord, StatementRecord
 
 
 class Session(Body):
@@ -24,29 +23,14 @@ class Session(Body):
     engine_id: int | None
     statement_count: int
     created_at: Timestamp
-    started_at: Timestamp | None
-    finished_at: Timestamp | None
+    started_at: OptionalTimestamp
+    finished_at: OptionalTimestamp
     last_activity_at: Timestamp
     error: RecordedError | None
 
     @classmethod
     def of(cls, session: SessionRecord) -> Session:
-        return cls(
-            id=session.id,
-            kind=session.kind,
-            name=session.name,
-            state=session.state,
-            owner=session.owner,
-            proxy_user=session.proxy_user,
-            conf=session.conf,
-            engine_id=session.engine_id,
-            statement_count=session.statement_count,
-            created_at=stamp(session.created_at),
-            started_at=iso(session.started_at),
-            finished_at=iso(session.finished_at),
-            last_activity_at=stamp(session.last_activity_at),
-            error=RecordedError.of(session.error),
-        )
+        return cls.model_validate(session)
 
 
 class SessionList(Paging):
@@ -57,22 +41,14 @@ class Column(Body):
     name: str
     type: str = Field(description="Spark's type: `bigint`, `decimal(10,2)`, `array<string>`...")
 
-    @classmethod
-    def all(cls, schema: Sequence[Mapping[str, Any]]) -> list[Column]:
-        """A result's columns as the store and the result files keep them."""
-        return [cls.model_validate(column) for column in schema]
 
-
+# A query's ``ResultInfo``: its columns (as the store keeps them) and row count. (Comments,
+# not docstrings, on the models: a docstring is the OpenAPI schema's description.)
 class QueryResult(Body):
-    # "schema" shadows a BaseModel attribute: the field has another name and the key as alias.
+    # "schema" shadows a BaseModel attribute: the field has another name and the key as alias
+    # (which is also the attribute read from the record).
     columns: list[Column] = Field(alias="schema")
     row_count: int
-
-    @classmethod
-    def of(cls, info: ResultInfo | None) -> QueryResult | None:
-        if info is None:
-            return None
-        return cls(schema=Column.all(info.schema), row_count=info.row_count)
 
 
 class QueryAccepted(Body):
@@ -84,7 +60,7 @@ class QueryAccepted(Body):
 
     @classmethod
     def of(cls, statement: StatementRecord) -> QueryAccepted:
-        return cls(id=statement.id, session_id=statement.session_id, state=statement.state)
+        return cls.model_validate(statement)
 
 
 class Query(Body):
@@ -96,8 +72,8 @@ class Query(Body):
     state: StatementState
     progress: float
     created_at: Timestamp
-    started_at: Timestamp | None
-    finished_at: Timestamp | None
+    started_at: OptionalTimestamp
+    finished_at: OptionalTimestamp
     error: RecordedError | None
     result: QueryResult | None
     output: dict[str, Any] | None = Field(
@@ -106,26 +82,12 @@ class Query(Body):
 
     @classmethod
     def of(cls, statement: StatementRecord) -> Query:
-        return cls(
-            id=statement.id,
-            session_id=statement.session_id,
-            owner=statement.owner,
-            query=statement.code,
-            kind=statement.kind,
-            state=statement.state,
-            progress=statement.progress,
-            created_at=stamp(statement.created_at),
-            started_at=iso(statement.started_at),
-            finished_at=iso(statement.finished_at),
-            error=RecordedError.of(statement.error),
-            result=QueryResult.of(statement.result_info),
-            # What the statement printed (a pyspark statement's {"data": ...}, a batch
-            # file's log) and how sparkgate ran it (e.g. "ctas": {"path": ...}); None when
-            # neither.
-            output=statement.output,
-        )
+        # ``output``: what the statement printed (a pyspark statement's {"data": ...}, a batch
+        # file's log) and how sparkgate ran it (e.g. "ctas": {"path": ...}); None when neither.
+        return cls.from_record(statement, query=statement.code, result=statement.result_info)
 
 
+# A page of a query's result: the service's ``ResultPage``, read as it is.
 class ResultPage(Body):
     columns: list[Column] = Field(alias="schema")
     rows: list[list[Any]] = Field(description="Each row's values in column order, as JSON.")
@@ -141,7 +103,9 @@ class WaitedQuery(Query):
 
     @classmethod
     def with_page(cls, query: Query, page: ResultPage) -> WaitedQuery:
-        return cls(**query.model_dump(by_alias=True), page=page)
+        # The query's fields as they are (models kept, not dumped and validated again), and
+        # the page as built: its rows were validated once, where it was made.
+        return cls(**dict(query), page=page)
 
 
 class QueryList(Paging):

@@ -5,12 +5,12 @@ its queries) is composed in ``service/stream_views.py``.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import Any, Literal
 
 from pydantic import Field
 
-from sparkgate.schemas.common import Body, Paging, SparkConf, Timestamp, iso, stamp
+from sparkgate.schemas.common import Body, OptionalTimestamp, Paging, SparkConf, Timestamp, iso
 from sparkgate.schemas.errors import RecordedError
 from sparkgate.sql.statements import OutputMode
 from sparkgate.states import StatementKind, StreamJobState, StreamQueryState
@@ -26,30 +26,18 @@ class Step(Body):
     kind: StatementKind
     code: str
 
-    @classmethod
-    def all(cls, steps: Sequence[Mapping[str, str]]) -> list[Step]:
-        """A script's steps as the store keeps them (``[{"kind", "code"}]``)."""
-        return [cls.model_validate(step) for step in steps]
-
 
 class StreamRestart(Body):
     attempt: int
     failed_at: Timestamp
     delay: float
     restart_at: Timestamp
-    restarted_at: Timestamp | None
+    restarted_at: OptionalTimestamp
     error: RecordedError | None
 
     @classmethod
     def of(cls, restart: StreamRestartRecord) -> StreamRestart:
-        return cls(
-            attempt=restart.attempt,
-            failed_at=stamp(restart.failed_at),
-            delay=restart.delay,
-            restart_at=stamp(restart.restart_at),
-            restarted_at=iso(restart.restarted_at),
-            error=RecordedError.of(restart.error),
-        )
+        return cls.model_validate(restart)
 
 
 class StreamProgress(Body):
@@ -64,16 +52,7 @@ class StreamProgress(Body):
 
     @classmethod
     def of(cls, progress: StreamProgressRecord) -> StreamProgress:
-        return cls(
-            batch_id=progress.batch_id,
-            at=stamp(progress.at),
-            input_rows=progress.input_rows,
-            input_rows_per_second=progress.input_rows_per_second,
-            processed_rows_per_second=progress.processed_rows_per_second,
-            batch_duration_ms=progress.batch_duration_ms,
-            watermark=progress.watermark,
-            state_rows=progress.state_rows,
-        )
+        return cls.model_validate(progress)
 
 
 class RetryPolicy(Body):
@@ -102,16 +81,16 @@ class StreamQuery(Body):
     run_id: str | None
     restarts: int
     failures: int
-    next_restart_at: Timestamp | None
+    next_restart_at: OptionalTimestamp
     last_error: RecordedError | None
     last_progress: dict[str, Any] | None = Field(
         description="Spark's last progress report (StreamingQueryProgress JSON)."
     )
-    progress_at: Timestamp | None
+    progress_at: OptionalTimestamp
     created_at: Timestamp
-    started_at: Timestamp | None
-    run_started_at: Timestamp | None
-    finished_at: Timestamp | None
+    started_at: OptionalTimestamp
+    run_started_at: OptionalTimestamp
+    finished_at: OptionalTimestamp
     retry: RetryPolicy | None
     recent_progress: list[StreamProgress]
     recent_restarts: list[StreamRestart]
@@ -124,38 +103,21 @@ class StreamQuery(Body):
         progress: Sequence[StreamProgressRecord],
         restarts: Sequence[StreamRestartRecord],
     ) -> StreamQuery:
-        """A query with its recent progress samples and restarts."""
+        """A query with its recent progress samples and restarts; what it reads and writes,
+        how and how often, and its retry policy, from its definition (``spec``)."""
         spec = query.spec
         trigger = spec.get("trigger")
-        retry = spec.get("retry")
-        return cls(
-            id=query.id,
-            name=query.name,
-            state=query.state,
-            job_id=query.job_id,
-            session_id=query.session_id,
-            statement_id=query.statement_id,
-            engine_id=query.engine_id,
+        return cls.from_record(
+            query,
             source=spec.get("view"),
             sink=spec.get("table") or spec.get("format"),
             output_mode=spec.get("output_mode"),
             trigger=trigger["text"] if trigger else None,
-            checkpoint=query.checkpoint,
-            spark_id=query.spark_id,
-            run_id=query.run_id,
-            restarts=query.restarts,
-            failures=query.failures,
-            next_restart_at=iso(query.next_restart_at),
-            last_error=RecordedError.of(query.error),
+            last_error=query.error,
             last_progress=_progress_summary(query.last_progress),
-            progress_at=iso(query.progress_at),
-            created_at=stamp(query.created_at),
-            started_at=iso(query.started_at),
-            run_started_at=iso(query.run_started_at),
-            finished_at=iso(query.finished_at),
-            retry=None if retry is None else RetryPolicy.model_validate(retry),
-            recent_progress=[StreamProgress.of(p) for p in progress],
-            recent_restarts=[StreamRestart.of(r) for r in restarts],
+            retry=spec.get("retry"),
+            recent_progress=progress,
+            recent_restarts=restarts,
         )
 
 
@@ -179,36 +141,17 @@ class StreamJob(Body):
     session_id: int | None
     restarts: int
     failures: int
-    next_restart_at: Timestamp | None
+    next_restart_at: OptionalTimestamp
     last_error: RecordedError | None
     created_at: Timestamp
-    started_at: Timestamp | None
-    running_since: Timestamp | None
-    finished_at: Timestamp | None
+    started_at: OptionalTimestamp
+    running_since: OptionalTimestamp
+    finished_at: OptionalTimestamp
 
     @classmethod
     def of(cls, job: StreamJobRecord) -> StreamJob:
-        # ``StreamJob(...)``, not ``cls``: the subclasses add keys, and say how they are built.
-        return StreamJob(
-            id=job.id,
-            name=job.name,
-            state=job.state,
-            owner=job.owner,
-            revision=job.revision,
-            sql=job.sql,
-            steps=None if job.steps is None else Step.all(job.steps),
-            conf=job.conf,
-            checkpoint_root=job.checkpoint_root,
-            session_id=job.session_id,
-            restarts=job.restarts,
-            failures=job.failures,
-            next_restart_at=iso(job.next_restart_at),
-            last_error=RecordedError.of(job.error),
-            created_at=stamp(job.created_at),
-            started_at=iso(job.started_at),
-            running_since=iso(job.running_since),
-            finished_at=iso(job.finished_at),
-        )
+        # ``StreamJob``, not ``cls``: the subclasses add keys, and say how they are built.
+        return StreamJob.from_record(job, last_error=job.error)
 
 
 class StreamJobDetail(StreamJob):
@@ -224,7 +167,7 @@ class StreamQueryBrief(Body):
     @classmethod
     def of(cls, query: StreamQueryRecord) -> StreamQueryBrief:
         """A stream job's query as its job's lists show it."""
-        return cls(name=query.name, state=query.state, restarts=query.restarts)
+        return cls.model_validate(query)
 
 
 class StreamJobBrief(StreamJob):

@@ -8,16 +8,15 @@ from typing import Any, Literal
 
 from pydantic import Field, TypeAdapter
 
-from sparkgate.schemas.common import Body, Paging, Timestamp, iso, stamp
+from sparkgate.schemas.common import Body, OptionalTimestamp, Paging, Timestamp
 from sparkgate.store.audit import AuditRecord
 from sparkgate.store.table_access import GrantRecord
 from sparkgate.store.tokens import TokenRecord
 
 Right = Literal["sql", "code", "streams", "jobs", "admin"]
 Outcome = Literal["ok", "denied", "failed"]
-# The store and the users layer keep these as text: checked where they become a field.
+# The users layer keeps rights as text: checked where they become a field.
 RIGHTS: TypeAdapter[list[Right]] = TypeAdapter(list[Right])
-OUTCOME: TypeAdapter[Outcome] = TypeAdapter(Outcome)
 
 
 class Whoami(Body):
@@ -34,23 +33,14 @@ class Token(Body):
     owner: str
     prefix: str = Field(description="The secret's first characters, to tell tokens apart.")
     created_at: Timestamp
-    expires_at: Timestamp | None
-    last_used_at: Timestamp | None
-    revoked_at: Timestamp | None
+    expires_at: OptionalTimestamp
+    last_used_at: OptionalTimestamp
+    revoked_at: OptionalTimestamp
 
     @classmethod
     def of(cls, record: TokenRecord) -> Token:
-        """A personal access token, never its secret."""
-        return cls(
-            id=record.id,
-            name=record.name,
-            owner=record.owner,
-            prefix=record.prefix,
-            created_at=stamp(record.created_at),
-            expires_at=iso(record.expires_at),
-            last_used_at=iso(record.last_used_at),
-            revoked_at=iso(record.revoked_at),
-        )
+        """A personal access token, never its secret (a field the model lacks)."""
+        return cls.model_validate(record)
 
 
 class NewToken(Token):
@@ -58,7 +48,7 @@ class NewToken(Token):
 
     @classmethod
     def made(cls, record: TokenRecord, secret: str) -> NewToken:
-        return cls(**Token.of(record).model_dump(), token=secret)
+        return cls.from_record(record, token=secret)
 
 
 class TokenList(Body):
@@ -77,16 +67,7 @@ class AuditEvent(Body):
 
     @classmethod
     def of(cls, event: AuditRecord) -> AuditEvent:
-        return cls(
-            id=event.id,
-            at=stamp(event.at),
-            user=event.user,
-            address=event.address,
-            action=event.action,
-            target=event.target,
-            outcome=OUTCOME.validate_python(event.outcome),
-            detail=event.detail,
-        )
+        return cls.model_validate(event)
 
 
 class AuditList(Paging):
@@ -116,13 +97,7 @@ class TableGrant(Body):
 
     @classmethod
     def of(cls, grant: GrantRecord) -> TableGrant:
-        return cls(
-            grantee_type=grant.grantee_kind,
-            grantee=grant.grantee,
-            privilege=grant.privilege,
-            granted_by=grant.granted_by,
-            granted_at=grant.granted_at,
-        )
+        return cls.from_record(grant, grantee_type=grant.grantee_kind)
 
 
 class TableGrants(Body):

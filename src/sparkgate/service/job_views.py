@@ -35,7 +35,7 @@ def job_detail_view(detail: jobs.JobDetail) -> JobDetail:
     return JobDetail(
         **dict(job_summary_view(detail)),
         manifest=detail.job.manifest,
-        steps=Step.all(detail.job.steps),
+        steps=[Step.model_validate(step) for step in detail.job.steps],
         stream=stream,
         runs=[JobRun.of(r) for r in detail.runs],
         decisions=[Decision.of(d) for d in detail.decisions],

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from sparkgate.auth.principal import Principal
 from sparkgate.schemas.common import iso
-from sparkgate.schemas.queries import Column, ResultPage
+from sparkgate.schemas.queries import ResultPage
 from sparkgate.schemas.users import RIGHTS, Whoami
 from sparkgate.service import queries
 
@@ -16,13 +16,8 @@ __all__ = ["iso", "principal_view", "result_page_view"]
 
 
 def result_page_view(page: queries.ResultPage) -> ResultPage:
-    return ResultPage(
-        schema=Column.all(page.schema),
-        rows=page.rows,
-        offset=page.offset,
-        limit=page.limit,
-        total=page.total,
-    )
+    # Its rows are validated here, once: ``WaitedQuery.with_page`` keeps the model as built.
+    return ResultPage.model_validate(page)
 
 
 def principal_view(user: Principal) -> Whoami:
