@@ -261,15 +261,15 @@ def make_service(store: Store, settings: Settings) -> Any:
     from sparkgate.jobs.runs import JobRunner
     from sparkgate.launcher.placement import Placement
     from sparkgate.service import Service
-    from sparkgate.service.gateway import Gateway
+    from sparkgate.service.sessions import Sessions
     from sparkgate.streaming.jobs import Streams
 
     users = Users(settings, store, clock=lambda: NOW)
     placement = Placement(settings, store, NoProcesses(), "node-1", clock=lambda: NOW)
-    gateway = Gateway(settings, store, placement, users, clock=lambda: NOW)
-    streams = Streams(settings, store, gateway, clock=lambda: NOW)
+    sessions = Sessions(settings, store, placement, users, clock=lambda: NOW)
+    streams = Streams(settings, store, sessions, clock=lambda: NOW)
     deployer = Deployer(settings, store, streams, "node-1")
-    return Service(settings, store, users, gateway, streams, deployer, JobRunner(store, gateway))
+    return Service(settings, store, users, sessions, streams, deployer, JobRunner(store, sessions))
 
 
 def succeeded(store: Store, statement: StatementRecord, result: dict[str, Any] | None) -> None:

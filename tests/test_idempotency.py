@@ -29,15 +29,15 @@ def _queries(store: Store) -> int:
 
 
 def test_a_repeat_answers_the_first_query_as_it_is_now(service: Service, store: Store) -> None:
-    first, replayed = service.idempotency.submit("k-1", "SELECT 1", user=ALICE)
+    first, replayed = service.queries.submit("SELECT 1", user=ALICE, key="k-1")
     assert not replayed and first.state is StatementState.WAITING
     force_state(store, "statements", first.id, "running")
-    again, replayed = service.idempotency.submit("k-1", "SELECT 1", user=ALICE)
+    again, replayed = service.queries.submit("SELECT 1", user=ALICE, key="k-1")
     assert replayed and again.id == first.id and again.session_id == first.session_id
     assert again.state is StatementState.RUNNING  # what a read answers now
     # Defaults applied first: the same request, written out.
-    same, replayed = service.idempotency.submit(
-        '"k-1"', "SELECT 1", user=ALICE, isolation="session", conf={}
+    same, replayed = service.queries.submit(
+        "SELECT 1", user=ALICE, isolation="session", conf={}, key='"k-1"'
     )
     assert replayed and same.id == first.id
     assert _queries(store) == 1
@@ -47,44 +47,44 @@ def test_a_repeat_answers_the_first_query_as_it_is_now(service: Service, store: 
 
 
 def test_a_key_names_one_request(service: Service, store: Store) -> None:
-    session, _ = service.idempotency.create_session("k-s", SessionKind.INTERACTIVE, user=ALICE)
-    first, _ = service.idempotency.submit("k-q", "SELECT 1", user=ALICE, session_id=session.id)
+    session, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE, key="k-s")
+    first, _ = service.queries.submit("SELECT 1", user=ALICE, session_id=session.id, key="k-q")
     for other in (
-        lambda: service.idempotency.submit("k-q", "SELECT 2", user=ALICE, session_id=session.id),
-        lambda: service.idempotency.submit("k-q", "SELECT 1", user=ALICE),  # no session
-        lambda: service.idempotency.submit(
-            "k-q", "SELECT 1", user=ALICE, session_id=session.id, conf={"a": "b"}
+        lambda: service.queries.submit("SELECT 2", user=ALICE, session_id=session.id, key="k-q"),
+        lambda: service.queries.submit("SELECT 1", user=ALICE, key="k-q"),  # no session
+        lambda: service.queries.submit(
+            "SELECT 1", user=ALICE, session_id=session.id, conf={"a": "b"}, key="k-q"
         ),
-        lambda: service.idempotency.submit("k-s", "SELECT 1", user=ALICE),  # a session's key
-        lambda: service.idempotency.create_session("k-s", SessionKind.BATCH, user=ALICE),
+        lambda: service.queries.submit("SELECT 1", user=ALICE, key="k-s"),  # a session's key
+        lambda: service.sessions.create(SessionKind.BATCH, user=ALICE, key="k-s"),
     ):
         with pytest.raises(IdempotencyKeyReused) as refused:
             other()
         assert refused.value.code == "IDEMPOTENCY_KEY_REUSED"
     assert "first used for" in str(refused.value)
     assert _queries(store) == 1
-    again, replayed = service.idempotency.create_session("k-s", SessionKind.INTERACTIVE, user=ALICE)
+    again, replayed = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE, key="k-s")
     assert replayed and again.id == session.id
-    repeat, replayed = service.idempotency.submit(
-        "k-q", "SELECT 1", user=ALICE, session_id=session.id
+    repeat, replayed = service.queries.submit(
+        "SELECT 1", user=ALICE, session_id=session.id, key="k-q"
     )
     assert replayed and repeat.id == first.id
 
 
 def test_keys_are_per_user(service: Service, store: Store) -> None:
-    mine, _ = service.idempotency.submit("shared-key", "SELECT 1", user=ALICE)
-    theirs, replayed = service.idempotency.submit("shared-key", "SELECT 1", user=BOB)
+    mine, _ = service.queries.submit("SELECT 1", user=ALICE, key="shared-key")
+    theirs, replayed = service.queries.submit("SELECT 1", user=BOB, key="shared-key")
     assert not replayed and theirs.id != mine.id
-    assert service.gateway.statement(theirs.id, user=BOB).owner == "bob"
+    assert service.queries.get(theirs.id, user=BOB).owner == "bob"
 
 
 def test_no_key_or_a_bad_one(service: Service, store: Store) -> None:
-    a, replayed_a = service.idempotency.submit(None, "SELECT 1", user=ALICE)
-    b, replayed_b = service.idempotency.submit(None, "SELECT 1", user=ALICE)
+    a, replayed_a = service.queries.submit("SELECT 1", user=ALICE, key=None)
+    b, replayed_b = service.queries.submit("SELECT 1", user=ALICE, key=None)
     assert a.id != b.id and not replayed_a and not replayed_b  # no key: two queries
     for bad in ("", "  ", '""', "x" * 256, "caf\u00e9", "tab\there", "new\nline"):
         with pytest.raises(IdempotencyKeyInvalid) as refused:
-            service.idempotency.submit(bad, "SELECT 1", user=ALICE)
+            service.queries.submit("SELECT 1", user=ALICE, key=bad)
         assert refused.value.code == "IDEMPOTENCY_KEY_INVALID"
         assert refused.value.params["field"] == "Idempotency-Key"
     assert _queries(store) == 2  # refused before anything was made
@@ -98,12 +98,12 @@ def test_racing_repeats_make_one_query_and_all_answer_it(
 ) -> None:
     session_id = None
     if with_session:
-        session_id = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)[0].id
+        session_id = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)[0].id
     before = _queries(store)
     answers = race(
         *[
-            lambda: service.idempotency.submit(
-                "race", "SELECT 1", user=ALICE, session_id=session_id
+            lambda: service.queries.submit(
+                "SELECT 1", user=ALICE, session_id=session_id, key="race"
             )
             for _ in range(4)
         ]
@@ -116,13 +116,13 @@ def test_racing_repeats_make_one_query_and_all_answer_it(
 
 
 def test_a_key_past_its_lifetime_is_forgotten(service: Service, store: Store) -> None:
-    first, _ = service.idempotency.submit("old", "SELECT 1", user=ALICE)
+    first, _ = service.queries.submit("SELECT 1", user=ALICE, key="old")
     ttl = service.settings.idempotency_key_ttl
-    service.gateway.clock = lambda: NOW + ttl + 1
+    service.sessions.clock = lambda: NOW + ttl + 1
     # Past its lifetime the key names nothing, even before the cleanup ran: a new request.
-    second, replayed = service.idempotency.submit("old", "SELECT 2", user=ALICE)
+    second, replayed = service.queries.submit("SELECT 2", user=ALICE, key="old")
     assert not replayed and second.id != first.id
-    again, replayed = service.idempotency.submit("old", "SELECT 2", user=ALICE)
+    again, replayed = service.queries.submit("SELECT 2", user=ALICE, key="old")
     assert replayed and again.id == second.id
     # The results duty forgets keys once their lifetime is over, not before.
     assert expire_idempotency_keys(store, service.settings, now=NOW + ttl + 1) == 0
@@ -136,12 +136,12 @@ def test_a_node_on_a_schema_without_keys_ignores_them(tmp_path: Path) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 'old.db'}")
     try:
         store.migrate("0008_connect")
-        old_release = make_service(store, Settings(home=tmp_path)).idempotency
-        assert not old_release.enabled
-        a, _ = old_release.submit("k", "SELECT 1", user=ALICE)
-        b, replayed = old_release.submit("k", "SELECT 1", user=ALICE)
+        old_release = make_service(store, Settings(home=tmp_path))
+        assert not old_release.sessions.keys.enabled
+        a, _ = old_release.queries.submit("SELECT 1", user=ALICE, key="k")
+        b, replayed = old_release.queries.submit("SELECT 1", user=ALICE, key="k")
         assert a.id != b.id and not replayed
         with pytest.raises(IdempotencyKeyInvalid):  # a bad header is still refused
-            old_release.submit("", "SELECT 1", user=ALICE)
+            old_release.queries.submit("SELECT 1", user=ALICE, key="")
     finally:
         store.close()

@@ -167,7 +167,7 @@ def test_no_circle() -> None:
 def test_the_graph_is_read() -> None:
     """The checks above see real arrows (a parser that found none would pass them all)."""
     assert "sparkgate.http.deps" in GRAPH["sparkgate.api.routes.queries"]
-    assert "sparkgate.store" in GRAPH["sparkgate.service.gateway"]
+    assert "sparkgate.store" in GRAPH["sparkgate.service.sessions"]
     arrows: defaultdict[str, set[str]] = defaultdict(set)
     for module, targets in GRAPH.items():
         arrows[_group(module)].update(_group(t) for t in targets)

@@ -68,12 +68,12 @@ def authed(store: Store, tmp_path: Path) -> Service:
 
 
 def test_another_users_session_and_query_are_as_absent(service: Service) -> None:
-    statement = service.gateway.submit("SELECT 1", user=ALICE)
+    statement, _ = service.queries.submit("SELECT 1", user=ALICE)
     session_id = statement.session_id
-    assert service.gateway.session(session_id, user=ALICE).owner == "alice"
+    assert service.sessions.get(session_id, user=ALICE).owner == "alice"
     assert service.queries.get(statement.id, user=ADMIN).owner == "alice"
     with pytest.raises(SessionNotFound):
-        service.gateway.session(session_id, user=BOB)
+        service.sessions.get(session_id, user=BOB)
     with pytest.raises(QueryNotFound) as missing:
         service.queries.get(statement.id, user=BOB)
     with pytest.raises(QueryNotFound) as unknown:
@@ -81,62 +81,62 @@ def test_another_users_session_and_query_are_as_absent(service: Service) -> None
     # The same refusal, word for word but the id, as for an id that does not exist.
     assert missing.value.code == unknown.value.code == "QUERY_NOT_FOUND"
     with pytest.raises(QueryNotFound):
-        service.gateway.cancel(statement.id, user=BOB)
+        service.queries.cancel(statement.id, user=BOB)
     assert service.queries.get(statement.id, user=ALICE).state is StatementState.WAITING
 
 
 def test_lists_hold_ones_own_and_admins_choose(service: Service) -> None:
-    mine = service.gateway.submit("SELECT 1", user=ALICE)
-    theirs = service.gateway.submit("SELECT 2", user=BOB)
+    mine, _ = service.queries.submit("SELECT 1", user=ALICE)
+    theirs, _ = service.queries.submit("SELECT 2", user=BOB)
     assert [q.id for q in service.queries.list_page(user=ALICE).items] == [mine.id]
     # A plain user's ?owner= names no one else's.
     assert [q.id for q in service.queries.list_page(user=ALICE, owner="bob").items] == [mine.id]
     assert {q.id for q in service.queries.list_page(user=ADMIN).items} == {mine.id, theirs.id}
     assert [q.id for q in service.queries.list_page(user=ADMIN, owner="bob").items] == [theirs.id]
-    sessions = service.gateway.sessions(user=BOB).items
+    sessions = service.sessions.list_page(user=BOB).items
     assert [s.id for s in sessions] == [theirs.session_id]
 
 
 def test_one_off_queries_sessions_are_told_from_other_batches(service: Service) -> None:
     """What the gateway records for a one-off query marks its session as one; a Livy batch
     (and a batch session) is not one, and the unfiltered list, Livy's, holds them all."""
-    one_off = service.gateway.submit("SELECT 1", user=ALICE)
-    livy, _ = service.gateway.create_session(
+    one_off, _ = service.queries.submit("SELECT 1", user=ALICE)
+    livy, _ = service.sessions.create(
         SessionKind.BATCH,
         user=ALICE,
         attributes={"livy": {"file": "etl.py"}},
         first_statement=(StatementKind.FILE, "etl.py"),
     )
-    interactive, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
-    others = service.gateway.sessions(user=ALICE, one_off=False).items
+    interactive, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)
+    others = service.sessions.list_page(user=ALICE, one_off=False).items
     assert [s.id for s in others] == [livy.id, interactive.id]
-    alone = service.gateway.sessions(user=ALICE, one_off=True).items
+    alone = service.sessions.list_page(user=ALICE, one_off=True).items
     assert [s.id for s in alone] == [one_off.session_id]
-    everything = service.gateway.sessions(user=ALICE, kinds=[SessionKind.BATCH]).items
+    everything = service.sessions.list_page(user=ALICE, kinds=[SessionKind.BATCH]).items
     assert [s.id for s in everything] == [one_off.session_id, livy.id]
 
 
 def test_an_impersonator_sees_what_it_made_by_id_and_in_lists(
     service: Service, store: Store
 ) -> None:
-    session, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    session, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)
     proxy = Principal("proxy", rights=ALL, impersonator=True)
     # Made by "proxy" for alice (Livy's proxyUser): proxy opens it by id and lists it; bob
     # does neither.
     force_state(store, "sessions", session.id, "idle", attributes={"created_by": "proxy"})
-    statement = service.gateway.submit("SELECT 1", user=ALICE, session_id=session.id)
-    own = service.gateway.submit("SELECT 2", user=proxy)
-    assert service.gateway.session(session.id, user=proxy).id == session.id
+    statement, _ = service.queries.submit("SELECT 1", user=ALICE, session_id=session.id)
+    own, _ = service.queries.submit("SELECT 2", user=proxy)
+    assert service.sessions.get(session.id, user=proxy).id == session.id
     assert service.queries.get(statement.id, user=proxy).id == statement.id
-    listed = [s.id for s in service.gateway.sessions(user=proxy).items]
+    listed = [s.id for s in service.sessions.list_page(user=proxy).items]
     assert listed == [session.id, own.session_id]
     queries = [q.id for q in service.queries.list_page(user=proxy).items]
     assert queries == [own.id, statement.id]
-    assert [s.id for s in service.gateway.sessions(user=ALICE).items] == [session.id]
+    assert [s.id for s in service.sessions.list_page(user=ALICE).items] == [session.id]
     for reader in (BOB, Principal("proxy", rights=ALL)):  # bob; proxy once no impersonator
         with pytest.raises(SessionNotFound):
-            service.gateway.session(session.id, user=reader)
-        assert session.id not in [s.id for s in service.gateway.sessions(user=reader).items]
+            service.sessions.get(session.id, user=reader)
+        assert session.id not in [s.id for s in service.sessions.list_page(user=reader).items]
         assert statement.id not in [q.id for q in service.queries.list_page(user=reader).items]
 
 
@@ -146,7 +146,7 @@ def test_an_impersonator_sees_what_it_made_by_id_and_in_lists(
 def test_a_result_page_and_the_one_answer_for_a_missing_result(
     service: Service, store: Store, tmp_path: Path
 ) -> None:
-    statement = service.gateway.submit("SELECT n", user=ALICE)
+    statement, _ = service.queries.submit("SELECT n", user=ALICE)
     with pytest.raises(ResultNotReady) as waiting:
         service.queries.result_page(statement)
     assert waiting.value.code == "RESULT_NOT_AVAILABLE"
@@ -166,7 +166,7 @@ def test_a_result_page_and_the_one_answer_for_a_missing_result(
 
 
 def test_a_query_that_succeeded_without_rows_has_no_result(service: Service, store: Store) -> None:
-    statement = service.gateway.submit("SELECT 1", user=ALICE)
+    statement, _ = service.queries.submit("SELECT 1", user=ALICE)
     succeeded(store, statement, None)
     with pytest.raises(ResultNotReady):
         service.queries.result_page(service.queries.get(statement.id, user=ALICE))
@@ -175,7 +175,7 @@ def test_a_query_that_succeeded_without_rows_has_no_result(service: Service, sto
 def test_wait_answers_as_it_is_after_the_timeout_and_at_once_when_final(
     service: Service, store: Store
 ) -> None:
-    statement = service.gateway.submit("SELECT 1", user=ALICE)
+    statement, _ = service.queries.submit("SELECT 1", user=ALICE)
 
     async def wait() -> tuple[StatementRecord, StatementRecord]:
         try:
@@ -192,10 +192,10 @@ def test_wait_answers_as_it_is_after_the_timeout_and_at_once_when_final(
 
 
 def test_cancel_is_audited_and_a_final_query_refuses(service: Service, store: Store) -> None:
-    statement = service.gateway.submit("SELECT 1", user=ALICE)
-    assert service.gateway.cancel(statement.id, user=ALICE).state is StatementState.CANCELLED
+    statement, _ = service.queries.submit("SELECT 1", user=ALICE)
+    assert service.queries.cancel(statement.id, user=ALICE).state is StatementState.CANCELLED
     with pytest.raises(QueryFinished) as finished:
-        service.gateway.cancel(statement.id, user=ALICE)
+        service.queries.cancel(statement.id, user=ALICE)
     assert finished.value.code == "QUERY_FINISHED"
     assert audited(store, "query.cancel") == [("alice", "failed"), ("alice", "ok")]
     assert audited(store, "query.submit") == [("alice", "ok")]
@@ -207,15 +207,15 @@ def test_cancel_is_audited_and_a_final_query_refuses(service: Service, store: St
 def test_a_session_needs_sql_or_code_and_no_denied_setting(service: Service, store: Store) -> None:
     nobody = Principal("dave", rights=frozenset({"streams"}))
     with pytest.raises(MissingRight) as denied:
-        service.gateway.create_session(SessionKind.INTERACTIVE, user=nobody)
+        service.sessions.create(SessionKind.INTERACTIVE, user=nobody)
     assert denied.value.code == "ACCESS_DENIED"
     with pytest.raises(DeniedSetting) as setting:
-        service.gateway.create_session(
+        service.sessions.create(
             SessionKind.INTERACTIVE, user=ALICE, conf={"spark.driver.extraJavaOptions": "-X"}
         )
     assert setting.value.code == "SETTING_DENIED" and "spark.driver.extra*" in str(setting.value)
     with pytest.raises(DeniedSetting):
-        service.gateway.submit("SET spark.master=local[8]", user=ALICE)
+        service.queries.submit("SET spark.master=local[8]", user=ALICE)
     assert store.sessions.list_page().items == []  # nothing was recorded
     assert [e.outcome for e in store.audit.list_page().items] == ["denied"] * 3
 
@@ -223,10 +223,10 @@ def test_a_session_needs_sql_or_code_and_no_denied_setting(service: Service, sto
 def test_settings_applied_in_steps_are_all_checked_before_any_runs(
     service: Service, store: Store
 ) -> None:
-    session, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    session, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)
     overlay = ["SET spark.sql.shuffle.partitions=3", "SET spark.master=local[8]"]
     with pytest.raises(DeniedSetting) as refused:
-        service.gateway.check_settings(
+        service.sessions.check_settings(
             ALICE, sql=overlay, target=f"session:{session.id}", where="confOverlay"
         )
     assert refused.value.params == {
@@ -237,15 +237,15 @@ def test_settings_applied_in_steps_are_all_checked_before_any_runs(
     assert "'spark.master' (confOverlay)" in refused.value.message
     assert audited(store, "set spark.master") == [("alice", "denied")]
     with pytest.raises(DeniedSetting):  # a denied key hidden in a value is found too
-        service.gateway.check_settings(ALICE, sql=["SET a=1; SET spark.jars=x.jar"])
-    service.gateway.check_settings(ADMIN, conf={"spark.master": "x"}, sql=overlay)
+        service.sessions.check_settings(ALICE, sql=["SET a=1; SET spark.jars=x.jar"])
+    service.sessions.check_settings(ADMIN, conf={"spark.master": "x"}, sql=overlay)
 
 
 def test_a_batch_file_carries_the_settings_its_owner_may_not_set(service: Service) -> None:
     file = (StatementKind.FILE, "/jobs/etl.sql")
-    mine, _ = service.gateway.create_session(SessionKind.BATCH, user=ALICE, first_statement=file)
+    mine, _ = service.sessions.create(SessionKind.BATCH, user=ALICE, first_statement=file)
     assert "spark.master" in mine.attributes["conf_deny"]
-    admins, _ = service.gateway.create_session(SessionKind.BATCH, user=ADMIN, first_statement=file)
+    admins, _ = service.sessions.create(SessionKind.BATCH, user=ADMIN, first_statement=file)
     assert admins.attributes["conf_deny"] == []
 
 
@@ -257,7 +257,7 @@ def test_a_session_placed_while_engines_back_off_errors_with_the_reason(
     failed = store.engines.add(EngineKind.DEDICATED, now=NOW - 5)
     error = {"code": "NO_EXECUTORS", "message": "no executor"}
     store.transitions.engine(failed.id, EngineState.FAILED, now=NOW - 5, error=error)
-    statement = service.gateway.submit("SELECT 1", user=ALICE, isolation="engine")
+    statement, _ = service.queries.submit("SELECT 1", user=ALICE, isolation="engine")
     session = store.sessions.get(statement.session_id)
     assert session.state is SessionState.ERROR and session.error is not None
     assert session.error["code"] == "ENGINE_BACKOFF"
@@ -269,26 +269,24 @@ def test_a_session_placed_while_engines_back_off_errors_with_the_reason(
 
 def test_only_impersonators_act_for_others(authed: Service, store: Store) -> None:
     with pytest.raises(Forbidden) as refused:
-        authed.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE, proxy_user="bob")
+        authed.sessions.create(SessionKind.INTERACTIVE, user=ALICE, proxy_user="bob")
     assert refused.value.code == "FORBIDDEN"
-    session, _ = authed.gateway.create_session(
-        SessionKind.INTERACTIVE, user=ADMIN, proxy_user="bob"
-    )
+    session, _ = authed.sessions.create(SessionKind.INTERACTIVE, user=ADMIN, proxy_user="bob")
     assert session.owner == "bob" and session.attributes["created_by"] == "root"
-    assert authed.gateway.session(session.id, user=BOB).id == session.id
-    assert authed.gateway.session(session.id, user=ADMIN).id == session.id
+    assert authed.sessions.get(session.id, user=BOB).id == session.id
+    assert authed.sessions.get(session.id, user=ADMIN).id == session.id
     with pytest.raises(SessionNotFound):
-        authed.gateway.session(session.id, user=ALICE)
+        authed.sessions.get(session.id, user=ALICE)
     assert audited(store, "impersonate") == [("root", "ok"), ("alice", "denied")]
 
 
 def test_kill_ends_a_session_once_and_only_its_owners(service: Service) -> None:
-    session, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    session, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)
     with pytest.raises(SessionNotFound):
-        service.gateway.kill_session(session.id, user=BOB)
-    assert service.gateway.kill_session(session.id, user=ALICE).state is SessionState.KILLED
+        service.sessions.kill(session.id, user=BOB)
+    assert service.sessions.kill(session.id, user=ALICE).state is SessionState.KILLED
     # Again: nothing changes, nothing fails (Livy's DELETE may be repeated).
-    assert service.gateway.kill_session(session.id, user=ALICE).state is SessionState.KILLED
+    assert service.sessions.kill(session.id, user=ALICE).state is SessionState.KILLED
 
 
 # -- tokens and the audit log -------------------------------------------------------------
@@ -314,7 +312,7 @@ def test_tokens_are_their_owners_and_need_authentication(
 
 
 def test_the_audit_log_is_for_admins(service: Service, store: Store) -> None:
-    service.gateway.submit("SELECT 1", user=ALICE)
+    service.queries.submit("SELECT 1", user=ALICE)
     with pytest.raises(MissingRight):
         service.accounts.audit_events(user=ALICE)
     events = service.accounts.audit_events(user=ADMIN, action="query.submit").items
@@ -353,7 +351,7 @@ def test_stream_jobs_need_the_right_are_audited_and_are_their_owners(
 
 
 def test_a_sessions_streams_are_its_owners(service: Service) -> None:
-    session, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    session, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)
     assert service.streams.of_session(session.id, user=ALICE) == []
     with pytest.raises(SessionNotFound):
         service.streams.of_session(session.id, user=BOB)
@@ -362,8 +360,8 @@ def test_a_sessions_streams_are_its_owners(service: Service) -> None:
 def test_session_streams_are_listed_and_stopped_for_who_sees_the_session(
     service: Service, store: Store
 ) -> None:
-    session, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
-    other, _ = service.gateway.create_session(SessionKind.INTERACTIVE, user=ALICE)
+    session, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)
+    other, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)
     force_state(store, "sessions", session.id, "idle")
     query = store.stream_queries.add_for_session(
         session.id, "ticks_q", now=NOW, spec={"view": "ticks", "format": "noop"}, checkpoint=None

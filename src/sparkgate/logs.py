@@ -2,14 +2,14 @@
 with ``SPARKGATE_LOG_FORMAT=json``.
 
 Records carry the query, session, user and engine they concern whenever those are known: the
-API binds them per request, the gateway around submit and cancel, an engine binds its id for
+API binds them per request, the service around submit and cancel, an engine binds its id for
 the whole process and the statement's ids around each statement it runs.
 
     logs.configure(settings, process="server")
     with logs.bound(query_id=7, session_id=3):
         log.info("submitted")
-    # text: 2026-01-02 10:00:00,123 INFO sparkgate.service.gateway submitted [query=7 session=3]
-    # json: {"time": "...", "level": "INFO", "logger": "sparkgate.service.gateway",
+    # text: 2026-01-02 10:00:00,123 INFO sparkgate.service.queries submitted [query=7 session=3]
+    # json: {"time": "...", "level": "INFO", "logger": "sparkgate.service.queries",
     #        "message": "submitted", "process": "server", "query_id": 7, "session_id": 3}
 """
 

@@ -23,7 +23,7 @@ from sparkgate.launcher import launcher_for
 from sparkgate.launcher.placement import Placement
 from sparkgate.metrics.process import NodeMetrics
 from sparkgate.service import Service
-from sparkgate.service.gateway import Gateway
+from sparkgate.service.sessions import Sessions
 from sparkgate.settings import Settings
 from sparkgate.store import Store
 from sparkgate.streaming.jobs import Streams
@@ -51,16 +51,16 @@ class ServerNode:
             self.settings, self.store, launcher_for(self.settings, self.store), self.node_id
         )
         self.users = Users(self.settings, self.store, on_failed_login=self.metrics.failed_login)
-        self.gateway = Gateway(self.settings, self.store, self.placement, self.users)
-        self.streams = Streams(self.settings, self.store, self.gateway)
+        self.sessions = Sessions(self.settings, self.store, self.placement, self.users)
+        self.streams = Streams(self.settings, self.store, self.sessions)
         self.deployer = Deployer(self.settings, self.store, self.streams, self.node_id)
-        self.job_runner = JobRunner(self.store, self.gateway)
+        self.job_runner = JobRunner(self.store, self.sessions)
         # What the doors call: every use case, with its access checks and audit.
         self.service = Service(
             self.settings,
             self.store,
             self.users,
-            self.gateway,
+            self.sessions,
             self.streams,
             self.deployer,
             self.job_runner,
@@ -105,11 +105,11 @@ class ServerNode:
     def _expire_results(self, now: float) -> None:
         expire_results(self.store, self.settings, now=now)
         expire_uploads(self.settings, now=now)
-        if self.service.idempotency.enabled:  # a node on an older schema has no keys
+        if self.sessions.keys.enabled:  # a node on an older schema has no keys
             expire_idempotency_keys(self.store, self.settings, now=now)
 
     def _place(self, now: float) -> None:
         for session in self.store.sessions.unplaced(created_before=now - _PLACEMENT_GRACE):
-            self.gateway.place(session)
+            self.sessions.place(session)
         self.placement.keep_shared()
         self.placement.keep_warm()

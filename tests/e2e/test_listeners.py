@@ -26,7 +26,7 @@ from sparkgate.errors import EngineNotFound
 from sparkgate.http.deps import get_service, get_user
 from sparkgate.http.errors import install_error_handlers
 from sparkgate.procfs import listeners, socket_inodes
-from sparkgate.service.gateway import Gateway
+from sparkgate.service.engines import Engines
 from sparkgate.settings import Settings
 from sparkgate.states import EngineState
 from sparkgate.store import Store
@@ -147,10 +147,10 @@ def _client(records: dict[int, Any], user: Principal, users: Users) -> _Client:
     app = FastAPI()
     install_error_handlers(app)
     app.include_router(engine_ui.router)
-    # The service's own rule (Gateway.engine_ui) over engines that are stand-ins.
-    gateway = SimpleNamespace(users=users, store=SimpleNamespace(engines=_Engines(records)))
-    engine_of = Gateway.engine_ui.__get__(gateway)
-    service = SimpleNamespace(gateway=SimpleNamespace(engine_ui=engine_of))
+    # The service's own rule (Engines.ui) over engines that are stand-ins.
+    engines = SimpleNamespace(users=users, store=SimpleNamespace(engines=_Engines(records)))
+    engine_of = Engines.ui.__get__(engines)
+    service = SimpleNamespace(engines=SimpleNamespace(ui=engine_of))
     app.dependency_overrides[get_service] = lambda: service
     app.dependency_overrides[get_user] = lambda: user
     return _Client(app)

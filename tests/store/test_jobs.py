@@ -16,7 +16,7 @@ from sparkgate.jobs.deployment_run import LEASE
 from sparkgate.jobs.files import SourceFile
 from sparkgate.jobs.runs import JobRunner
 from sparkgate.launcher.placement import Placement
-from sparkgate.service.gateway import Gateway
+from sparkgate.service.sessions import Sessions
 from sparkgate.settings import Settings
 from sparkgate.states import (
     DEPLOYMENT_TRANSITIONS,
@@ -152,11 +152,11 @@ def test_a_run_steps_forward_once(store: Store) -> None:
 
 
 @pytest.fixture
-def node(store: Store, tmp_path: Path) -> tuple[Settings, Gateway, Streams]:
+def node(store: Store, tmp_path: Path) -> tuple[Settings, Sessions, Streams]:
     settings = Settings(home=tmp_path, lease_ttl=10.0)
     placement = Placement(settings, store, NoProcesses(), "node-1", clock=lambda: NOW)
-    gateway = Gateway(settings, store, placement, Users(settings, store), clock=lambda: NOW)
-    return settings, gateway, Streams(settings, store, gateway, clock=lambda: NOW)
+    sessions = Sessions(settings, store, placement, Users(settings, store), clock=lambda: NOW)
+    return settings, sessions, Streams(settings, store, sessions, clock=lambda: NOW)
 
 
 def bundle(*texts: str) -> Any:
@@ -172,7 +172,7 @@ CLICKS = (
 
 
 def test_the_plan_reads_the_store_the_stream_jobs_and_the_checkpoints(
-    store: Store, node: tuple[Settings, Gateway, Streams]
+    store: Store, node: tuple[Settings, Sessions, Streams]
 ) -> None:
     settings, _, streams = node
     deployer = Deployer(settings, store, streams, "node-1", clock=lambda: NOW)
@@ -199,7 +199,7 @@ def test_the_plan_reads_the_store_the_stream_jobs_and_the_checkpoints(
 
 
 def test_a_stream_job_deploys_do_not_manage_is_never_taken_over(
-    store: Store, node: tuple[Settings, Gateway, Streams]
+    store: Store, node: tuple[Settings, Sessions, Streams]
 ) -> None:
     settings, _, streams = node
     streams.create("clicks", "CREATE STREAM r USING rate; SAVE STREAM r TO noop")
@@ -209,7 +209,7 @@ def test_a_stream_job_deploys_do_not_manage_is_never_taken_over(
 
 
 def test_invalid_manifests_change_nothing(
-    store: Store, node: tuple[Settings, Gateway, Streams]
+    store: Store, node: tuple[Settings, Sessions, Streams]
 ) -> None:
     settings, _, streams = node
     deployer = Deployer(settings, store, streams, "node-1", clock=lambda: NOW)
@@ -224,7 +224,7 @@ def test_invalid_manifests_change_nothing(
 
 
 def test_a_second_deploy_is_refused_naming_the_first(
-    store: Store, node: tuple[Settings, Gateway, Streams]
+    store: Store, node: tuple[Settings, Sessions, Streams]
 ) -> None:
     settings, _, streams = node
     deployer = Deployer(settings, store, streams, "node-1", clock=lambda: NOW)
@@ -239,7 +239,7 @@ def test_a_second_deploy_is_refused_naming_the_first(
 
 
 def test_a_deployment_whose_node_died_is_settled(
-    store: Store, node: tuple[Settings, Gateway, Streams]
+    store: Store, node: tuple[Settings, Sessions, Streams]
 ) -> None:
     settings, _, streams = node
     deployer = Deployer(settings, store, streams, "node-2")
@@ -260,10 +260,10 @@ def test_a_deployment_whose_node_died_is_settled(
 
 
 def test_a_batch_run_submits_each_step_after_the_last_succeeded(
-    store: Store, node: tuple[Settings, Gateway, Streams]
+    store: Store, node: tuple[Settings, Sessions, Streams]
 ) -> None:
-    _, gateway, _ = node
-    runner = JobRunner(store, gateway, clock=lambda: NOW)
+    _, sessions, _ = node
+    runner = JobRunner(store, sessions, clock=lambda: NOW)
     steps = [
         {"kind": "sql", "code": "CREATE TEMPORARY VIEW v AS SELECT 1 AS n"},
         {"kind": "pyspark", "code": "output = spark.table('v')"},
@@ -314,10 +314,10 @@ def test_a_batch_run_submits_each_step_after_the_last_succeeded(
 
 
 def test_a_run_succeeds_after_its_last_step_and_ends_with_its_session(
-    store: Store, node: tuple[Settings, Gateway, Streams]
+    store: Store, node: tuple[Settings, Sessions, Streams]
 ) -> None:
-    _, gateway, _ = node
-    runner = JobRunner(store, gateway, clock=lambda: NOW)
+    _, sessions, _ = node
+    runner = JobRunner(store, sessions, clock=lambda: NOW)
     store.jobs.add_version("totals", "batch", 1, {}, FP, query_id="u", now=NOW)
     store.jobs.set_steps("totals", [{"kind": "sql", "code": "SELECT 1"}], now=NOW)
     run = runner.start("totals")

@@ -11,7 +11,7 @@ import pytest
 from sparkgate.auth.users import Users
 from sparkgate.errors import StreamJobActive
 from sparkgate.launcher.placement import Placement
-from sparkgate.service.gateway import Gateway
+from sparkgate.service.sessions import Sessions
 from sparkgate.settings import Settings
 from sparkgate.sql.errors import SqlError
 from sparkgate.states import StatementKind, StatementState, StreamJobState
@@ -34,8 +34,8 @@ STEPS = [
 def streams(store: Store, tmp_path: Path) -> Streams:
     settings = Settings(home=tmp_path)
     placement = Placement(settings, store, NoProcesses(), "node-1", clock=lambda: NOW)
-    gateway = Gateway(settings, store, placement, Users(settings, store), clock=lambda: NOW)
-    return Streams(settings, store, gateway, clock=lambda: NOW, rand=lambda: 0.0)
+    sessions = Sessions(settings, store, placement, Users(settings, store), clock=lambda: NOW)
+    return Streams(settings, store, sessions, clock=lambda: NOW, rand=lambda: 0.0)
 
 
 def test_script_of_steps() -> None:

@@ -12,7 +12,7 @@ import pytest
 from sparkgate.auth.users import Users
 from sparkgate.errors import StreamJobActive, StreamJobBusy
 from sparkgate.launcher.placement import Placement
-from sparkgate.service.gateway import Gateway
+from sparkgate.service.sessions import Sessions
 from sparkgate.settings import Settings
 from sparkgate.sql.errors import SqlError
 from sparkgate.states import (
@@ -39,8 +39,8 @@ SCRIPT = (
 def streams(store: Store, tmp_path: Path) -> Streams:
     settings = Settings(home=tmp_path, stream_retry_min_backoff=2.0, stream_retry_max_attempts=2)
     placement = Placement(settings, store, NoProcesses(), "node-1", clock=lambda: NOW)
-    gateway = Gateway(settings, store, placement, Users(settings, store), clock=lambda: NOW)
-    return Streams(settings, store, gateway, clock=lambda: NOW, rand=lambda: 0.0)
+    sessions = Sessions(settings, store, placement, Users(settings, store), clock=lambda: NOW)
+    return Streams(settings, store, sessions, clock=lambda: NOW, rand=lambda: 0.0)
 
 
 def test_a_new_job_is_launched_in_a_streaming_session(streams: Streams, store: Store) -> None:

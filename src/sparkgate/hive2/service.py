@@ -91,7 +91,7 @@ _CATALOG_CALLS: dict[str, tuple[str, dict[str, str], str]] = {
 class HiveService:
     def __init__(self, service: Service) -> None:
         self.service = service
-        self.gateway = service.gateway
+        self.sessions = service.sessions
         self.queries = service.queries
         self.store = service.store
         self.settings = service.settings
@@ -121,10 +121,10 @@ class HiveService:
         # Every setting is checked before the session exists: a denied one (in a Spark
         # setting or in a variable's SET) leaves nothing behind.
         await asyncio.to_thread(
-            self.gateway.check_settings, user, conf=conf, sql=setup, where="OpenSession"
+            self.sessions.check_settings, user, conf=conf, sql=setup, where="OpenSession"
         )
         session, _ = await asyncio.to_thread(
-            self.gateway.create_session,
+            self.sessions.create,
             SessionKind.INTERACTIVE,
             user=user,
             conf=conf,
@@ -138,7 +138,7 @@ class HiveService:
         self._remember_protocol(session.id, protocol)
         # Variables and the database are session state: set by statements that run first.
         for code in setup:
-            await asyncio.to_thread(self.gateway.submit, code, user=user, session_id=session.id)
+            await asyncio.to_thread(self.queries.submit, code, user=user, session_id=session.id)
         return T.TOpenSessionResp(
             status=ok(),
             serverProtocolVersion=protocol,
@@ -149,7 +149,7 @@ class HiveService:
     async def _CloseSession(self, req: Any, user: Principal) -> Any:
         session = await self._session(req.sessionHandle, user)
         if session.state not in TERMINAL_SESSION_STATES:
-            await asyncio.to_thread(self.gateway.kill_session, session.id, user=user)
+            await asyncio.to_thread(self.sessions.kill, session.id, user=user)
         return T.TCloseSessionResp(status=ok())
 
     async def _GetInfo(self, req: Any, user: Principal) -> Any:
@@ -196,16 +196,16 @@ class HiveService:
         overlay = [f"SET {key}={value}" for key, value in sorted((req.confOverlay or {}).items())]
         if overlay:  # most statements have none: no trip off the event loop for nothing
             await asyncio.to_thread(
-                self.gateway.check_settings,
+                self.sessions.check_settings,
                 user,
                 sql=overlay,
                 target=f"session:{session.id}",
                 where="confOverlay",
             )
         for code in overlay:
-            await asyncio.to_thread(self.gateway.submit, code, user=user, session_id=session.id)
-        statement = await asyncio.to_thread(
-            self.gateway.submit, req.statement, user=user, session_id=session.id
+            await asyncio.to_thread(self.queries.submit, code, user=user, session_id=session.id)
+        statement, _ = await asyncio.to_thread(
+            self.queries.submit, req.statement, user=user, session_id=session.id
         )
         if req.runAsync:
             handle = operation_handle(statement.id, T.TOperationType.EXECUTE_STATEMENT)
@@ -241,14 +241,14 @@ class HiveService:
     async def _CancelOperation(self, req: Any, user: Principal) -> Any:
         statement = await self._statement(req.operationHandle, user)
         with contextlib.suppress(QueryFinished):  # cancelling a finished query: nothing to do
-            await asyncio.to_thread(self.gateway.cancel, statement.id, user=user)
+            await asyncio.to_thread(self.queries.cancel, statement.id, user=user)
         return T.TCancelOperationResp(status=ok())
 
     async def _CloseOperation(self, req: Any, user: Principal) -> Any:
         statement = await self._statement(req.operationHandle, user)
         if statement.state not in TERMINAL_STATEMENT_STATES:
             with contextlib.suppress(QueryFinished):
-                await asyncio.to_thread(self.gateway.cancel, statement.id, user=user)
+                await asyncio.to_thread(self.queries.cancel, statement.id, user=user)
         self._log_positions.pop(statement.id, None)
         return T.TCloseOperationResp(status=ok())
 
@@ -271,7 +271,7 @@ class HiveService:
             getattr(req.operationHandle, "operationId", None), OPERATION, "operation"
         )
         if req.fetchType == 1:
-            statement = await asyncio.to_thread(self.gateway.statement, statement_id, user=user)
+            statement = await asyncio.to_thread(self.queries.get, statement_id, user=user)
             columnar = await self._columnar(statement.session_id)
             return self._fetch_log(statement, first, limit, columnar)
 
@@ -336,8 +336,8 @@ class HiveService:
         session = await self._session(req.sessionHandle, user)
         call = {"call": name, **{key: getattr(req, field) for key, field in fields.items()}}
         code = json.dumps({k: v for k, v in call.items() if v is not None})
-        statement = await asyncio.to_thread(
-            self.gateway.submit,
+        statement, _ = await asyncio.to_thread(
+            self.queries.submit,
             code,
             user=user,
             session_id=session.id,
@@ -364,11 +364,11 @@ class HiveService:
 
     async def _session(self, handle: Any, user: Principal) -> SessionRecord:
         session_id = handle_id(getattr(handle, "sessionId", None), SESSION, "session")
-        return await asyncio.to_thread(self.gateway.session, session_id, user=user)
+        return await asyncio.to_thread(self.sessions.get, session_id, user=user)
 
     async def _statement(self, handle: Any, user: Principal) -> StatementRecord:
         statement_id = handle_id(getattr(handle, "operationId", None), OPERATION, "operation")
-        return await asyncio.to_thread(self.gateway.statement, statement_id, user=user)
+        return await asyncio.to_thread(self.queries.get, statement_id, user=user)
 
 
 _NO_DELEGATION = (

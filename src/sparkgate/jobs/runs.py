@@ -39,10 +39,10 @@ _WAITING = frozenset({StatementState.WAITING, StatementState.RUNNING, StatementS
 
 
 class SessionControl(Protocol):
-    """What job runs ask of the service's gateway (``service.gateway.Gateway``); a protocol,
+    """What job runs ask of the service's sessions (``service.sessions.Sessions``); a protocol,
     so that jobs stay below the service that offers them to users."""
 
-    def create_session(
+    def open(
         self,
         kind: SessionKind,
         *,
@@ -53,15 +53,15 @@ class SessionControl(Protocol):
         first_statement: tuple[StatementKind, str] | None = None,
     ) -> tuple[SessionRecord, StatementRecord | None]: ...
 
-    def kill_session(self, session_id: int) -> SessionRecord: ...
+    def kill(self, session_id: int) -> SessionRecord: ...
 
 
 class JobRunner:
     def __init__(
-        self, store: Store, gateway: SessionControl, *, clock: Callable[[], float] = time.time
+        self, store: Store, sessions: SessionControl, *, clock: Callable[[], float] = time.time
     ) -> None:
         self.store = store
-        self.gateway = gateway
+        self.sessions = sessions
         self.clock = clock
 
     def start(self, name: str, *, user: str | None = None) -> JobRunRecord:
@@ -74,7 +74,7 @@ class JobRunner:
             raise JobNotBatch(name, job.mode)
         run = self.store.job_runs.add(name, job.version, job.steps, now=self.clock())
         first = job.steps[0]
-        session, statement = self.gateway.create_session(
+        session, statement = self.sessions.open(
             SessionKind.INTERACTIVE,
             name=f"job:{name}",
             owner=user,
@@ -92,7 +92,7 @@ class JobRunner:
         """Stop a run: its session is killed (a write under way is aborted, nothing shows)."""
         run = self.store.job_runs.get(run_id)
         if run.state is JobRunState.RUNNING and run.session_id is not None:
-            self.gateway.kill_session(run.session_id)
+            self.sessions.kill(run.session_id)
         self.supervise(self.clock())
         return self.store.job_runs.get(run_id)
 
@@ -155,7 +155,7 @@ class JobRunner:
         if moved.applied and run.session_id is not None:
             session = self.store.sessions.find(run.session_id)
             if session is not None and session.state in ACTIVE_SESSION_STATES:
-                self.gateway.kill_session(session.id)
+                self.sessions.kill(session.id)
         log.info("job run %s of %s: %s", run.id, run.job, moved.state)
 
 

@@ -68,7 +68,7 @@ def get_session(
 ) -> SessionRecord:
     """The session, if it is of ``kind`` and ``user`` may see it (else 404, as if absent)."""
     try:
-        session: SessionRecord | None = service.gateway.session(session_id, user=user)
+        session: SessionRecord | None = service.sessions.get(session_id, user=user)
     except SessionNotFound:
         session = None
     if session is None or session.kind is not kind:
@@ -117,7 +117,7 @@ def create(
 ) -> SessionRecord:
     """A session or batch for a Livy body (``doAs`` beats its ``proxyUser``); its address
     goes in the answer's Location."""
-    session, _ = service.gateway.create_session(
+    session, _ = service.sessions.create(
         kind,
         name=body.name,
         conf=body.spark_conf(),
@@ -146,7 +146,7 @@ def recent(
 ) -> Page[SessionRecord]:
     """A page (``?from=&size=``, 100 by default) of the user's sessions of ``kind``: the
     active ones and those ended in the last ``livy_session_retention`` seconds."""
-    return service.gateway.sessions(
+    return service.sessions.list_page(
         user=user,
         kinds=[kind],
         ended_since=time.time() - service.settings.livy_session_retention,
@@ -162,7 +162,7 @@ def total(page: Page[Any]) -> int:
 def kill(service: Service, session_id: int, kind: SessionKind, user: Principal) -> LivyDeleted:
     """Kill the session or batch (404 if it is not of ``kind``): ``{"msg": "deleted"}``."""
     get_session(service, session_id, kind, user)
-    service.gateway.kill_session(session_id, user=user)
+    service.sessions.kill(session_id, user=user)
     return LivyDeleted(msg="deleted")
 
 
@@ -177,7 +177,7 @@ def livy_session(service: Service, session: SessionRecord) -> LivySession:
 
 
 def livy_sessions(service: Service, sessions: list[SessionRecord]) -> list[LivySession]:
-    engines = service.gateway.engines_of(sessions)
+    engines = service.engines.of_sessions(sessions)
     out = []
     for session in sessions:
         engine = engines.get(session.engine_id) if session.engine_id is not None else None
@@ -190,7 +190,7 @@ def livy_batch(service: Service, session: SessionRecord) -> LivyBatch:
 
 
 def livy_batches(service: Service, sessions: list[SessionRecord]) -> list[LivyBatch]:
-    engines = service.gateway.engines_of(sessions)
+    engines = service.engines.of_sessions(sessions)
     statements = service.queries.first_of_sessions(sessions)
     out = []
     for session in sessions:

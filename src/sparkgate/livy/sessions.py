@@ -98,7 +98,7 @@ def get_session_log(
 ) -> LivyLog:
     """``{"id", "from", "total", "log"}``: what happened to the session, from the store."""
     session = common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
-    engine = service.gateway.engines_of([session]).get(session.engine_id or 0)
+    engine = service.engines.of_sessions([session]).get(session.engine_id or 0)
     return common.livy_log(session.id, views.session_log(session, engine), paging)
 
 
@@ -144,7 +144,7 @@ def create_statement(
     it runs as the session's kind."""
     session = common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
     kind = statement_kind(body.kind, views.session_kind_of(session), session_id)
-    statement = service.gateway.submit(body.code, user=user, session_id=session_id, kind=kind)
+    statement, _ = service.queries.submit(body.code, user=user, session_id=session_id, kind=kind)
     response.headers["Location"] = f"/sessions/{session_id}/statements/{statement.seq}"
     return common.livy_statement(service, statement)
 
@@ -177,5 +177,5 @@ def cancel_statement(
     """Cancel a waiting or running statement; a finished one stays as it is (as in Livy)."""
     statement = _statement(service, user, session_id, statement_id)
     with contextlib.suppress(QueryFinished):
-        service.gateway.cancel(statement.id, user=user)
+        service.queries.cancel(statement.id, user=user)
     return LivyCancelled(msg="canceled")

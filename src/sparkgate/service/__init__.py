@@ -7,10 +7,11 @@ call takes the authenticated user (a ``Principal``) and does the visibility rule
 the small dataclasses here, and refuses with the typed errors of ``sparkgate.errors``, whose
 stable codes each door maps to its protocol.
 
-- ``gateway``: sessions (create, read, list, kill), submitting and cancelling statements,
-  stopping engines;
-- ``idempotency``: submits and session creations made once per ``Idempotency-Key``;
-- ``queries``: reading, listing and waiting for queries, their result pages;
+- ``sessions``: sessions (create, read, list, place, kill), the settings they open with;
+- ``queries``: submitting and cancelling queries, reading, listing and waiting for them, their
+  result pages (``ended``: ended ones kept for clients paging by cursor);
+- ``engines``: engines (list, read, their Spark UIs, stopping one);
+- ``idempotency``: how a submit or session creation is made once per ``Idempotency-Key``;
 - ``streams``: stream jobs; ``jobs``: deploys, jobs and their runs;
 - ``accounts``: personal access tokens, dashboard sign-ins, the audit log;
 - ``data_access``: why a user may use a table (explain), a table's owner and grants;
@@ -29,11 +30,11 @@ from sparkgate.service.accounts import Accounts
 from sparkgate.service.catalog import Catalog
 from sparkgate.service.connect import ConnectService
 from sparkgate.service.data_access import DataAccess
-from sparkgate.service.gateway import Gateway
-from sparkgate.service.idempotency import Idempotency
+from sparkgate.service.engines import Engines
 from sparkgate.service.jobs import JobService
 from sparkgate.service.loads import Loads
 from sparkgate.service.queries import Queries
+from sparkgate.service.sessions import Sessions
 from sparkgate.service.streams import StreamService
 from sparkgate.service.watcher import StatementWatcher
 from sparkgate.settings import Settings
@@ -49,7 +50,7 @@ class Service:
         settings: Settings,
         store: Store,
         users: Users,
-        gateway: Gateway,
+        sessions: Sessions,
         streams: Streams,
         deployer: Deployer,
         job_runner: JobRunner,
@@ -57,22 +58,20 @@ class Service:
         self.settings = settings
         self.store = store
         self.users = users
-        self.gateway = gateway
-        # Submits with an Idempotency-Key (a schema without the table: the keys are ignored).
-        self.idempotency = Idempotency(
-            settings, store, gateway, enabled=store.idempotency.available()
-        )
+        # Made before the service: stream supervision and job runs open and kill sessions.
+        self.sessions = sessions
         # Requests that wait for queries sleep here until the store hints they ended.
         self.watcher = StatementWatcher(store, settings.hint_safety_poll)
-        self.queries = Queries(settings, store, gateway, self.watcher)
-        self.streams = StreamService(settings, store, users, gateway, streams)
+        self.queries = Queries(settings, store, users, sessions, self.watcher)
+        self.engines = Engines(store, users, sessions.placement)
+        self.streams = StreamService(settings, store, users, sessions, self.queries, streams)
         self.jobs = JobService(store, users, deployer, job_runner)
         self.accounts = Accounts(store, users)
         self.data_access = DataAccess(store, users)
-        self.catalog = Catalog(store, gateway, self.queries)
-        self.loads = Loads(settings, users, gateway)
-        self.connect = ConnectService(settings, store, users, gateway)
-        gateway.on_cancelling = self.connect.interrupt
+        self.catalog = Catalog(store, self.queries)
+        self.loads = Loads(settings, users, self.queries)
+        self.connect = ConnectService(settings, store, users, sessions, self.queries)
+        self.queries.on_cancelling = self.connect.interrupt
 
     async def close(self) -> None:
         await self.watcher.close()

@@ -28,7 +28,6 @@ from sparkgate.errors import CatalogUnavailable, InvalidRequest, SchemaNotFound,
 from sparkgate.schemas import tables as bodies
 from sparkgate.schemas.common import iso, stamp
 from sparkgate.schemas.errors import RecordedError
-from sparkgate.service.gateway import Gateway
 from sparkgate.service.queries import Queries, ResultPage
 from sparkgate.service.views import result_page_view
 from sparkgate.service.visibility import scope
@@ -116,7 +115,6 @@ def schema_name(text: str) -> str:
 @dataclass
 class Catalog:
     store: Store
-    gateway: Gateway
     queries: Queries
 
     async def listing(self, *, user: Principal, schema: str | None = None) -> CatalogListing:
@@ -155,8 +153,8 @@ class Catalog:
     async def _run(self, user: Principal, request: dict[str, Any]) -> StatementRecord:
         """Run a catalog statement as ``user`` in a one-off session; it, once ended."""
         code = json.dumps({k: v for k, v in request.items() if v is not None})
-        statement = await asyncio.to_thread(
-            self.gateway.submit, code, user=user, kind=StatementKind.CATALOG
+        statement, _ = await asyncio.to_thread(
+            self.queries.submit, code, user=user, kind=StatementKind.CATALOG
         )
         return await self.queries.finished(statement)
 

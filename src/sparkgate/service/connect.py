@@ -27,7 +27,8 @@ from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.errors import EngineLost, EngineUnreachable, NotSupported, SessionNotActive
 from sparkgate.recorded import ErrorCode
-from sparkgate.service.gateway import Gateway
+from sparkgate.service.queries import Queries
+from sparkgate.service.sessions import Sessions
 from sparkgate.settings import Settings
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
@@ -85,7 +86,8 @@ class ConnectService:
     settings: Settings
     store: Store
     users: Users
-    gateway: Gateway
+    sessions: Sessions
+    queries: Queries
     clock: Callable[[], float] = field(default=time.time, kw_only=True)
     _targets: dict[tuple[str, str], tuple[float, ConnectTarget]] = field(
         default_factory=dict, init=False
@@ -130,7 +132,7 @@ class ConnectService:
         return target
 
     def _open(self, user: Principal, client_session: str) -> SessionRecord:
-        session, _ = self.gateway.create_session(
+        session, _ = self.sessions.create(
             SessionKind.INTERACTIVE,
             name=f"connect {client_session[:8]}",
             user=user,
@@ -143,7 +145,7 @@ class ConnectService:
                 )
         except IntegrityError:
             # Another node bound this id first (the client's first calls raced): theirs wins.
-            self.gateway.kill_session(session.id)
+            self.sessions.kill(session.id)
             winner = self.store.connect.session_of(user.name, client_session)
             assert winner is not None
             return self.store.sessions.get(winner)
@@ -185,7 +187,7 @@ class ConnectService:
     def release(self, user: Principal, target: ConnectTarget) -> None:
         """The client ended its session (ReleaseSession): so does sparkgate's."""
         self.forget(user, target.client_session)
-        self.gateway.kill_session(target.session.id, user=user)
+        self.sessions.kill(target.session.id, user=user)
 
     def check_clone(self, user: Principal, source: ConnectTarget, new_session: str) -> None:
         """A clone lives in its source's engine: bind ``new_session`` to a session there."""
@@ -259,7 +261,7 @@ class ConnectService:
             self.store.connect.add_operation(
                 statement.id, target.session.id, operation_id, conn=conn
             )
-            self.gateway.audit_submit(user, statement, conn)
+            self.queries.audit_submit(user, statement, conn)
         with logs.bound(query_id=statement.id, session_id=target.session.id):
             log.info("query %s runs Connect operation %s", statement.id, operation_id)
         return statement

@@ -4,10 +4,10 @@ A client whose submit got no answer (its node died, the connection broke) cannot
 the query was taken. With a key it sends the request again, to any node: a repeat of the same
 request with the same key, by the same user, within ``idempotency_key_ttl``, answers what the
 first one made (its current state, as a read would) instead of making another. The key is
-recorded in the transaction that makes the query or session (``Gateway.submit``,
-``Gateway.create_session``), so there is no "in progress" to report: a key is either unused or
-names what its request made. Two requests racing with one key both try to record it; the
-loser's transaction rolls back whole and it answers the winner's result.
+recorded in the transaction that makes the query or session (``Queries.submit``,
+``Sessions.create``, through :class:`KeyedReplay`), so there is no "in progress" to report: a
+key is either unused or names what its request made. Two requests racing with one key both try
+to record it; the loser's transaction rolls back whole and it answers the winner's result.
 
 A key names one request: the same key with another request (another body, or another kind of
 request) is refused with ``IDEMPOTENCY_KEY_REUSED``. Requests are compared by a fingerprint of
@@ -25,16 +25,14 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
+from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import IdempotencyKeyInvalid, IdempotencyKeyReused
-from sparkgate.service.gateway import Gateway
 from sparkgate.settings import Settings
-from sparkgate.states import SessionKind, StatementKind
 from sparkgate.store import Store
 from sparkgate.store.idempotency import KeyClaim, KeyRecord
-from sparkgate.store.records import SessionRecord, StatementRecord
 
 T = TypeVar("T")
 
@@ -75,91 +73,40 @@ def fingerprint(request: str, **fields: Any) -> str:
 
 
 @dataclass
-class Idempotency:
-    """The submits that take an Idempotency-Key: each answers ``(record, replayed)``, where
-    ``replayed`` says the record was made by an earlier request with the key."""
+class KeyedReplay:
+    """The mechanism of requests made once per key: ``claim`` a request's key, make it
+    ``once`` (or answer what the key made), ``record`` the key in the making transaction.
+    ``Sessions.create`` and ``Queries.submit`` use it; the doors pass them the header."""
 
     settings: Settings
     store: Store
-    gateway: Gateway
     # False on a node pinned to a schema without the table (the release before, which did
     # not know the header): keys are then ignored, as that release ignores them.
     enabled: bool = True
 
-    def submit(
-        self,
-        key: str | None,
-        code: str,
-        *,
-        user: Principal,
-        session_id: int | None = None,
-        kind: StatementKind = StatementKind.SQL,
-        isolation: str = "session",
-        conf: dict[str, str] | None = None,
-    ) -> tuple[StatementRecord, bool]:
-        """``Gateway.submit``, once per key."""
-        claim = self._claim(
-            key,
-            user,
-            "query",
-            query=code,
-            session_id=session_id,
-            kind=kind.value,
-            isolation=isolation,
-            conf=conf or {},
-        )
-
-        def make() -> StatementRecord:
-            return self.gateway.submit(
-                code,
-                user=user,
-                session_id=session_id,
-                kind=kind,
-                isolation=isolation,
-                conf=conf,
-                key=claim,
-            )
-
-        def replay(found: KeyRecord) -> StatementRecord:
-            assert found.statement_id is not None  # a query's key names its statement
-            return self.gateway.statement(found.statement_id, user=user)
-
-        return self._once(claim, make, replay)
-
-    def create_session(
-        self,
-        key: str | None,
-        kind: SessionKind,
-        *,
-        user: Principal,
-        name: str | None = None,
-        conf: dict[str, str] | None = None,
-    ) -> tuple[SessionRecord, bool]:
-        """``Gateway.create_session`` for a user, once per key."""
-        claim = self._claim(key, user, "session", kind=kind.value, name=name, conf=conf or {})
-
-        def make() -> SessionRecord:
-            return self.gateway.create_session(kind, user=user, name=name, conf=conf, key=claim)[0]
-
-        def replay(found: KeyRecord) -> SessionRecord:
-            return self.gateway.session(found.session_id, user=user)
-
-        return self._once(claim, make, replay)
-
-    def _claim(
+    def claim(
         self, key: str | None, user: Principal, request: str, **fields: Any
     ) -> KeyClaim | None:
+        """The claim of ``user``'s ``request`` on ``key`` (a bad key is refused even when keys
+        are ignored); None without a key, or when keys are ignored."""
         key = parse_key(key)
         if key is None or not self.enabled:
             return None
         return KeyClaim(user.name, key, request, fingerprint(request, **fields))
 
-    def _once(
-        self, claim: KeyClaim | None, make: Callable[[], T], replay: Callable[[KeyRecord], T]
+    def once(
+        self,
+        claim: KeyClaim | None,
+        make: Callable[[], T],
+        replay: Callable[[KeyRecord], T],
+        *,
+        now: float,
     ) -> tuple[T, bool]:
+        """``make()``, or, if the key already names what an earlier request made,
+        ``replay(its record)``; and whether it was a replay."""
         if claim is None:
             return make(), False
-        found = self._find(claim)
+        found = self._find(claim, now)
         if found is not None:
             return replay(found), True
         try:
@@ -167,13 +114,32 @@ class Idempotency:
         except IntegrityError:
             # Another request with this key committed first (its row is what refused ours,
             # and our query or session went with our transaction): answer theirs.
-            found = self._find(claim)
+            found = self._find(claim, now)
             if found is None:
                 raise  # refused by some other constraint
             return replay(found), True
 
-    def _find(self, claim: KeyClaim) -> KeyRecord | None:
-        since = self.gateway.clock() - self.settings.idempotency_key_ttl
+    def record(
+        self,
+        claim: KeyClaim,
+        *,
+        session_id: int,
+        statement_id: int | None,
+        now: float,
+        conn: Connection,
+    ) -> None:
+        """The key names what its request made, in the transaction that makes it."""
+        self.store.idempotency.add(
+            claim,
+            session_id=session_id,
+            statement_id=statement_id,
+            now=now,
+            expired_before=now - self.settings.idempotency_key_ttl,
+            conn=conn,
+        )
+
+    def _find(self, claim: KeyClaim, now: float) -> KeyRecord | None:
+        since = now - self.settings.idempotency_key_ttl
         found = self.store.idempotency.find(claim.owner, claim.key, since=since)
         if found is not None and not found.answers(claim):
             raise IdempotencyKeyReused(claim.key, claim.request, found.request)

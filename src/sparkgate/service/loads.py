@@ -19,7 +19,7 @@ from sparkgate import logs
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.errors import FileEmpty, InvalidRequest, PayloadTooLarge
-from sparkgate.service.gateway import Gateway
+from sparkgate.service.queries import Queries
 from sparkgate.settings import Settings
 from sparkgate.states import StatementKind
 from sparkgate.store.records import StatementRecord
@@ -52,10 +52,10 @@ class PendingLoad:
 
 
 class Loads:
-    def __init__(self, settings: Settings, users: Users, gateway: Gateway) -> None:
+    def __init__(self, settings: Settings, users: Users, queries: Queries) -> None:
         self.settings = settings
         self.users = users
-        self.gateway = gateway
+        self.queries = queries
 
     def prepare(
         self,
@@ -127,7 +127,9 @@ class Loads:
             filename=pending.filename,
         )
         try:
-            statement = self.gateway.submit(request.to_json(), user=user, kind=StatementKind.LOAD)
+            statement, _ = self.queries.submit(
+                request.to_json(), user=user, kind=StatementKind.LOAD
+            )
         except BaseException:
             pending.path.unlink(missing_ok=True)
             raise

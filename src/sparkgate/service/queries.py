@@ -1,34 +1,42 @@
-"""Queries for every door: read one, list them, wait until final, page its result, cancel.
+"""Queries for every door: submit one (once per ``Idempotency-Key``), cancel it, read one,
+list them, wait until final, page its result.
 
-Submitting and cancelling are the gateway's (``gateway.py``); this module adds the reads that
-every door made its own way before: a wait that sleeps on the store's hints (``watcher.py``),
-one answer for a result that is not there (``ResultNotReady``, ``ResultGone``), the
-visibility rule for lists.
+One submit for every door, with the access checks, limits and audit; and the reads every door
+made its own way before: a wait that sleeps on the store's hints (``watcher.py``), one answer
+for a result that is not there (``ResultNotReady``, ``ResultGone``), the visibility rule for
+lists. Queries the user may not see are reported as not found.
 """
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import threading
+import logging
 import time
-from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
 import pyarrow as pa
+from sqlalchemy import Connection
 
-from sparkgate import results
+from sparkgate import logs, results
 from sparkgate.auth.principal import Principal
-from sparkgate.errors import ResultGone, ResultNotReady
-from sparkgate.service.gateway import Gateway
-from sparkgate.service.visibility import scope
+from sparkgate.auth.users import Users
+from sparkgate.errors import QueryFinished, QueryNotFound, ResultGone, ResultNotReady
+from sparkgate.launcher.placement import needs_own_engine
+from sparkgate.recorded import Cancelled
+from sparkgate.service.ended import EndedQueries
+from sparkgate.service.sessions import Sessions
+from sparkgate.service.visibility import scope, sees_session
 from sparkgate.service.watcher import StatementWatcher
 from sparkgate.settings import Settings
-from sparkgate.states import TERMINAL_STATEMENT_STATES, StatementKind, StatementState
+from sparkgate.states import TERMINAL_STATEMENT_STATES, SessionKind, StatementKind, StatementState
 from sparkgate.store import Store
+from sparkgate.store.idempotency import KeyClaim
 from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
+
+log = logging.getLogger("sparkgate.service.queries")
 
 
 @dataclass(frozen=True)
@@ -56,60 +64,237 @@ class Fetched:
         return self.position + taken < self.total
 
 
-# A cursor-paging client (HiveServer2's FetchResults, 1000 rows a call by default) would read
-# its query, and check that it may, on every page: a read as dear as the page itself. An
-# ended query's record changes no more but for its cursor, which the fetch moves by
-# compare-and-set and so keeps here too; the check is made again after this many seconds.
-_ENDED_RECHECK = 5.0
-_ENDED_MAX = 256
-
-
-@dataclass
-class _Ended:
-    statement: StatementRecord
-    checked_at: dict[str | None, float]  # by user: when their access was last checked
-
-
 @dataclass
 class Queries:
     settings: Settings
     store: Store
-    gateway: Gateway
+    users: Users
+    sessions: Sessions
     watcher: StatementWatcher
-    _ended: OrderedDict[int, _Ended] = field(default_factory=OrderedDict, init=False, repr=False)
-    _ended_lock: threading.Lock = field(default_factory=threading.Lock, init=False, repr=False)
+    # Told of each running query moved to cancelling, for those no engine loop runs (a Spark
+    # Connect operation: the Connect service interrupts it in its engine).
+    on_cancelling: Callable[[int], None] | None = field(default=None, kw_only=True)
+    _ended: EndedQueries = field(default_factory=EndedQueries, init=False, repr=False)
+
+    # -- submitting and cancelling -------------------------------------------------------
+
+    def submit(
+        self,
+        code: str,
+        *,
+        user: Principal,
+        session_id: int | None = None,
+        kind: StatementKind = StatementKind.SQL,
+        isolation: str = "session",
+        conf: dict[str, str] | None = None,
+        key: str | None = None,
+    ) -> tuple[StatementRecord, bool]:
+        """Queue a statement in a session, or (no session) run it as a one-off query; made
+        once per ``key`` (the request's Idempotency-Key): the query, and whether an earlier
+        request with the key made it (then it is answered as a read would, as it is now).
+
+        A one-off query gets a session of its own, ended with it: by default (``isolation``
+        ``"session"``) a fresh ``newSession()`` on a warm shared engine of its owner, whose
+        temporary views and settings go with it; with ``"engine"``, or settings only a new
+        driver can take (``conf``), a dedicated engine (a warm one, if any)."""
+        keys = self.sessions.keys
+        claim = keys.claim(
+            key,
+            user,
+            "query",
+            query=code,
+            session_id=session_id,
+            kind=kind.value,
+            isolation=isolation,
+            conf=conf or {},
+        )
+
+        def make() -> StatementRecord:
+            if session_id is None:
+                return self._submit_alone(code, user, kind, isolation, conf, claim)
+            return self._submit_in(session_id, code, user, kind, claim)
+
+        def replay(found_id: int | None) -> StatementRecord:
+            assert found_id is not None  # a query's key names its statement
+            return self.get(found_id, user=user)
+
+        statement, replayed = keys.once(
+            claim, make, lambda found: replay(found.statement_id), now=self.sessions.clock()
+        )
+        if not replayed:
+            with logs.bound(query_id=statement.id, session_id=statement.session_id):
+                log.info("query %s submitted (%s)", statement.id, kind.value)
+        return statement, replayed
+
+    def _submit_alone(
+        self,
+        code: str,
+        user: Principal,
+        kind: StatementKind,
+        isolation: str,
+        conf: dict[str, str] | None,
+        claim: KeyClaim | None,
+    ) -> StatementRecord:
+        """A one-off query, in a batch session of its own."""
+        self.users.check_query_limit(user)
+        on_shared = isolation == "session" and not needs_own_engine(conf or {})
+        _, statement = self.sessions.open(
+            SessionKind.BATCH,
+            user=user,
+            conf=conf,
+            first_statement=(kind, code),
+            # Also what marks a one-off query's session (store.sessions.one_off_queries).
+            attributes={"isolation": "session" if on_shared else "engine"},
+            also_record=lambda session, added, conn: self._record(
+                user, session, added, claim, conn
+            ),
+        )
+        assert statement is not None
+        return statement
+
+    def _submit_in(
+        self,
+        session_id: int,
+        code: str,
+        user: Principal,
+        kind: StatementKind,
+        claim: KeyClaim | None,
+    ) -> StatementRecord:
+        """A statement queued in a session the user may use."""
+        session = self.sessions.get(session_id, user=user)
+        self.users.require_statement(user, kind, code, target=f"session:{session_id}")
+        self.users.check_query_limit(user)
+        if session.proxy_user and session.owner != user.name:
+            # The impersonator's statement runs with the proxied user's rights, too.
+            self.users.require_statement(self.users.as_user(user, session.proxy_user), kind, code)
+        with self.store.db.begin() as conn:  # the statement, its audit and key: one transaction
+            added = self.store.statements.add(
+                session_id, code, now=self.sessions.clock(), kind=kind, conn=conn
+            )
+            statement = dataclasses.replace(added, owner=session.owner)
+            self._record(user, session, statement, claim, conn)
+        return statement
+
+    def _record(
+        self,
+        user: Principal,
+        session: SessionRecord,
+        statement: StatementRecord | None,
+        claim: KeyClaim | None,
+        conn: Connection,
+    ) -> None:
+        """What a submit's transaction records besides its statement: its audit, its key."""
+        assert statement is not None  # a submit's session has its statement
+        self.audit_submit(user, statement, conn)
+        if claim is not None:
+            self.sessions.keys.record(
+                claim,
+                session_id=session.id,
+                statement_id=statement.id,
+                now=statement.created_at,
+                conn=conn,
+            )
+
+    def audit_submit(self, user: Principal, statement: StatementRecord, conn: Connection) -> None:
+        self.users.audit(
+            user,
+            "query.submit",
+            "ok",
+            target=f"query:{statement.id}",
+            detail={"session_id": statement.session_id, "kind": statement.kind.value},
+            conn=conn,
+        )
+
+    def cancel(self, query_id: int, *, user: Principal) -> StatementRecord:
+        """Cancel a query: a waiting one at once, a running one through its engine (a Spark
+        Connect operation: interrupted in its engine through ``on_cancelling``)."""
+        found, session = self._with_session(query_id, user)
+        owner = found.owner
+        with logs.bound(query_id=query_id):
+            try:
+                statement = dataclasses.replace(self._cancel(query_id), owner=owner)
+            except QueryFinished as exc:
+                self.users.audit(
+                    user,
+                    "query.cancel",
+                    "failed",
+                    target=f"query:{query_id}",
+                    detail=exc.to_dict(),
+                )
+                raise
+            log.info("query %s %s", query_id, statement.state.value)
+            connect = session.attributes.get("door") == "connect"
+            if connect and statement.state is StatementState.CANCELLING and self.on_cancelling:
+                self.on_cancelling(query_id)
+            self.users.audit(
+                user,
+                "query.cancel",
+                "ok",
+                target=f"query:{query_id}",
+                detail={"state": statement.state.value},
+            )
+            return statement
+
+    def _cancel(self, query_id: int) -> StatementRecord:
+        for _ in range(3):  # the engine may move it between our read and our write
+            statement = self.store.statements.get(query_id)
+            if statement.state in TERMINAL_STATEMENT_STATES:
+                raise QueryFinished(query_id, statement.state.value)
+            if statement.state is StatementState.CANCELLING:
+                return statement
+            now = self.sessions.clock()
+            if statement.state is StatementState.WAITING:
+                moved = self.store.transitions.statement(
+                    query_id,
+                    StatementState.CANCELLED,
+                    now=now,
+                    expected=[StatementState.WAITING],
+                    error=Cancelled(f"Query {query_id} was cancelled.").to_dict(),
+                )
+                if moved.applied:
+                    self._end_batch_without_work(statement.session_id)
+            else:
+                moved = self.store.transitions.statement(
+                    query_id,
+                    StatementState.CANCELLING,
+                    now=now,
+                    expected=[StatementState.RUNNING],
+                )
+            if moved.applied:
+                return self.store.statements.get(query_id)
+        return self.store.statements.get(query_id)
+
+    def _end_batch_without_work(self, session_id: int) -> None:
+        session = self.store.sessions.get(session_id)
+        if session.kind is SessionKind.BATCH:
+            self.sessions.kill(session_id)
+
+    # -- reading ---------------------------------------------------------------------------
 
     def for_fetch(self, query_id: int, *, user: Principal) -> StatementRecord:
         """:meth:`get` for a client paging the query's result by its cursor: once the query
         has ended, its record (cursor included) is kept for the next page's call."""
         now = time.monotonic()
-        with self._ended_lock:
-            kept = self._ended.get(query_id)
-            checked = None if kept is None else kept.checked_at.get(user.name)
-            if kept is not None and checked is not None and now - checked < _ENDED_RECHECK:
-                self._ended.move_to_end(query_id)
-                return kept.statement
-        statement = self.gateway.statement(query_id, user=user)
+        kept = self._ended.find(query_id, user.name, now)
+        if kept is not None:
+            return kept
+        statement = self.get(query_id, user=user)
         if statement.state in TERMINAL_STATEMENT_STATES:
-            with self._ended_lock:
-                kept = self._ended.setdefault(query_id, _Ended(statement, {}))
-                kept.statement = statement
-                kept.checked_at[user.name] = now
-                self._ended.move_to_end(query_id)
-                while len(self._ended) > _ENDED_MAX:
-                    self._ended.popitem(last=False)
+            self._ended.keep(statement, user.name, now)
         return statement
-
-    def _moved(self, statement: StatementRecord, position: int) -> None:
-        """The cursor moved to ``position``: a kept record of the query says so."""
-        with self._ended_lock:
-            kept = self._ended.get(statement.id)
-            if kept is not None:
-                kept.statement = dataclasses.replace(kept.statement, fetched=position)
 
     def get(self, query_id: int, *, user: Principal) -> StatementRecord:
         """The query, if the user may see it; else QueryNotFound, as for a missing id."""
-        return self.gateway.statement(query_id, user=user)
+        return self._with_session(query_id, user)[0]
+
+    def _with_session(
+        self, query_id: int, user: Principal
+    ) -> tuple[StatementRecord, SessionRecord]:
+        """A query and its session, if the user may see them; else QueryNotFound."""
+        found = self.store.statements.find_with_session(query_id)
+        if found is None or not sees_session(user, found[1]):
+            raise QueryNotFound(query_id)
+        return found
 
     def list_page(
         self,
@@ -135,12 +320,12 @@ class Queries:
         self, session_id: int, *, user: Principal, window: Window = Window()
     ) -> Page[StatementRecord]:
         """A session's statements in order, if the user may see the session."""
-        self.gateway.session(session_id, user=user)
+        self.sessions.get(session_id, user=user)
         return self.store.statements.list_page(session_id=session_id, **window.kwargs())
 
     def by_seq(self, session_id: int, seq: int, *, user: Principal) -> StatementRecord | None:
         """A session's statement by its number in the session (0 first), if any."""
-        self.gateway.session(session_id, user=user)
+        self.sessions.get(session_id, user=user)
         return self.store.statements.find_by_seq(session_id, seq)
 
     def first_of_sessions(self, sessions: Iterable[SessionRecord]) -> dict[int, StatementRecord]:
@@ -210,13 +395,13 @@ class Queries:
             batches, total = self.result_batches(statement, position, limit)
             taken = sum(b.num_rows for b in batches)
             if self.store.statements.move_cursor(statement.id, statement.fetched, position + taken):
-                self._moved(statement, position + taken)
+                self._ended.moved(statement.id, position + taken)
                 return Fetched(batches, position, total)
             # Another fetch (or node) moved the cursor first: read from where it is now.
             statement = dataclasses.replace(
                 self.store.statements.get(statement.id), owner=statement.owner
             )
-            self._moved(statement, statement.fetched)
+            self._ended.moved(statement.id, statement.fetched)
 
 
 def result_path(statement: StatementRecord) -> str:

@@ -15,7 +15,8 @@ from sparkgate.auth.access import STREAMS
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.errors import StreamJobNotFound, StreamQueryNotFound, StreamQueryNotRunning
-from sparkgate.service.gateway import Gateway
+from sparkgate.service.queries import Queries
+from sparkgate.service.sessions import Sessions
 from sparkgate.service.visibility import list_owner, scope, sees
 from sparkgate.settings import Settings
 from sparkgate.states import ACTIVE_STREAM_QUERY_STATES, StreamJobState, StreamQueryState
@@ -83,7 +84,8 @@ class StreamService:
     settings: Settings
     store: Store
     users: Users
-    gateway: Gateway
+    sessions: Sessions
+    queries: Queries
     streams: Streams
 
     def job(self, name: str, *, user: Principal) -> StreamJobRecord:
@@ -153,7 +155,7 @@ class StreamService:
 
     def of_session(self, session_id: int, *, user: Principal) -> list[QueryDetail]:
         """The streaming queries SAVE STREAM started in a session (not a stream job's)."""
-        self.gateway.session(session_id, user=user)
+        self.sessions.get(session_id, user=user)
         queries = self.store.stream_queries.of_session(session_id)
         return [self._query(q) for q in queries if q.job_id is None]
 
@@ -168,7 +170,7 @@ class StreamService:
         """The streaming queries started in the sessions the user may list (admins: ``owner``'s,
         or everyone's): of active sessions, and of sessions ended in the last
         ``SESSION_STREAMS_KEPT`` seconds; newest first."""
-        since = (self.gateway.clock() if now is None else now) - SESSION_STREAMS_KEPT
+        since = (self.sessions.clock() if now is None else now) - SESSION_STREAMS_KEPT
         visible = scope(user, owner)
         queries = self.store.stream_queries.started_in_sessions(
             owner=visible.owner, creator=visible.creator, ended_since=since, states=states
@@ -183,7 +185,7 @@ class StreamService:
     def in_session(self, session_id: int, query_id: int, *, user: Principal) -> SessionStream:
         """One streaming query of a session the user may see; else not found, as for an id
         that does not exist (a stream job's query is its job's, not the session's)."""
-        session = self.gateway.session(session_id, user=user)
+        session = self.sessions.get(session_id, user=user)
         query = self.store.stream_queries.find(query_id)
         if query is None or query.session_id != session_id or query.job_id is not None:
             raise StreamQueryNotFound(query_id)
@@ -216,7 +218,7 @@ class StreamService:
         if query.state not in STOPPABLE_QUERY_STATES:
             raise StreamQueryNotRunning(query.name, session_id)
         name = "`" + query.name.replace("`", "``") + "`"
-        return self.gateway.submit(f"STOP STREAM {name}", user=user, session_id=session_id)
+        return self.queries.submit(f"STOP STREAM {name}", user=user, session_id=session_id)[0]
 
     def progress(self, name: str, *, user: Principal, after: int = 0) -> list[QueryProgress]:
         """Every stored progress sample of the job's queries since ``after`` (a sample id)."""

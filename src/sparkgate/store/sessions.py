@@ -44,7 +44,7 @@ def one_off_queries(one_off: bool) -> sa.ColumnElement[bool]:
     """The WHERE clause of one-off queries' sessions (``one_off``), or of all the others.
 
     A one-off query (``POST /v1/queries`` without a session, ``sparkgate sql``) is a batch
-    session whose ``attributes.isolation`` the gateway recorded; Livy's batches and batch
+    session whose ``attributes.isolation`` the service recorded; Livy's batches and batch
     sessions made through ``/v1/sessions`` have none. Read as ``in_scope`` reads
     ``created_by``; the kind is compared first, so other sessions' attributes go unread."""
     batch = sessions.c.kind == SessionKind.BATCH.value

@@ -72,12 +72,12 @@ class LostRace(Exception):
 
 
 class SessionControl(Protocol):
-    """What supervision asks of the service's gateway (``service.gateway.Gateway``); a
+    """What supervision asks of the service's sessions (``service.sessions.Sessions``); a
     protocol, so that streaming stays below the service that offers stream jobs to users."""
 
     def place(self, session: SessionRecord, *, fresh: bool = False) -> SessionRecord | None: ...
 
-    def kill_session(self, session_id: int) -> SessionRecord: ...
+    def kill(self, session_id: int) -> SessionRecord: ...
 
 
 class Streams:
@@ -85,14 +85,14 @@ class Streams:
         self,
         settings: Settings,
         store: Store,
-        gateway: SessionControl,
+        sessions: SessionControl,
         *,
         clock: Callable[[], float] = time.time,
         rand: Callable[[], float] = random.random,
     ) -> None:
         self.settings = settings
         self.store = store
-        self.gateway = gateway
+        self.sessions = sessions
         self.clock = clock
         self.rand = rand
 
@@ -328,7 +328,7 @@ class Streams:
                 latest = self.store.stream_queries.restarts(job_id=job.id, limit=1)
                 if latest and latest[0].restarted_at is None:
                     self.store.stream_queries.mark_restarted(latest[0].id, now=now, conn=conn)
-        self.gateway.place(self.store.sessions.get(session.id))
+        self.sessions.place(self.store.sessions.get(session.id))
 
     def _relaunch_later(self, job: StreamJobRecord, action: Relaunch, now: float) -> None:
         with self.store.db.begin() as conn:
@@ -412,7 +412,7 @@ class Streams:
         if moved.applied and kill and job.session_id is not None:
             session = self.store.sessions.find(job.session_id)
             if session is not None and session.state in ACTIVE_SESSION_STATES:
-                self.gateway.kill_session(session.id)
+                self.sessions.kill(session.id)
         return moved.applied
 
     def _settle_orphans(self, now: float) -> None:

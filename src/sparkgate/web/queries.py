@@ -105,7 +105,7 @@ def cancel_query(
     request: Request, query_id: Id, service: ServiceDep, user: UserDep
 ) -> HTMLResponse:
     try:
-        query, notice = Query.of(service.gateway.cancel(query_id, user=user)), None
+        query, notice = Query.of(service.queries.cancel(query_id, user=user)), None
     except QueryFinished as exc:  # it ended meanwhile: show how
         query, notice = Query.of(service.queries.get(query_id, user=user)), exc.message
     return render(request, "_query_state.html", query=query, changed=True, notice=notice)

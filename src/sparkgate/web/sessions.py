@@ -42,7 +42,7 @@ def _sessions(service: Service, user: Principal, filters: dict[str, str]) -> dic
     user's) are left out unless asked for; the page says how many, and links to them."""
 
     def listed(one_off: bool | None, window: Window) -> Page[SessionRecord]:
-        return service.gateway.sessions(
+        return service.sessions.list_page(
             user=user,
             states=[SessionState(filters["state"])] if filters["state"] else None,
             kinds=[SessionKind(filters["kind"])] if filters["kind"] else None,
@@ -89,14 +89,14 @@ def sessions_page(
 def kill_session(
     request: Request, session_id: Id, service: ServiceDep, user: UserDep
 ) -> HTMLResponse:
-    session = service.gateway.kill_session(session_id, user=user)
+    session = service.sessions.kill(session_id, user=user)
     return render(
         request, "_notice.html", message=f"Session {session.id} is {session.state.value}."
     )
 
 
 def _engines(service: Service, all_engines: bool) -> dict[str, Any]:
-    engines = service.gateway.engines(live_only=not all_engines)
+    engines = service.engines.list_all(live_only=not all_engines)
     return {"engines": [Engine.of(e) for e in engines], "all": all_engines}
 
 
@@ -112,6 +112,6 @@ def recycle_engine(
     request: Request, engine_id: Id, service: ServiceDep, user: UserDep
 ) -> HTMLResponse:
     """Stop the engine; its sessions end and the warm pool starts a fresh one."""
-    engine = service.gateway.stop_engine(engine_id, user=user)
+    engine = service.engines.stop(engine_id, user=user)
     message = f"Engine {engine.id} is {engine.state.value}."
     return render(request, "_notice.html", message=message)

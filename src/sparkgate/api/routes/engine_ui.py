@@ -78,7 +78,7 @@ def engine_ui(
     engine_id: Id, request: Request, service: ServiceDep, user: UserDep, path: str = ""
 ) -> Response:
     """A page of engine ``engine_id``'s Spark UI (admins only)."""
-    engine = service.gateway.engine_ui(engine_id, user=user)  # EngineNotFound: 404
+    engine = service.engines.ui(engine_id, user=user)  # EngineNotFound: 404
     origin = _ui_origin(engine)
     target = f"{origin}/{path}"
     headers = {k: v for k, v in request.headers.items() if k.lower() in _PASSED_REQUEST_HEADERS}

@@ -15,13 +15,13 @@ router = APIRouter(prefix="/v1/engines", tags=["engines"])
 @router.get("", response_model=EngineList)
 def list_engines(service: ServiceDep, all: bool = False) -> EngineList:
     """The engines (live ones unless ``?all=true``): kind, state, process, heartbeat."""
-    engines = service.gateway.engines(live_only=not all)
+    engines = service.engines.list_all(live_only=not all)
     return EngineList(engines=[Engine.of(e) for e in engines])
 
 
 @router.get("/{engine_id}", response_model=Engine)
 def get_engine(engine_id: Id, service: ServiceDep) -> Engine:
-    return Engine.of(service.gateway.engine(engine_id))
+    return Engine.of(service.engines.get(engine_id))
 
 
 @router.post(
@@ -34,4 +34,4 @@ def stop_engine(engine_id: Id, service: ServiceDep, user: UserDep) -> Engine:
     """Stop an engine gracefully: it takes no more work, lets its running statements finish,
     ends its sessions (``dead``, ``ENGINE_STOPPED``) and exits. Placement starts replacements
     for the shared and warm engines the settings ask for. Stopping a stopped engine is harmless."""
-    return Engine.of(service.gateway.stop_engine(engine_id, user=user))
+    return Engine.of(service.engines.stop(engine_id, user=user))

@@ -92,13 +92,13 @@ async def submit_query(
             field="conf" if body.conf else "isolation",
         )
     statement, replayed = await asyncio.to_thread(
-        service.idempotency.submit,
-        idempotency_key,
+        service.queries.submit,
         body.query,
         user=user,
         session_id=body.session_id,
         isolation=body.isolation,
         conf=body.conf,
+        key=idempotency_key,
     )
     if replayed:
         response.headers[REPLAYED_HEADER] = "true"
@@ -187,4 +187,4 @@ def get_result(
 )
 def cancel_query(query_id: Id, service: ServiceDep, user: UserDep) -> bodies.Query:
     """Cancel: a waiting query at once, a running one as soon as its engine interrupts it."""
-    return bodies.Query.of(service.gateway.cancel(query_id, user=user))
+    return bodies.Query.of(service.queries.cancel(query_id, user=user))

@@ -65,8 +65,8 @@ def create_session(
     """Start a session: ``{"kind": "interactive", "conf": {"spark.sql.ansi.enabled": "false"}}``.
     With an ``Idempotency-Key``, a repeat answers the session the first request made, as it is
     now, with ``Idempotent-Replayed: true``."""
-    session, replayed = service.idempotency.create_session(
-        idempotency_key, SessionKind(body.kind), user=user, name=body.name, conf=body.conf
+    session, replayed = service.sessions.create(
+        SessionKind(body.kind), user=user, name=body.name, conf=body.conf, key=idempotency_key
     )
     if replayed:
         response.headers[REPLAYED_HEADER] = "true"
@@ -86,7 +86,7 @@ def list_sessions(
     """Your sessions, oldest first: ``?state=idle&state=busy&limit=100`` (admins: everyone's,
     or ``?owner=``); the next page is ``?after=<next>``. The session each one-off query
     (``POST /v1/queries`` without a session) ran in is left out unless ``?one_off=true``."""
-    page = service.gateway.sessions(
+    page = service.sessions.list_page(
         user=user,
         owner=owner,
         states=state,
@@ -99,10 +99,10 @@ def list_sessions(
 
 @router.get("/{session_id}", response_model=Session)
 def get_session(session_id: Id, service: ServiceDep, user: UserDep) -> Session:
-    return Session.of(service.gateway.session(session_id, user=user))
+    return Session.of(service.sessions.get(session_id, user=user))
 
 
 @router.delete("/{session_id}", response_model=Session)
 def kill_session(session_id: Id, service: ServiceDep, user: UserDep) -> Session:
     """End the session (``killed``); its running statement is cancelled."""
-    return Session.of(service.gateway.kill_session(session_id, user=user))
+    return Session.of(service.sessions.kill(session_id, user=user))
