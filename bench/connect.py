@@ -55,7 +55,15 @@ from typing import Any
 import httpx
 from rich.console import Console
 
-from bench.harness import SHIPPED_TIMERS, bench_server, log_errors, median, percentile, stop_group
+from bench.harness import (
+    SHIPPED_TIMERS,
+    bench_server,
+    cpu_ticks,
+    log_errors,
+    median,
+    percentile,
+    stop_group,
+)
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.catalog.metastore import pyspark_jars
 from sparkgate.engine.spark import CONNECT_SECRET_ENV, engine_spark_conf
@@ -625,20 +633,6 @@ def group(pgid: int) -> list[int]:
             if int(stat[stat.rindex(")") + 2 :].split()[2]) == pgid:
                 found.append(int(entry.name))
     return found
-
-
-def cpu_ticks(groups: dict[str, list[int]]) -> dict[str, int]:
-    """CPU ticks (user + system, all threads) of each named set of processes."""
-    totals = {}
-    for name, pids in groups.items():
-        total = 0
-        for pid in pids:
-            with contextlib.suppress(OSError):
-                stat = Path(f"/proc/{pid}/stat").read_text()
-                fields = stat[stat.rindex(")") + 2 :].split()
-                total += int(fields[11]) + int(fields[12])
-        totals[name] = total
-    return totals
 
 
 def process_ticks() -> dict[int, tuple[str, int]]:

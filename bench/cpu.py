@@ -29,7 +29,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.table import Table
 
-from bench.harness import bench_server, raw_spark
+from bench.harness import bench_server, cpu_ticks, raw_spark
 from sparkgate.client import Client
 
 TICK_MS = 1000 / os.sysconf("SC_CLK_TCK")
@@ -68,25 +68,16 @@ def role(pid: int, server_pid: int) -> str:
     return "engine Python"
 
 
-def ticks(pids: list[int]) -> int:
-    total = 0
-    for pid in pids:
-        with contextlib.suppress(OSError):
-            stat = Path(f"/proc/{pid}/stat").read_text()
-            fields = stat[stat.rindex(")") + 2 :].split()
-            total += int(fields[11]) + int(fields[12])
-    return total
-
-
 def cpu_ms(
     groups: dict[str, list[int]], work: Callable[[], None]
 ) -> tuple[dict[str, float], float]:
     """CPU ms of each group while ``work`` runs, and its wall seconds."""
-    before = {name: ticks(pids) for name, pids in groups.items()}
+    before = cpu_ticks(groups)
     started = time.monotonic()
     work()
     elapsed = time.monotonic() - started
-    return {name: (ticks(pids) - before[name]) * TICK_MS for name, pids in groups.items()}, elapsed
+    after = cpu_ticks(groups)
+    return {name: (after[name] - before[name]) * TICK_MS for name in groups}, elapsed
 
 
 def idle_ms(groups: dict[str, list[int]], seconds: float) -> dict[str, float]:

@@ -244,3 +244,17 @@ def log_errors(server: ServerProcess) -> list[str]:
             if " ERROR " in line or line.startswith("Traceback"):
                 found.append(f"{path.name}: {line[:200]}")
     return found
+
+
+def cpu_ticks(groups: dict[str, list[int]]) -> dict[str, int]:
+    """CPU ticks (user + system, all threads) of each named set of processes."""
+    totals = {}
+    for name, pids in groups.items():
+        total = 0
+        for pid in pids:
+            with contextlib.suppress(OSError):
+                stat = Path(f"/proc/{pid}/stat").read_text()
+                fields = stat[stat.rindex(")") + 2 :].split()
+                total += int(fields[11]) + int(fields[12])
+        totals[name] = total
+    return totals
