@@ -64,18 +64,17 @@ def fail_engine(
     store: Store, engine_id: int, to: EngineState, error: RecordedError, *, now: float
 ) -> bool:
     """Move a live engine to a final state, ending its sessions and statements with ``error``."""
-    stored = error.to_json()
     with store.db.begin() as conn:
         moved = store.transitions.engine(
-            engine_id, to, now=now, expected=LIVE_ENGINE_STATES, error=stored, conn=conn
+            engine_id, to, now=now, expected=LIVE_ENGINE_STATES, error=error, conn=conn
         )
         if not moved.applied:
             return False
         sessions = store.transitions.sessions_of_engine(
-            engine_id, SessionState.DEAD, now=now, error=stored, conn=conn
+            engine_id, SessionState.DEAD, now=now, error=error, conn=conn
         )
         for session_id in sessions:
-            store.transitions.end_statements_of_session(session_id, stored, now=now, conn=conn)
+            store.transitions.end_statements_of_session(session_id, error, now=now, conn=conn)
     return True
 
 

@@ -122,6 +122,4 @@ def end_session(shared: Shared, session_id: int, to: SessionState, error: Record
     now = shared.clock()
     with shared.store.db.begin() as conn:
         shared.store.transitions.session(session_id, to, now=now, error=error, conn=conn)
-        shared.store.transitions.end_statements_of_session(
-            session_id, error.to_json(), now=now, conn=conn
-        )
+        shared.store.transitions.end_statements_of_session(session_id, error, now=now, conn=conn)

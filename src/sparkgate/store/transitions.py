@@ -363,7 +363,7 @@ class Transitions:
             return moved
 
     def end_statements_of_session(
-        self, session_id: int, error: dict[str, Any], *, now: float, conn: Connection
+        self, session_id: int, error: RecordedError, *, now: float, conn: Connection
     ) -> None:
         """The session's work cannot go on (its engine is lost or stopped): waiting and running
         statements fail with ``error``; those being cancelled are cancelled, as was asked."""
