@@ -60,19 +60,9 @@ def session_view(
         kind=kept.kind,
         appInfo=app_info(),
         log=log[-LOG_LINES_IN_VIEW:],
-        ttl=kept.ttl,
-        driverMemory=kept.driverMemory,
-        driverCores=kept.driverCores,
-        executorMemory=kept.executorMemory,
-        executorCores=kept.executorCores,
-        archives=kept.archives,
-        files=kept.files,
-        heartbeatTimeoutInSecond=kept.heartbeatTimeoutInSecond,
-        jars=kept.jars,
-        numExecutors=kept.numExecutors,
-        pyFiles=kept.pyFiles,
-        queue=kept.queue,
         conf=session.conf,
+        # The answer's model orders its keys; these are Livy's resource fields as kept.
+        **kept.model_dump(exclude={"kind"}),
     )
 
 

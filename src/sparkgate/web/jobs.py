@@ -124,19 +124,8 @@ def job_state(
 def _render_job(
     request: Request, template: str, page: JobPage, *, history_changed: bool = False
 ) -> HTMLResponse:
-    """A job's page, or its state fragment."""
-    return render(
-        request,
-        template,
-        job=page.job,
-        versions=page.versions,
-        decisions=page.decisions,
-        deploying=page.deploying,
-        marker=page.marker,
-        kept_diff=page.kept_diff,
-        stream_visible=page.stream_visible,
-        history_changed=history_changed,
-    )
+    """A job's page, or its state fragment: the templates read the page's fields by name."""
+    return render(request, template, **vars(page), history_changed=history_changed)
 
 
 def _detail(service: Service, user: Principal, name: str) -> JobPage:
