@@ -6,13 +6,14 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sparkgate.engine.process import Engine
+from sparkgate.engine.shared import Look
 from sparkgate.settings import Settings
 from sparkgate.states import (
     TERMINAL_STATEMENT_STATES,
@@ -24,6 +25,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import Store
 from sparkgate.store.hints import SocketHints, engine_channel
+from sparkgate.store.sessions import SessionWork
 from sparkgate_dev import eventually
 
 pytestmark = pytest.mark.spark
@@ -44,10 +46,11 @@ def running_engine(spark: Any, home: Path, *, hints: bool, safety_poll: float) -
     engine.record = store.engines.get(record.id)
     engine._hints = store.db.hints.listen(engine_channel(record.id), engine._on_hint)
 
-    def loop() -> None:
+    def loop() -> None:  # Engine.run's loop, without starting Spark
+        needed = Look.ALL
         while not engine._should_exit():
-            engine._tick()
-            engine._pause()
+            engine._tick(needed)
+            needed = engine._pause()
 
     threading.Thread(target=loop, name="engine-loop", daemon=True).start()
     return engine
@@ -109,3 +112,62 @@ def test_an_engine_whose_hint_socket_disappeared_still_works(engines: Any) -> No
     # The listener binds again within a second and looks once; hints reach it again.
     eventually(sockets[0].exists, timeout=30, what="the hint socket to come back")
     assert run_one(engine, "SELECT 2") is StatementState.SUCCESS
+
+
+def open_session(engine: Engine) -> int:
+    store = engine.store
+    session = store.sessions.add(SessionKind.INTERACTIVE, now=time.time())
+    store.transitions.session(
+        session.id, SessionState.STARTING, now=time.time(), engine_id=engine.engine_id
+    )
+    eventually(
+        lambda: store.sessions.get(session.id).state is SessionState.IDLE,
+        timeout=60,
+        what=f"session {session.id} to open",
+    )
+    return session.id
+
+
+def test_a_statement_waiting_behind_another_runs_when_it_ends(engines: Any) -> None:
+    """The second statement's hint comes while the first runs, so the engine cannot claim it
+    then; the first one's end must bring it a read (there is no safety poll to rely on)."""
+    engine = engines(hints=True, safety_poll=NEVER)
+    store = engine.store
+    session_id = open_session(engine)
+    with store.db.begin() as conn:  # one commit: both are waiting when the engine reads
+        ids = [
+            store.statements.add(session_id, sql, now=time.time(), conn=conn).id
+            for sql in ("SELECT count(*) FROM range(100000)", "SELECT 2")
+        ]
+
+    def ended() -> list[StatementState] | None:
+        states = [store.statements.get(i).state for i in ids]
+        return states if all(s in TERMINAL_STATEMENT_STATES for s in states) else None
+
+    states = eventually(ended, timeout=60, what="both statements to end")
+    assert states == [StatementState.SUCCESS, StatementState.SUCCESS]
+
+
+def test_a_statement_costs_the_engine_one_read_of_its_work(engines: Any) -> None:
+    """A statement's end wakes the loop but needs no read of the sessions: only the hint of
+    a new statement (or the safety poll, here never) does."""
+    engine = engines(hints=True, safety_poll=NEVER)
+    store = engine.store
+    session_id = open_session(engine)
+    reads = 0
+    work_of_engine: Callable[[int], list[SessionWork]] = store.sessions.work_of_engine
+
+    def counted(engine_id: int) -> list[SessionWork]:
+        nonlocal reads
+        reads += 1
+        return work_of_engine(engine_id)
+
+    setattr(store.sessions, "work_of_engine", counted)  # noqa: B010 (mypy: a method)
+    for n in range(5):
+        statement_id = store.statements.add(session_id, f"SELECT {n}", now=time.time()).id
+
+        def succeeded(statement_id: int = statement_id) -> bool:
+            return store.statements.get(statement_id).state is StatementState.SUCCESS
+
+        eventually(succeeded, timeout=60, what=f"statement {statement_id} to succeed")
+    assert reads == 5

@@ -140,9 +140,9 @@ def test_work_of_engine_names_each_sessions_oldest_waiting(
     first = store.statements.add(s1.id, "SELECT 1", now=NOW)
     store.statements.add(s1.id, "SELECT 2", now=NOW)
     work = store.sessions.work_of_engine(engine.id)
-    assert [(session.id, waiting) for session, waiting in work] == [
-        (s1.id, first),
-        (s2.id, None),
+    assert [(item.session.id, item.waiting, item.more_waiting) for item in work] == [
+        (s1.id, first, True),
+        (s2.id, None, False),
     ]
     assert store.statements.next_waiting([s1.id, s2.id]) == {s1.id: store.statements.get(first.id)}
 

@@ -13,7 +13,14 @@ import pytest
 
 from sparkgate.states import EngineState, SessionKind, SessionState, StatementState
 from sparkgate.store import Store
-from sparkgate.store.hints import NODES, Listener, SocketHints, engine_channel, for_url
+from sparkgate.store.hints import (
+    NEW_STATEMENT,
+    NODES,
+    Listener,
+    SocketHints,
+    engine_channel,
+    for_url,
+)
 from tests.conftest import NOW
 
 # Hints arrive in milliseconds; this is only how long a test waits before calling one lost.
@@ -69,7 +76,7 @@ def test_a_new_statement_wakes_its_sessions_engine_only(
     to_mine, to_other = inboxes(engine_channel(mine.id)), inboxes(engine_channel(other.id))
     session = make_session(engine_id=mine.id)
     statement = store.statements.add(session.id, "SELECT 1", now=NOW)
-    assert to_mine.next() == str(statement.id)
+    assert to_mine.next() == f"{NEW_STATEMENT}{statement.id}"
     assert to_other.silent()
 
 

@@ -25,13 +25,16 @@ log = logging.getLogger("sparkgate.engine")
 CANCEL_REPEAT = 0.2
 
 
-def pass_on_cancels(shared: Shared, *, tick: int) -> bool:
+def pass_on_cancels(shared: Shared, *, tick: int, read: bool = True) -> bool:
+    """Cancel the jobs of statements the store says are being cancelled (read only when
+    ``read``: a cancel hints the engine, and the safety poll reads too), and repeat the
+    cancels not yet obeyed."""
     executions = shared.running_executions()
     if not executions:
         return False
     # Statements claimed in this tick were just read running; a cancel written since
     # hints us, which wakes the next tick, and that one reads their states.
-    earlier = [e.statement.id for e in executions if e.claimed_in < tick]
+    earlier = [e.statement.id for e in executions if e.claimed_in < tick] if read else []
     states = shared.store.statements.states(earlier) if earlier else {}
     acted = False
     now = shared.clock()

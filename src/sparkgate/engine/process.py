@@ -35,7 +35,7 @@ from sparkgate.engine.heartbeat import Heartbeat
 from sparkgate.engine.reporting import Reporter
 from sparkgate.engine.running import StatementRunner
 from sparkgate.engine.sessions import SessionKeeper, end_session
-from sparkgate.engine.shared import Shared
+from sparkgate.engine.shared import Look, Shared
 from sparkgate.engine.startup import fail_start, install_access_control, start_spark, warm_up
 from sparkgate.engine.stopping import Stopping
 from sparkgate.recorded import EngineStopped, RecordedError
@@ -44,7 +44,13 @@ from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import EngineState, SessionState
 from sparkgate.store import Store
-from sparkgate.store.hints import CONNECT_CANCELLED, ENGINE_CHANGED, Listener, engine_channel
+from sparkgate.store.hints import (
+    CONNECT_CANCELLED,
+    ENGINE_CHANGED,
+    NEW_STATEMENT,
+    Listener,
+    engine_channel,
+)
 from sparkgate.store.outage import is_unreachable
 from sparkgate.store.records import EngineRecord
 from sparkgate.streaming.supervisor import StreamSupervisor
@@ -83,6 +89,7 @@ class Engine:
         self._hints: Listener | None = None
         self._last_busy = clock()
         self._ticks = 0
+        self._backlog = False  # the last read saw a statement waiting behind a running one
         self._last_table_recovery = 0.0
 
     # What the steps share, as the engine's own (its entry point and tests set and read them).
@@ -164,10 +171,11 @@ class Engine:
         heartbeat.start()
         self._hints = self.store.db.hints.listen(engine_channel(self.engine_id), self._on_hint)
         try:
+            needed = Look.ALL
             while not self._should_exit():
                 try:
-                    self._tick()
-                    self._pause()
+                    self._tick(needed)
+                    needed = self._pause()
                     self._stopping.follow_engine_state()
                     shared.store_back()
                 except Exception as exc:
@@ -195,14 +203,15 @@ class Engine:
             return
         if payload == ENGINE_CHANGED:
             self._stopping.engine_changed()  # asked to stop, or declared lost: read our own row
-        self.shared.wake.set()
+        self.shared.wake_for(Look.WORK if payload.startswith(NEW_STATEMENT) else Look.ALL)
 
     def _should_exit(self) -> bool:
         return self._stopping.should_exit(self._last_busy)
 
-    def _pause(self) -> None:
-        """Sleep until woken (a hint, a statement finished, a stop), or the safety poll. Only
-        a cancel not yet obeyed makes the loop come back sooner, to repeat it."""
+    def _pause(self) -> Look:
+        """Sleep until woken (a hint, a statement finished, a stop), or the safety poll; what
+        the next pass must read. Only a cancel not yet obeyed makes the loop come back
+        sooner, to repeat it."""
         shared = self.shared
         timeout = self.settings.hint_safety_poll
         with shared.lock:
@@ -210,8 +219,10 @@ class Engine:
                 timeout = min(timeout, CANCEL_REPEAT)
             elif self.settings.hints and not shared.sessions and not shared.running:
                 timeout *= _IDLE_POLL_FACTOR
-        shared.wake.wait(timeout)
+        if not shared.wake.wait(timeout):
+            shared.wake_for(Look.ALL)  # the safety poll: a hint may have been lost
         shared.wake.clear()  # before the tick: a hint arriving during it wakes the next wait
+        return shared.take_needed()
 
     def _shutdown(self, failed: RecordedError | None = None) -> None:
         shared = self.shared
@@ -252,36 +263,60 @@ class Engine:
 
     # -- the loop ------------------------------------------------------------------------
 
-    def _tick(self) -> bool:
-        """One pass over this engine's work; True if anything happened."""
+    def _tick(self, needed: Look = Look.ALL) -> bool:
+        """One pass over this engine's work, reading what ``needed`` says (what woke it:
+        everything on the safety poll); True if anything happened."""
         shared = self.shared
         self._ticks += 1
         reap_executions(shared)  # first: a session whose statement just ended takes its next
         busy = settle(shared, tick=self._ticks)  # claims the store took but did not answer
+        if self._backlog:
+            needed |= Look.WORK  # a statement waits behind one that may have ended
+        try:
+            if needed & Look.WORK:
+                busy |= self._take_work()
+            busy |= pass_on_cancels(shared, tick=self._ticks, read=bool(needed & Look.CANCELS))
+        except Exception:
+            shared.wake_for(needed)  # not read: read once the store answers
+            raise
+        self._recover_tables()
+        if busy or shared.running:
+            self._last_busy = self.clock()
+        return busy
+
+    def _take_work(self) -> bool:
+        """Read the engine's sessions and their next statements: open new sessions, close
+        ended ones, claim a statement for each idle session. What stays waiting behind a
+        running statement is remembered, so that its end brings a read."""
+        shared = self.shared
+        busy = False
         work = self.store.sessions.work_of_engine(self.engine_id)
-        active_ids = {session.id for session, _ in work}
+        active_ids = {item.session.id for item in work}
         for session_id in list(shared.sessions):
             if session_id not in active_ids:
                 self._keeper.close(session_id)
                 busy = True
-        for session, waiting in work:
+        backlog = False
+        for session, waiting, more_waiting in work:
             if session.state is SessionState.STARTING:
                 if session.id not in shared.sessions:
                     self._keeper.open(session)
                 else:
                     self._keeper.say_open(session.id)  # its first say met a store outage
                 busy = True
+            if waiting is None:
+                continue
             if (
-                waiting is not None
-                and not shared.stop.is_set()
+                not shared.stop.is_set()
                 and session.id in shared.sessions
                 and not session_running(shared, session.id)
             ):
-                busy |= claim(shared, session.id, waiting, tick=self._ticks)
-        busy |= pass_on_cancels(shared, tick=self._ticks)
-        self._recover_tables()
-        if busy or shared.running:
-            self._last_busy = self.clock()
+                claimed = claim(shared, session.id, waiting, tick=self._ticks)
+                busy |= claimed
+                backlog |= more_waiting or not claimed
+            else:
+                backlog = True
+        self._backlog = backlog
         return busy
 
     def _recover_tables(self) -> None:

@@ -16,7 +16,7 @@ from functools import partial
 from sparkgate.engine import artifacts
 from sparkgate.engine.authz import decider as authz
 from sparkgate.engine.execution import Execution, SessionWorker
-from sparkgate.engine.shared import Shared
+from sparkgate.engine.shared import Look, Shared
 from sparkgate.engine.udfs import register_udfs
 from sparkgate.recorded import ErrorCode, RecordedError
 from sparkgate.runtime.failures import recorded_failure
@@ -67,7 +67,10 @@ class SessionKeeper:
         opened = OpenSession(session, spark)
         shared.sessions[session.id] = opened
         shared.workers[session.id] = SessionWorker(
-            session.id, self._execute, shared.wake.set, partial(self._release_files, opened)
+            session.id,
+            self._execute,
+            partial(shared.wake_for, Look.NOTHING),
+            partial(self._release_files, opened),
         )
         shared.served_session = True
         self.say_open(session.id)

@@ -11,6 +11,7 @@ large ``self``. Three threads use it (the loop, the heartbeat, each session's wo
 
 from __future__ import annotations
 
+import enum
 import logging
 import threading
 from collections.abc import Callable
@@ -39,6 +40,15 @@ class UnsettledClaim:
     at: float  # the claim's time, which it wrote as the statement's start
 
 
+class Look(enum.Flag):
+    """What the loop's next pass must read of the store, by what woke it."""
+
+    NOTHING = 0
+    WORK = enum.auto()  # its sessions and their next waiting statements
+    CANCELS = enum.auto()  # the states of the statements it runs
+    ALL = WORK | CANCELS
+
+
 @dataclass(eq=False)
 class Shared:
     settings: Settings
@@ -63,12 +73,28 @@ class Shared:
     # Set by hints from the store's writers, finished statements and stop requests: the
     # loop looks at the store when woken, and on the safety poll otherwise.
     wake: threading.Event = field(default_factory=threading.Event)
+    # What the woken pass must read (see ``wake_for``).
+    needed: Look = Look.NOTHING
     exiting: threading.Event = field(default_factory=threading.Event)
     exit_reason: str = "stopped"
     store_out_since: float | None = None  # while the store cannot be reached
     # Claims whose commit went unanswered (the store dropped away during it): the loop's
     # only, settled by claims.settle once the store answers (statement id -> the claim).
     unsettled_claims: dict[int, UnsettledClaim] = field(default_factory=dict)
+
+    def wake_for(self, look: Look = Look.ALL) -> None:
+        """Wake the loop, whose next pass reads ``look`` of the store. A statement's end
+        needs no read (``Look.NOTHING``): its session's next statement, if one was already
+        waiting, is known from the last read, and one submitted since hinted. So a
+        statement costs the engine one read of its work, not one per wake-up."""
+        with self.lock:
+            self.needed |= look
+        self.wake.set()
+
+    def take_needed(self) -> Look:
+        with self.lock:
+            needed, self.needed = self.needed, Look.NOTHING
+        return needed
 
     def running_executions(self) -> list[Execution]:
         with self.lock:

@@ -36,7 +36,7 @@ class Stopping:
             if shared.stop.is_set():
                 shared.stop_now.set()
             shared.stop.set()
-            shared.wake.set()
+            shared.wake.set()  # no lock in a signal handler: a stop needs no read
 
         signal.signal(signal.SIGTERM, on_term)
         signal.signal(signal.SIGINT, on_term)
@@ -45,7 +45,7 @@ class Stopping:
         self._shared.stop.set()
         if now:
             self._shared.stop_now.set()
-        self._shared.wake.set()
+        self._shared.wake_for()
 
     def engine_changed(self) -> None:
         """A hint said this engine's row changed: the loop reads it after its pass."""
@@ -68,13 +68,13 @@ class Stopping:
             return
         if state is EngineState.STOPPING:
             shared.stop.set()
-            shared.wake.set()
+            shared.wake_for()
         elif state in TERMINAL_ENGINE_STATES:
             assert state is not None
             log.error("engine declared %s by the store; exiting now", state.value)
             shared.exit_reason = f"declared {state.value}"
             shared.stop_now.set()
-            shared.wake.set()
+            shared.wake_for()
 
     def should_exit(self, last_busy: float) -> bool:
         shared = self._shared

@@ -41,6 +41,10 @@ log = logging.getLogger("sparkgate.hints")
 
 NODES = "sparkgate_nodes"
 ENGINE_CHANGED = "engine"  # the payload on an engine's channel when the engine's own row moved
+# The payload's prefix (then its id) when a session of the engine got a new statement: the
+# engine reads its sessions' work, but need not read its running statements' states for
+# cancels. Any other payload (a bare id: a cancel, a kill, a placed session) means "read all".
+NEW_STATEMENT = "statement:"
 # The payload's prefix (then a query id) when a Spark Connect operation of the engine was
 # cancelled: the engine cancels the operation's Spark jobs for a while.
 CONNECT_CANCELLED = "connect-cancelled:"

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterable
-from typing import Any
+from typing import Any, NamedTuple
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -14,6 +14,41 @@ from sparkgate.store.database import Database
 from sparkgate.store.pages import read_page
 from sparkgate.store.records import Page, SessionRecord, StatementRecord
 from sparkgate.store.schema import sessions, statements
+
+
+class SessionWork(NamedTuple):
+    """An engine's session as its loop reads it."""
+
+    session: SessionRecord
+    waiting: StatementRecord | None  # its oldest waiting statement
+    more_waiting: bool  # others wait behind that one
+
+
+def _work_of_engine() -> sa.Select[Any]:
+    """An engine's active sessions with their next waiting statement and how many wait: built
+    once, as the engine's loop runs it for every statement (see ``Sessions.work_of_engine``)."""
+    others = statements.alias("queued")
+    is_waiting = [
+        others.c.session_id == sessions.c.id,
+        others.c.state == StatementState.WAITING.value,
+    ]
+    next_waiting = (
+        sa.select(sa.func.min(others.c.id)).where(*is_waiting).correlate(sessions)
+    ).scalar_subquery()
+    waiting_count = (
+        sa.select(sa.func.count()).select_from(others).where(*is_waiting).correlate(sessions)
+    ).scalar_subquery()
+    waiting = [c.label(f"next_{c.name}") for c in statements.c]
+    return (
+        sa.select(sessions, *waiting, waiting_count.label("waiting_count"))
+        .select_from(sessions.outerjoin(statements, statements.c.id == next_waiting))
+        .where(sessions.c.engine_id == sa.bindparam("engine_id"))
+        .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]))
+        .order_by(sessions.c.id)
+    )
+
+
+_WORK_OF_ENGINE = _work_of_engine()
 
 
 def in_scope(owner: str | None, creator: str | None) -> list[sa.ColumnElement[bool]]:
@@ -180,38 +215,24 @@ class Sessions:
         with self._db.read() as conn:
             return [SessionRecord.from_row(r) for r in conn.execute(query).mappings()]
 
-    def work_of_engine(self, engine_id: int) -> list[tuple[SessionRecord, StatementRecord | None]]:
+    def work_of_engine(self, engine_id: int) -> list[SessionWork]:
         """The engine's active sessions, each with its oldest waiting statement (whole, so
-        that claiming it needs no second read).
+        that claiming it needs no second read) and whether others wait behind it.
 
         One read each time an engine looks: it is kept to one query.
         """
-        others = statements.alias("queued")
-        next_waiting = (
-            sa.select(sa.func.min(others.c.id))
-            .where(others.c.session_id == sessions.c.id)
-            .where(others.c.state == StatementState.WAITING.value)
-            .correlate(sessions)
-            .scalar_subquery()
-        )
-        waiting = [c.label(f"next_{c.name}") for c in statements.c]
-        query = (
-            sa.select(sessions, *waiting)
-            .select_from(sessions.outerjoin(statements, statements.c.id == next_waiting))
-            .where(sessions.c.engine_id == engine_id)
-            .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]))
-            .order_by(sessions.c.id)
-        )
+        query = _WORK_OF_ENGINE
         with self._db.read() as conn:
-            rows = conn.execute(query).mappings().all()
+            rows = conn.execute(query, {"engine_id": engine_id}).mappings().all()
         work = []
         for row in rows:
             values = dict(row)
+            count = values.pop("waiting_count") or 0
             statement = {c.name: values.pop(f"next_{c.name}") for c in statements.c}
             next_statement = None
             if statement["id"] is not None:
                 next_statement = StatementRecord.from_row(statement)
-            work.append((SessionRecord.from_row(values), next_statement))
+            work.append(SessionWork(SessionRecord.from_row(values), next_statement, count > 1))
         return work
 
     def unplaced(self, *, created_before: float) -> list[SessionRecord]:

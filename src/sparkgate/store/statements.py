@@ -17,7 +17,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store.database import Database
-from sparkgate.store.hints import engine_channel
+from sparkgate.store.hints import NEW_STATEMENT, engine_channel
 from sparkgate.store.pages import read_page
 from sparkgate.store.records import Page, SessionRecord, StatementRecord
 from sparkgate.store.schema import sessions, statements
@@ -25,6 +25,26 @@ from sparkgate.store.sessions import in_scope
 
 # A statement is its session's owner's: lists and long polls read the two together.
 _WITH_SESSION = statements.join(sessions, statements.c.session_id == sessions.c.id)
+
+
+# A statement's submit runs these two: built once, their values bound at execution.
+_BUMP = (
+    sessions.update()
+    .where(sessions.c.id == sa.bindparam("session_id"))
+    .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]))
+    .where(
+        sa.or_(
+            sessions.c.kind != SessionKind.BATCH.value,
+            sessions.c.statement_count == 0,
+        )
+    )
+    .values(
+        statement_count=sessions.c.statement_count + 1,
+        last_activity_at=sa.bindparam("now", type_=sessions.c.last_activity_at.type),
+    )
+    .returning(sessions.c.statement_count, sessions.c.engine_id)
+)
+_INSERT = statements.insert().returning(*statements.c)
 
 
 class Statements:
@@ -51,21 +71,8 @@ class Statements:
         concurrently cannot gain a statement that nothing would ever run. With ``conn``, inside
         the caller's transaction.
         """
-        bump = (
-            sessions.update()
-            .where(sessions.c.id == session_id)
-            .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]))
-            .where(
-                sa.or_(
-                    sessions.c.kind != SessionKind.BATCH.value,
-                    sessions.c.statement_count == 0,
-                )
-            )
-            .values(statement_count=sessions.c.statement_count + 1, last_activity_at=now)
-            .returning(sessions.c.statement_count, sessions.c.engine_id)
-        )
         with self._db.within(conn) as c:
-            bumped = c.execute(bump).first()
+            bumped = c.execute(_BUMP, {"session_id": session_id, "now": now}).first()
             count = None if bumped is None else bumped.statement_count
             if count is None:
                 session = (
@@ -82,29 +89,22 @@ class Statements:
                 if session["state"] in {s.value for s in ACTIVE_SESSION_STATES}:
                     raise BatchSessionUsed(session_id)
                 raise SessionNotActive(session_id, session["state"])
-            row = (
-                c.execute(
-                    statements.insert()
-                    .values(
-                        session_id=session_id,
-                        seq=count - 1,
-                        kind=kind.value,
-                        code=code,
-                        state=(StatementState.RUNNING if running else StatementState.WAITING).value,
-                        progress=0.0,
-                        version=1,
-                        created_at=now,
-                        started_at=now if running else None,
-                        updated_at=now,
-                    )
-                    .returning(*statements.c)
-                )
-                .mappings()
-                .one()
-            )
+            values = {
+                "session_id": session_id,
+                "seq": count - 1,
+                "kind": kind.value,
+                "code": code,
+                "state": (StatementState.RUNNING if running else StatementState.WAITING).value,
+                "progress": 0.0,
+                "version": 1,
+                "created_at": now,
+                "started_at": now if running else None,
+                "updated_at": now,
+            }
+            row = c.execute(_INSERT, values).mappings().one()
             if not running and bumped is not None and bumped.engine_id is not None:
                 # Its engine runs it as soon as it looks: tell it to look now.
-                self._db.hint(c, engine_channel(bumped.engine_id), row["id"])
+                self._db.hint(c, engine_channel(bumped.engine_id), f"{NEW_STATEMENT}{row['id']}")
         return StatementRecord.from_row(row)
 
     def find(self, statement_id: int) -> StatementRecord | None:
