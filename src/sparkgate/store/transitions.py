@@ -86,7 +86,7 @@ class _Machine(Generic[S]):
             allowed = wanted
         return sorted(s.value for s in allowed)
 
-    def values_for(self, to: S, now: float, extra: Mapping[str, Any]) -> dict[str, Any]:
+    def values_for(self, to: S, now: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
         table = self.table
         values: dict[str, Any] = {
             "state": to.value,
@@ -166,6 +166,7 @@ _JOB_RUN = _Machine(
 class Transitions:
     def __init__(self, db: Database) -> None:
         self._db = db
+        self._updates: dict[tuple[Any, ...], sa.Update] = {}
 
     def statement(
         self,
@@ -419,18 +420,52 @@ class Transitions:
         guard: Mapping[str, Any] | None = None,
     ) -> Outcome[S]:
         table = machine.table
-        where = [table.c.id == row_id, table.c.state.in_(machine.allowed_sources(to, expected))]
+        sources = tuple(machine.allowed_sources(to, expected))
+        guard = guard or {}
+        stmt = self._update(
+            machine, to, sources, expected_version is not None, tuple(guard), tuple(values)
+        )
+        params: dict[str, Any] = {"row_id": row_id, "now": now}
         if expected_version is not None:
-            where.append(table.c.version == expected_version)
-        for column, value in (guard or {}).items():
-            where.append(table.c[column] == value)
-        stmt = table.update().where(*where).values(machine.values_for(to, now, values))
+            params["expected_version"] = expected_version
+        params.update({f"guard_{column}": value for column, value in guard.items()})
+        params.update({f"set_{name}": _stored(value) for name, value in values.items()})
         with self._conn(conn) as c:
-            if c.execute(stmt).rowcount == 1:
+            if c.execute(stmt, params).rowcount == 1:
                 self._wake(c, machine, row_id, to, values)
                 return Outcome(True, to)
             current = c.execute(sa.select(table.c.state).where(table.c.id == row_id)).scalar()
         return Outcome(False, None if current is None else machine.enum(current))
+
+    def _update(
+        self,
+        machine: _Machine[S],
+        to: S,
+        sources: tuple[str, ...],
+        versioned: bool,
+        guarded: tuple[str, ...],
+        setting: tuple[str, ...],
+    ) -> sa.Update:
+        """The compare-and-set UPDATE of one shape of move, built once: its values are bound
+        at execution. Building and keying a statement costs more Python than running it on
+        SQLite, and a statement's claim and end are four of these."""
+        key = (machine.table.name, to, sources, versioned, guarded, setting)
+        found = self._updates.get(key)
+        if found is not None:
+            return found
+        table = machine.table
+        now = sa.bindparam("now", type_=table.c.updated_at.type)
+        where = [table.c.id == sa.bindparam("row_id"), table.c.state.in_(sources)]
+        if versioned:
+            where.append(table.c.version == sa.bindparam("expected_version"))
+        where.extend(
+            table.c[column] == sa.bindparam(f"guard_{column}", type_=table.c[column].type)
+            for column in guarded
+        )
+        bound = {name: sa.bindparam(f"set_{name}", type_=table.c[name].type) for name in setting}
+        stmt = table.update().where(*where).values(machine.values_for(to, now, bound))
+        self._updates[key] = stmt
+        return stmt
 
     def _wake(
         self, conn: Connection, machine: _Machine[Any], row_id: int, to: Any, values: Any
