@@ -99,9 +99,14 @@ def spark() -> Iterator[Any]:
     """One in-process SparkSession for engine unit tests (the JVM costs ~10 s to start)."""
     from pyspark.sql import SparkSession
 
+    from sparkgate.engine.authz.build import ensure_jar
+
     builder = SparkSession.builder.master("local[2]").appName("sparkgate-tests")
     for key, value in TEST_SPARK_CONF.items():
         builder = builder.config(key, value)
+    # The engine's own JVM classes, as in an engine (its SQL extension is not switched on:
+    # that takes spark.sql.extensions).
+    builder = builder.config("spark.driver.extraClassPath", str(ensure_jar()))
     session = builder.config("spark.sql.catalogImplementation", "in-memory").getOrCreate()
     quiet_query_error_logs()
     try:

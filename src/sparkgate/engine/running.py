@@ -10,6 +10,7 @@ current user, the session's files) is a property of the thread it runs on.
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 from sparkgate import logs
 from sparkgate.engine import artifacts
@@ -29,6 +30,7 @@ class StatementRunner:
     def __init__(self, shared: Shared, reporter: Reporter) -> None:
         self._shared = shared
         self._reporter = reporter
+        self._statement_thread: Any = None
 
     def execute(self, execution: Execution) -> None:
         statement = execution.statement
@@ -45,12 +47,22 @@ class StatementRunner:
         shared = self._shared
         statement = execution.statement
         assert shared.spark is not None
-        sc = shared.spark.sparkContext
-        sc.setInterruptOnCancel(True)
-        sc.addJobTag(execution.tag)
-        sc.setJobGroup(execution.tag, f"sparkgate statement {statement.id}", True)
-        sc.setLocalProperty("spark.scheduler.pool", f"session-{statement.session_id}")
-        self._run_as_owner(execution.session.record.owner)
+        jsc = shared.spark.sparkContext._jsc
+        # Its Spark jobs carry its tag (a cancel finds them) and its session's FAIR pool, and
+        # Spark's current user is the session's user (``anonymous`` without authentication,
+        # the name its plans are checked as: identity.bind), as Spark Thrift Server makes it
+        # the connected user; else it would be the engine's OS user, and a table the
+        # statement creates would record that as its owner. (SQL's current_user() is the SQL
+        # extension's, authz NameUser, either way.) All are JVM thread-locals, set on the
+        # statement's thread every time, as the thread may have run another's statement.
+        jvm_thread = self._jvm_thread()
+        jvm_thread.begin(
+            jsc,
+            execution.tag,
+            f"sparkgate statement {statement.id}",
+            f"session-{statement.session_id}",
+            execution.session.record.owner or identity.ANONYMOUS,
+        )
         # Every job this statement starts (SQL, DataFrames, its code's RDDs) sees the files
         # its session added, and only those; what its code adds is the session's own.
         artifacts.bind(execution.session.spark)
@@ -74,36 +86,35 @@ class StatementRunner:
             outcome = exc
             hooks.fail(ctx, exc)  # e.g. abort a two-phase table
         finally:
-            sc.clearJobTags()
+            # Taken whatever the outcome, so that the thread's next statement starts clean.
+            touched = jvm_thread.end(jsc)
         if shared.authz is not None:
-            self._record_touched(execution, outcome)
+            self._record_touched(execution, outcome, touched)
         self._reporter.report(execution, outcome)
 
-    def _run_as_owner(self, owner: str | None) -> None:
-        """Spark's current user is the session's user (``anonymous`` without
-        authentication, the name the session's plans are checked as: identity.bind), as
-        Spark Thrift Server makes it the connected user; else it is the engine's OS user,
-        and a table the statement creates records that as its owner. (SQL's current_user()
-        is the SQL extension's, authz NameUser, either way.) The value is a JVM
-        thread-local, and PySpark pins each Python thread to a JVM thread: set it on the
-        statement's thread, every time, as the thread may have run another's statement."""
-        assert self._shared.spark is not None
-        jvm = self._shared.spark.sparkContext._jvm
-        assert jvm is not None
-        user = owner or identity.ANONYMOUS
-        jvm.org.apache.spark.sql.catalyst.CurrentUserContext.CURRENT_USER().set(user)
+    def _jvm_thread(self) -> Any:
+        """The SQL extension's ``StatementThread`` (one Py4J call to set up a statement's
+        thread, one to take it down)."""
+        if self._statement_thread is None:
+            assert self._shared.spark is not None
+            jvm = self._shared.spark.sparkContext._jvm
+            assert jvm is not None
+            module = jvm.java.lang.Class.forName("sparkgate.authz.StatementThread$")
+            self._statement_thread = module.getField("MODULE$").get(None)
+        return self._statement_thread
 
-    def _record_touched(self, execution: Execution, outcome: ExecResult | BaseException) -> None:
+    def _record_touched(
+        self, execution: Execution, outcome: ExecResult | BaseException, touched_json: str
+    ) -> None:
         """Who touched what: the tables and views a statement read and wrote, from the checks
         of its plans (with table rules or without: the extension records either way), are
         indexed with its end whatever the outcome (``store.statement_tables``, for the
         catalog's recent queries); a statement that succeeded also says them in its record,
-        and with table rules each write is audited against the table. Taken whatever the
-        outcome, so that the thread's next statement starts clean. The catalog's own reads
+        and with table rules each write is audited against the table. The catalog's own reads
         (a preview, as the user) are not recorded: they would crowd out the queries."""
         shared = self._shared
         try:
-            touched = authz.take_touched(shared.authz)
+            touched = authz.touched_tables(touched_json)
             if execution.statement.kind is StatementKind.CATALOG or not any(touched.values()):
                 return
             if shared.store.statement_tables.available():

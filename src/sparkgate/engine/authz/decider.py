@@ -249,10 +249,10 @@ def _authz(spark: SparkSession) -> Any:
     return jvm.java.lang.Class.forName("sparkgate.authz.Authz$").getField("MODULE$").get(None)
 
 
-def take_touched(module: Any) -> dict[str, list[str]]:
-    """What the statements checked on this thread read and wrote since the last call (from
-    ``module``, the extension's ``Authz`` object), sparkgate's staging tables left out."""
-    found: dict[str, list[str]] = json.loads(module.takeTouched())
+def touched_tables(found_json: str) -> dict[str, list[str]]:
+    """What a statement's checked plans read and wrote, from the extension's JSON
+    (``StatementThread.end``), sparkgate's staging tables left out."""
+    found: dict[str, list[str]] = json.loads(found_json)
     return {
         kind: [name for name in names if not name.rpartition(".")[2].startswith(STAGING_PREFIX)]
         for kind, names in found.items()
@@ -261,7 +261,7 @@ def take_touched(module: Any) -> dict[str, list[str]]:
 
 def install(spark: SparkSession, decider: Decider) -> Any:
     """Give the engine's extension its policy; the root session is the engine's own. The
-    extension's ``Authz`` object, for :func:`take_touched`."""
+    extension's ``Authz`` object (to invalidate its decisions)."""
     from pyspark.java_gateway import ensure_callback_server_started
 
     gateway = spark.sparkContext._gateway
@@ -273,4 +273,4 @@ def install(spark: SparkSession, decider: Decider) -> Any:
     return module
 
 
-__all__ = ["Decider", "bind", "install", "take_touched"]
+__all__ = ["Decider", "bind", "install", "touched_tables"]
