@@ -75,7 +75,16 @@ class Heartbeat:
         shared = self._shared
         if shared.spark is None:
             return
-        executions = shared.running_executions()
+        # A statement younger than a beat is skipped: most end before the next one, and a
+        # walk costs several Py4J calls and a store write (a busy engine's beats would walk
+        # nearly every short statement once, for a progress nobody reads).
+        now = shared.clock()
+        young = now - shared.settings.engine_heartbeat_interval
+        executions = [
+            execution
+            for execution in shared.running_executions()
+            if (execution.statement.started_at or now) <= young
+        ]
         if not executions:
             return
         tracker = shared.spark.sparkContext.statusTracker()
