@@ -49,6 +49,7 @@ def _work_of_engine() -> sa.Select[Any]:
 
 
 _WORK_OF_ENGINE = _work_of_engine()
+_BY_ID = sa.select(sessions).where(sessions.c.id == sa.bindparam("session_id"))
 
 
 def in_scope(owner: str | None, creator: str | None) -> list[sa.ColumnElement[bool]]:
@@ -133,11 +134,7 @@ class Sessions:
 
     def find(self, session_id: int) -> SessionRecord | None:
         with self._db.read() as conn:
-            row = (
-                conn.execute(sa.select(sessions).where(sessions.c.id == session_id))
-                .mappings()
-                .first()
-            )
+            row = conn.execute(_BY_ID, {"session_id": session_id}).mappings().first()
         return None if row is None else SessionRecord.from_row(row)
 
     def by_ids(self, session_ids: Iterable[int]) -> dict[int, SessionRecord]:

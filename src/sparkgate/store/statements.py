@@ -45,6 +45,18 @@ _BUMP = (
     .returning(sessions.c.statement_count, sessions.c.engine_id)
 )
 _INSERT = statements.insert().returning(*statements.c)
+# And these two each submit reads (its statement when waited on; its owner's limit).
+_BY_ID = sa.select(statements).where(statements.c.id == sa.bindparam("statement_id"))
+_UNFINISHED_OF = (
+    sa.select(sa.func.count())
+    .select_from(statements.join(sessions, statements.c.session_id == sessions.c.id))
+    .where(sessions.c.owner == sa.bindparam("owner"))
+    .where(
+        statements.c.state.in_(
+            [s.value for s in StatementState if s not in TERMINAL_STATEMENT_STATES]
+        )
+    )
+)
 
 
 class Statements:
@@ -109,11 +121,7 @@ class Statements:
 
     def find(self, statement_id: int) -> StatementRecord | None:
         with self._db.read() as conn:
-            row = (
-                conn.execute(sa.select(statements).where(statements.c.id == statement_id))
-                .mappings()
-                .first()
-            )
+            row = conn.execute(_BY_ID, {"statement_id": statement_id}).mappings().first()
         return None if row is None else StatementRecord.from_row(row)
 
     def find_with_session(self, statement_id: int) -> tuple[StatementRecord, SessionRecord] | None:
@@ -286,15 +294,5 @@ class Statements:
 
     def count_unfinished(self, owner: str) -> int:
         """Waiting and running statements in one owner's sessions (for the per-user limit)."""
-        query = (
-            sa.select(sa.func.count())
-            .select_from(statements.join(sessions, statements.c.session_id == sessions.c.id))
-            .where(sessions.c.owner == owner)
-            .where(
-                statements.c.state.in_(
-                    [s.value for s in StatementState if s not in TERMINAL_STATEMENT_STATES]
-                )
-            )
-        )
         with self._db.read() as conn:
-            return int(conn.execute(query).scalar_one())
+            return int(conn.execute(_UNFINISHED_OF, {"owner": owner}).scalar_one())
