@@ -20,7 +20,8 @@ in turn to each so all see the same machine noise:
 1. ``spark.range(1).collect()``: p50 and p95; then, each side alone after an idle window
    (whose rate is subtracted), the CPU per call of the sparkgate node process (the server:
    uvicorn and the door's gRPC threads), of the engine (Python and its JVM) and of the peer's
-   JVM;
+   JVM; and, with a client of its own that counts its calls, how many calls one
+   ``range(1).collect()`` makes through the door (every one authenticated and relayed);
 2. a 100k-row aggregation (100 groups back): median;
 3. ``spark.range(1_000_000)`` with three columns ``.toPandas()``: median time and rows/s;
    meanwhile the node process's RSS is sampled every 10 ms (and its VmHWM read); then one
@@ -47,11 +48,13 @@ import sys
 import tempfile
 import threading
 import time
+from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 from rich.console import Console
 
@@ -82,6 +85,7 @@ AGGREGATION_ROWS = 100_000
 TRANSFER_ROWS = 1_000_000
 BIG_ROWS = 4_000_000  # one transfer through sparkgate alone: does the node's memory follow it?
 BENCH_USER = "bench"
+COUNTED = 20  # range(1).collect() calls whose gRPC calls are counted
 PEER = "Spark Connect"
 
 # Goals from the issue.
@@ -287,6 +291,67 @@ def client(port: int, token: str | None) -> Iterator[Any]:
             spark.stop()
 
 
+class CallCounter(grpc.UnaryUnaryClientInterceptor, grpc.UnaryStreamClientInterceptor):
+    """Counts a Connect client's calls by method."""
+
+    def __init__(self) -> None:
+        self.calls: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def _count(self, details: Any) -> None:
+        with self._lock:
+            self.calls[str(details.method).rpartition("/")[2]] += 1
+
+    def take(self) -> dict[str, int]:
+        """The calls counted since the last ``take``."""
+        with self._lock:
+            calls, self.calls = dict(self.calls), Counter()
+        return calls
+
+    def intercept_unary_unary(self, continuation: Any, details: Any, request: Any) -> Any:
+        self._count(details)
+        return continuation(details, request)
+
+    def intercept_unary_stream(self, continuation: Any, details: Any, request: Any) -> Any:
+        self._count(details)
+        return continuation(details, request)
+
+
+def calls_note(port: int, token: str | None) -> str:
+    """How many calls (by method) one ``range(1).collect()`` makes: each is authenticated and
+    relayed by the door. Counted on a client of its own, so the timed ones carry no
+    interceptor."""
+    from pyspark.sql.connect.client import DefaultChannelBuilder
+    from pyspark.sql.connect.session import SparkSession
+
+    url = f"sc://localhost:{port}/" + (f";token={token}" if token is not None else "")
+    builder = DefaultChannelBuilder(url)
+    counter = CallCounter()
+    builder.add_interceptor(counter)
+    spark = SparkSession.builder.channelBuilder(builder).create()
+    try:
+        first_call(spark, "sparkgate (counting calls)")
+        for _ in range(5):
+            trivial(spark)
+        time.sleep(1)  # ReleaseExecute is sent from the client's threads, after the answer
+        counter.take()
+        for _ in range(COUNTED):
+            trivial(spark)
+        time.sleep(1)
+        calls = counter.take()
+    finally:
+        with contextlib.suppress(Exception):
+            spark.stop()
+    per_call = ", ".join(
+        f"{method} {count / COUNTED:.1f}" for method, count in sorted(calls.items())
+    )
+    return (
+        f"calls one range(1).collect() makes through the door, each authenticated and relayed "
+        f"(mean of {COUNTED}): {sum(calls.values()) / COUNTED:.1f} ({per_call}); the client "
+        "releases each answer it has read with a ReleaseExecute of its own"
+    )
+
+
 def first_call(spark: Any, what: str, timeout: float = 300) -> float:
     """Seconds until ``range(1).collect()`` first answers (retrying while it fails)."""
     started = time.monotonic()
@@ -362,6 +427,8 @@ def measure(console: Console, plan: Plan, auth: str) -> Report:
                 )
                 sides = Sides(gate, direct, spark)
                 measure_all(console, plan, report, server, peer, engine.pid, sides)
+            step(console, f"calls per range(1).collect() through sparkgate ({COUNTED} counted)")
+            report.notes.append(calls_note(server.settings.connect_port, gate_token))
             report.log_errors = log_errors(server)
     return report
 
