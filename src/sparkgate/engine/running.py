@@ -10,7 +10,6 @@ current user, the session's files) is a property of the thread it runs on.
 from __future__ import annotations
 
 import logging
-from typing import Any
 
 from sparkgate import logs
 from sparkgate.engine import artifacts
@@ -19,7 +18,7 @@ from sparkgate.engine.execution import Execution
 from sparkgate.engine.executors import EXECUTORS
 from sparkgate.engine.reporting import Reporter
 from sparkgate.engine.shared import Shared
-from sparkgate.runtime import hooks, identity
+from sparkgate.runtime import hooks, identity, statement_thread
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.states import StatementKind
 
@@ -30,7 +29,6 @@ class StatementRunner:
     def __init__(self, shared: Shared, reporter: Reporter) -> None:
         self._shared = shared
         self._reporter = reporter
-        self._statement_thread: Any = None
 
     def execute(self, execution: Execution) -> None:
         statement = execution.statement
@@ -55,7 +53,7 @@ class StatementRunner:
         # statement creates would record that as its owner. (SQL's current_user() is the SQL
         # extension's, authz NameUser, either way.) All are JVM thread-locals, set on the
         # statement's thread every time, as the thread may have run another's statement.
-        jvm_thread = self._jvm_thread()
+        jvm_thread = statement_thread.of(shared.spark)
         jvm_thread.begin(
             jsc,
             execution.tag,
@@ -91,17 +89,6 @@ class StatementRunner:
         if shared.authz is not None:
             self._record_touched(execution, outcome, touched)
         self._reporter.report(execution, outcome)
-
-    def _jvm_thread(self) -> Any:
-        """The SQL extension's ``StatementThread`` (one Py4J call to set up a statement's
-        thread, one to take it down)."""
-        if self._statement_thread is None:
-            assert self._shared.spark is not None
-            jvm = self._shared.spark.sparkContext._jvm
-            assert jvm is not None
-            module = jvm.java.lang.Class.forName("sparkgate.authz.StatementThread$")
-            self._statement_thread = module.getField("MODULE$").get(None)
-        return self._statement_thread
 
     def _record_touched(
         self, execution: Execution, outcome: ExecResult | BaseException, touched_json: str

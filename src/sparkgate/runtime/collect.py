@@ -7,39 +7,58 @@ order, followed by the order they belong in, which the result index records.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkgate.results import ResultWriter, StoredResult
+from sparkgate.runtime import statement_thread
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
 
 
 def describe_schema(df: DataFrame) -> list[dict[str, str]]:
-    return [{"name": f.name, "type": f.dataType.simpleString()} for f in df.schema.fields]
+    return describe_fields(df.schema)
+
+
+def describe_fields(schema: StructType) -> list[dict[str, str]]:
+    return [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields]
 
 
 def write_result(df: DataFrame, directory: Path) -> StoredResult:
+    return collect_result(df, directory)[0]
+
+
+def collect_result(df: DataFrame, directory: Path) -> tuple[StoredResult, StructType]:
+    """The rows of ``df`` written to ``directory``, and their Spark schema."""
     from pyspark import serializers
     from pyspark.errors.exceptions.captured import unwrap_spark_exception
     from pyspark.sql.pandas.serializers import ArrowStreamSerializer
     from pyspark.sql.pandas.types import to_arrow_schema
+    from pyspark.sql.types import StructType, _parse_datatype_json_string
     from pyspark.util import _create_local_socket
 
-    schema = to_arrow_schema(
-        df.schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC"
-    )
-    read_int: Callable[[Any], int] = serializers.read_int  # untyped in PySpark
-    writer = ResultWriter(directory, schema)
+    jvm_thread = statement_thread.of(df.sparkSession)
+    connection, secret, schema_json = jvm_thread.serveArrow(df._jdf).split("\n", 2)
+    spark_schema = _parse_datatype_json_string(schema_json)
+    assert isinstance(spark_schema, StructType)
     committed = False
-    port, secret, server = df._jdf.collectAsArrowToPython()
+    writer: ResultWriter | None = None
     try:
+        schema = to_arrow_schema(
+            spark_schema, error_on_duplicated_field_names_in_struct=True, timezone="UTC"
+        )
+        read_int: Callable[[Any], int] = serializers.read_int  # untyped in PySpark
+        writer = ResultWriter(directory, schema)
         order: list[int] | None = None
         read_error: BaseException | None = None
         sockfile: Any
-        sockfile, sock = _create_local_socket((port, secret))
+        # A port, or a Unix socket's path (as PySpark's own connection info).
+        where: int | str = int(connection) if connection.isdigit() else connection
+        sockfile, sock = _create_local_socket((where, secret))
         try:
             for batch in ArrowStreamSerializer().load_stream(sockfile):
                 writer.write(batch)
@@ -52,12 +71,16 @@ def write_result(df: DataFrame, directory: Path) -> StoredResult:
             sockfile.close()
             sock.close()
         with unwrap_spark_exception():
-            server.getResult()  # raises the query's own error, which explains a broken stream
+            jvm_thread.served()  # raises the query's own error, which explains a broken stream
         if read_error is not None:
             raise read_error
         stored = writer.commit(order)
         committed = True
-        return stored
+        return stored, spark_schema
     finally:
         if not committed:
-            writer.abort()
+            if writer is not None:
+                writer.abort()
+            else:
+                with contextlib.suppress(Exception):
+                    jvm_thread.served()  # nobody reads it: let its server end

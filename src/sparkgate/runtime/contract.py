@@ -87,13 +87,13 @@ SqlHandler = Callable[[ExecutionContext], "ExecResult | None"]
 
 def dataframe_result(ctx: ExecutionContext, df: DataFrame) -> ExecResult:
     """Run ``df`` and store its rows as the statement's result."""
-    from sparkgate.runtime.collect import describe_schema, write_result
+    from sparkgate.runtime.collect import collect_result, describe_fields
 
-    stored = write_result(df, ctx.result_dir)
+    stored, schema = collect_result(df, ctx.result_dir)
     return ExecResult(
         result={
-            "schema": describe_schema(df),
-            "spark_schema": df.schema.jsonValue(),
+            "schema": describe_fields(schema),
+            "spark_schema": schema.jsonValue(),
             "row_count": stored.row_count,
             "path": stored.path,
         }

@@ -1,7 +1,10 @@
 package sparkgate.authz
 
+import java.lang.reflect.InvocationTargetException
+
 import org.apache.spark.api.java.JavaSparkContext
 import org.apache.spark.sql.catalyst.CurrentUserContext
+import org.apache.spark.sql.types.StructType
 
 /** What the engine sets on a statement's thread before the statement runs, and takes after,
  *  in one Py4J call each. Set one by one from Python they were fifteen round trips (the
@@ -19,6 +22,32 @@ object StatementThread {
     sc.setLocalProperty("spark.scheduler.pool", pool)
     CurrentUserContext.CURRENT_USER.set(user)
   }
+
+  private val serving = new ThreadLocal[AnyRef]
+
+  /** Serve the rows of `df` (a classic Dataset) as Arrow to this thread's Python, as
+   *  PySpark's toArrow does (Dataset.collectAsArrowToPython): "connection\nsecret\nschema
+   *  JSON", in one call where PySpark makes ten (the schema, its JSON, the call, and two per
+   *  element of the answer's array). `served()` then waits for the end. The method is
+   *  Spark's package-private API (public in bytecode), hence reflection; a failure is
+   *  Spark's own exception, unwrapped, so PySpark shows it as it would. */
+  def serveArrow(df: AnyRef): String = {
+    val schema = call(df, "schema").asInstanceOf[StructType].json
+    val served = call(df, "collectAsArrowToPython").asInstanceOf[Array[AnyRef]]
+    serving.set(served(2))
+    s"${served(0)}\n${served(1)}\n$schema"
+  }
+
+  /** The end of what `serveArrow` served on this thread: Spark's error if the query failed. */
+  def served(): Unit = {
+    val server = serving.get
+    serving.remove()
+    if (server != null) call(server, "getResult")
+  }
+
+  private def call(target: AnyRef, method: String): AnyRef =
+    try target.getClass.getMethod(method).invoke(target)
+    catch { case e: InvocationTargetException if e.getCause != null => throw e.getCause }
 
   /** Clear the statement's job tags; what its plans read and wrote (Authz.takeTouched). */
   def end(jsc: JavaSparkContext): String = {
