@@ -50,13 +50,9 @@ def row_set(
 ) -> Any:
     if columnar:
         if batches:
-            table = pa.Table.from_batches(batches)
-            values = [
-                _column(table.column(i).combine_chunks(), column)
-                for i, column in enumerate(columns)
-            ]
+            values = [thrift_column(joined(batches, i), column) for i, column in enumerate(columns)]
         else:
-            values = [_empty_column(column) for column in columns]
+            values = [empty_column(column) for column in columns]
         return T.TRowSet(startRowOffset=offset, rows=[], columns=values, columnCount=len(columns))
     rows: list[Any] = []
     for batch in batches:
@@ -75,25 +71,76 @@ def string_row_set(lines: list[str], offset: int, *, columnar: bool) -> Any:
     return T.TRowSet(startRowOffset=offset, rows=rows)
 
 
-def _empty_column(column: ColumnType) -> Any:
+def empty_column(column: ColumnType) -> Any:
     field, cls, _ = _COLUMN_CLASSES[column.wire]
     return T.TColumn(**{field: cls(values=[], nulls=b"")})
 
 
-def _column(array: pa.Array, column: ColumnType) -> Any:
+def joined(batches: list[pa.RecordBatch], i: int) -> pa.Array:
+    """Column ``i`` of the page as one array (a page is mostly a slice of one batch)."""
+    if len(batches) == 1:
+        return batches[0].column(i)
+    return pa.concat_arrays([batch.column(i) for batch in batches])
+
+
+def thrift_column(array: pa.Array, column: ColumnType) -> Any:
+    """One column of a page: Python values only from Arrow's own ``to_pylist`` where Arrow
+    holds (or casts to) the wire values; a Python call per value for the rest."""
     field, cls, placeholder = _COLUMN_CLASSES[column.wire]
-    if array.null_count:
-        nulls = np.packbits(
-            array.is_null().to_numpy(zero_copy_only=False), bitorder="little"
-        ).tobytes()
-    else:
-        nulls = b""
+    nulls = null_bitmap(array) if array.null_count else b""
+    text = arrow_text(array, column)
+    if text is not None:
+        array = text
     if _travels_as_is(array.type, column):
         values = (array.fill_null(placeholder) if array.null_count else array).to_pylist()
     else:
         render = _renderer(column)
         values = [placeholder if v is None else render(v) for v in array.to_pylist()]
     return T.TColumn(**{field: cls(values=values, nulls=nulls)})
+
+
+def null_bitmap(array: pa.Array) -> bytes:
+    """Bit i (least significant first) set when row i is NULL; the bits after the last row
+    are 0."""
+    return bytes(np.packbits(~valid_rows(array), bitorder="little").tobytes())
+
+
+def valid_rows(array: pa.Array) -> np.ndarray[tuple[int], np.dtype[np.bool_]]:
+    """Which rows hold a value, read from Arrow's validity bitmap (numpy, not Arrow's compute
+    functions or ``to_numpy``: those load pandas into the server, some 45 MB)."""
+    count = len(array)
+    if not array.null_count:
+        return np.ones(count, np.bool_)
+    validity = array.buffers()[0]
+    if validity is None:  # only a column of NULLs (Spark's void) has none
+        return np.zeros(count, np.bool_)
+    first, skip = divmod(array.offset, 8)
+    bits = np.frombuffer(validity, np.uint8, (skip + count + 7) // 8, first)
+    return np.unpackbits(bits, bitorder="little")[skip : skip + count].astype(np.bool_)
+
+
+def arrow_text(array: pa.Array, column: ColumnType) -> pa.Array | None:
+    """The column as Spark Thrift Server's text, cast by Arrow where Arrow writes the same
+    text (dates, decimals); None where it does not."""
+    if column.wire != "string":
+        return None
+    if pa.types.is_date32(array.type):
+        return array.cast(pa.string())
+    if pa.types.is_decimal(array.type):
+        text = array.cast(pa.string())
+        # Arrow writes values below 1e-6 with an exponent ("5.2E-9"); Spark writes them out.
+        # (The text is digits, signs and points, and an E only in such a value.)
+        return None if b"E" in _text_bytes(text) else text
+    return None
+
+
+def _text_bytes(text: pa.Array) -> bytes:
+    """All of a string array's values, one after the other."""
+    _, offsets, data = text.buffers()
+    if data is None:
+        return b""
+    bounds = np.frombuffer(offsets, np.int32, len(text) + 1, text.offset * 4)
+    return bytes(memoryview(data)[int(bounds[0]) : int(bounds[-1])])
 
 
 def _travels_as_is(arrow_type: pa.DataType, column: ColumnType) -> bool:

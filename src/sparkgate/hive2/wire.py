@@ -4,7 +4,9 @@ stream (NOSASL) cut into messages.
 Requests are small and may be hostile. Their shape (types, lengths, nesting) is checked first
 by a scanner of our own, which looks at each byte once and refuses what no Thrift writer
 produces; then they are decoded by thriftpy2's pure-Python binary protocol. Replies can be
-large (a page of a result) and are ours: they are encoded by its Cython protocol.
+large (a page of a result) and are ours: they are encoded by its Cython protocol. A page of
+a result comes encoded already (``EncodedRowSet``, made off the event loop): its reply is
+written around those bytes.
 """
 
 from __future__ import annotations
@@ -246,7 +248,45 @@ def decode_call(data: bytes) -> Call:
     return Call(api, seqid, args.req)
 
 
+class EncodedRowSet:
+    """A TRowSet held as its encoding (``encoded``, made off the event loop): a FetchResults
+    reply is written around these bytes. Its fields (``columns``...) are decoded from them only
+    if something reads them, or given as ``decoded`` when it was made from a TRowSet."""
+
+    def __init__(self, encoded: bytes, decoded: Any = None) -> None:
+        self.encoded = encoded
+        self._decoded = decoded
+
+    def __getattr__(self, name: str) -> Any:  # only names that are not attributes of ours
+        if name.startswith("_"):
+            raise AttributeError(name)
+        if self._decoded is None:
+            self._decoded = decode_struct(T.TRowSet(), self.encoded)
+        return getattr(self._decoded, name)
+
+
+def encode_struct(value: Any) -> bytes:
+    """A struct's Thrift binary encoding (its fields and their STOP), as written in a message."""
+    transport = TCyMemoryBuffer()
+    protocol = TCyBinaryProtocol(transport)
+    protocol.write_struct(value)
+    protocol.trans.flush()
+    return bytes(transport.getvalue())
+
+
+def decode_struct(value: Any, data: bytes) -> Any:
+    """``value`` (an empty struct) read from its encoding (bytes of ours: ``encode_struct``'s)."""
+    TCyBinaryProtocol(TCyMemoryBuffer(data)).read_struct(value)
+    return value
+
+
+_FIELD = struct.Struct(">bh")
+_SUCCESS = _FIELD.pack(TType.STRUCT, 0)  # field 0 of every *_result: the response
+
+
 def encode_reply(call: Call, response: Any) -> bytes:
+    if isinstance(getattr(response, "results", None), EncodedRowSet):
+        return _fetch_reply(call, response)
     result = getattr(T.TCLIService, call.api + "_result")()
     result.success = response
     transport = TCyMemoryBuffer()
@@ -256,6 +296,22 @@ def encode_reply(call: Call, response: Any) -> bytes:
     protocol.write_message_end()
     protocol.trans.flush()
     return bytes(transport.getvalue())
+
+
+def _fetch_reply(call: Call, response: Any) -> bytes:
+    """What ``encode_reply`` writes for a TFetchResultsResp, written around its row set's
+    encoding: the header, the response's fields in their order (status 1, hasMoreRows 2,
+    results 3), then the STOPs of the response and of the result."""
+    transport = TCyMemoryBuffer()
+    protocol = TCyBinaryProtocol(transport)
+    protocol.write_message_begin(call.api, TMessageType.REPLY, call.seqid)
+    protocol.trans.flush()
+    parts = [bytes(transport.getvalue()), _SUCCESS]
+    parts += [_FIELD.pack(TType.STRUCT, 1), encode_struct(response.status)]
+    if response.hasMoreRows is not None:
+        parts += [_FIELD.pack(TType.BOOL, 2), b"\x01" if response.hasMoreRows else b"\x00"]
+    parts += [_FIELD.pack(TType.STRUCT, 3), response.results.encoded, b"\x00\x00"]
+    return b"".join(parts)
 
 
 def encode_exception(call: Call, kind: int, message: str) -> bytes:
