@@ -10,19 +10,22 @@ NONE); after warm-up rounds, calls alternate between the two so both see the sam
 - ``SELECT 1``: cursor.execute + fetchall, p50 and p95;
 - a 100k-row aggregation (10 rows back): median;
 - 1M rows (``id, CAST(id AS STRING)``) fetched fully, ``cursor.arraysize`` rows per
-  FetchResults: median time and rows/s, and the peak RSS (whole process trees, /proc sampled
-  every 20 ms during these fetches) of sparkgate's server, of its engine (Python + its JVM)
-  and of the STS JVM.
+  FetchResults: median time and rows/s, the median CPU time of each fetch (whole process
+  trees: sparkgate's server and engine, of which its server alone; STS's JVM), and the peak
+  RSS (/proc sampled every 20 ms during these fetches) of sparkgate's server, of its engine
+  (Python + its JVM) and of the STS JVM. CPU time is the figure to compare when other work
+  loads the machine: it counts what each side spent, not what it waited for.
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import signal
 import sys
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,7 +34,14 @@ from pyhive import hive
 from rich.console import Console
 from rich.table import Table
 
-from bench.harness import bench_server, interleaved, median, percentile, spark_thrift_server
+from bench.harness import (
+    bench_server,
+    cpu_ticks,
+    interleaved,
+    median,
+    percentile,
+    spark_thrift_server,
+)
 from sparkgate_dev import ServerProcess, free_port
 
 TRIVIAL = "SELECT 1"
@@ -73,6 +83,7 @@ class Figures:
 
     select1: tuple[float, float] = (0.0, 0.0)  # ms
     rows_per_s: dict[int, tuple[float, float]] = field(default_factory=dict)  # by arraysize
+    cpu_s: dict[int, tuple[float, float]] = field(default_factory=dict)  # per fetch, by arraysize
 
 
 def compare(
@@ -129,9 +140,10 @@ def compare(
             for size in arraysizes:
                 console.print(f"1M rows, arraysize {size} x {fetches}...")
                 sg.arraysize = spark.arraysize = size
+                spent: dict[str, list[float]] = {"sparkgate": [], "server": [], "sts": []}
                 gate, ref = interleaved(
-                    lambda: run(sg, FETCH, FETCH_ROWS),
-                    lambda: run(spark, FETCH, FETCH_ROWS),
+                    with_cpu(lambda: run(sg, FETCH, FETCH_ROWS), groups, spent, "sparkgate"),
+                    with_cpu(lambda: run(spark, FETCH, FETCH_ROWS), groups, spent, "sts"),
                     fetches,
                     0,
                 )
@@ -144,6 +156,12 @@ def compare(
                     FETCH_ROWS / g / 1000,
                     FETCH_ROWS / r / 1000,
                     digits=0,
+                )
+                cpu = (median(spent["sparkgate"]), median(spent["sts"]))
+                figures.cpu_s[size] = cpu
+                add_row(table, f"1M rows by {size}, CPU s", *cpu, digits=2)
+                table.add_row(
+                    f"1M rows by {size}, CPU s: server", f"{median(spent['server']):,.2f}", "", ""
                 )
         before, peak = memory.before, memory.peak
         table.add_section()
@@ -164,8 +182,9 @@ def compare(
         "sparkgate runs each statement in its engine, which writes the result to a file that "
         "the server pages out per FetchResults; STS collects the result in its driver JVM "
         "(spark.sql.thriftServer.incrementalCollect=false, its default) and pages from memory. "
-        "RSS is summed over each process tree (sparkgate: server; engine = Python + its JVM; "
-        "STS: its JVM), sampled every 20 ms while the 1M-row fetches ran, idle RSS before "
+        "CPU and RSS are summed over each process tree (sparkgate: server + engine, the "
+        "engine being Python + its JVM; STS: its JVM); CPU per fetch, the query's run "
+        "included; RSS sampled every 20 ms while the 1M-row fetches ran, idle RSS before "
         "them in parentheses. ratio = sparkgate / STS: above 1 is slower or bigger, except "
         "for rows/s, where above 1 is faster.",
         style="dim",
@@ -189,6 +208,31 @@ def run(cursor: Any, sql: str, expected_rows: int) -> None:
     cursor.execute(sql)
     rows = cursor.fetchall()
     assert len(rows) == expected_rows, (sql, len(rows))
+
+
+def with_cpu(
+    fetch: Callable[[], None],
+    groups: dict[str, list[int]],
+    spent: dict[str, list[float]],
+    side: str,
+) -> Callable[[], None]:
+    """``fetch``, adding the CPU seconds it cost to ``spent``: STS's tree for ``sts``; else
+    sparkgate's server and engine (``sparkgate``) and its server alone (``server``)."""
+    names = {"sts": ["sts"]}.get(side, ["server", "engine"])
+
+    def measured() -> None:
+        before = cpu_ticks({name: groups[name] for name in names})
+        fetch()
+        after = cpu_ticks({name: groups[name] for name in names})
+        seconds = {name: (after[name] - before[name]) / _TICKS for name in names}
+        spent[side].append(sum(seconds.values()))
+        if side != "sts":
+            spent["server"].append(seconds["server"])
+
+    return measured
+
+
+_TICKS = os.sysconf("SC_CLK_TCK")
 
 
 def add_row(table: Table, name: str, gate: float, ref: float, *, digits: int = 1) -> None:

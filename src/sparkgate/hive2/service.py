@@ -15,18 +15,23 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
+import functools
 import json
 import logging
 import threading
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
+
+import pyarrow as pa
 
 from sparkgate import __version__
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import QueryFinished, SparkgateError
-from sparkgate.hive2 import rowsets
+from sparkgate.hive2 import encoding, rowsets
 from sparkgate.hive2.handles import (
     OPERATION,
     SESSION,
@@ -40,8 +45,11 @@ from sparkgate.hive2.handles import (
 )
 from sparkgate.hive2.idl import COLUMNAR_FROM, SERVER_PROTOCOL, T
 from sparkgate.hive2.progress import log_lines, millis, progress
+from sparkgate.hive2.readahead import Ahead, PageKey, ReadAhead
 from sparkgate.hive2.types import column_types, table_schema
+from sparkgate.hive2.wire import EncodedRowSet, encode_struct
 from sparkgate.service import Service
+from sparkgate.service.queries import result_path
 from sparkgate.states import (
     TERMINAL_SESSION_STATES,
     TERMINAL_STATEMENT_STATES,
@@ -100,6 +108,7 @@ class HiveService:
         self._log_positions: OrderedDict[int, int] = OrderedDict()
         self._protocols: OrderedDict[int, int] = OrderedDict()  # session id -> protocol
         self._protocols_lock = threading.Lock()  # written from the loop and worker threads
+        self._read_ahead = ReadAhead()  # the next page of each result being fetched
 
     async def call(self, api: str, request: Any, user: Principal) -> Any:
         """Answer one call. Unknown methods are the transport's concern (an exception)."""
@@ -150,6 +159,7 @@ class HiveService:
         session = await self._session(req.sessionHandle, user)
         if session.state not in TERMINAL_SESSION_STATES:
             await asyncio.to_thread(self.sessions.kill, session.id, user=user)
+        self._read_ahead.drop_session(session.id)
         return T.TCloseSessionResp(status=ok())
 
     async def _GetInfo(self, req: Any, user: Principal) -> Any:
@@ -242,6 +252,7 @@ class HiveService:
         statement = await self._statement(req.operationHandle, user)
         with contextlib.suppress(QueryFinished):  # cancelling a finished query: nothing to do
             await asyncio.to_thread(self.queries.cancel, statement.id, user=user)
+        self._read_ahead.drop(statement.id)
         return T.TCancelOperationResp(status=ok())
 
     async def _CloseOperation(self, req: Any, user: Principal) -> Any:
@@ -250,6 +261,7 @@ class HiveService:
             with contextlib.suppress(QueryFinished):
                 await asyncio.to_thread(self.queries.cancel, statement.id, user=user)
         self._log_positions.pop(statement.id, None)
+        self._read_ahead.drop(statement.id)
         return T.TCloseOperationResp(status=ok())
 
     async def _GetQueryId(self, req: Any, user: Principal) -> Any:
@@ -275,22 +287,41 @@ class HiveService:
             columnar = await self._columnar(statement.session_id)
             return self._fetch_log(statement, first, limit, columnar)
 
-        def fetch() -> tuple[StatementRecord, Any, bool]:
-            # The check, the page and the cursor: one trip off the event loop (a client
-            # fetching 1000 rows at a time pays this per call).
+        ahead = self._read_ahead.get(statement_id)
+
+        def fetch() -> tuple[StatementRecord, _Fetched | None]:
+            # The check, the cursor, the page, and the rows of the next: one trip off the
+            # event loop (a client fetching 1000 rows at a time pays this per call).
             statement = self.queries.for_fetch(statement_id, user=user)
             if statement.state not in TERMINAL_STATEMENT_STATES:
-                return statement, None, False
+                return statement, None
             _raise_if_failed(statement)
             columnar = self._known_protocol(statement.session_id) >= COLUMNAR_FROM
-            rows, more = self._fetch_rows(statement, first, limit, columnar)
-            return statement, rows, more
+            fetched = self.queries.fetch(statement, from_start=first, limit=limit)
+            key = PageKey(statement.id, result_path(statement), fetched.position, limit, columnar)
+            # Only the rows this call's own check and cursor move gave it are sent: the page
+            # read ahead if it holds exactly those.
+            page = ahead.page if ahead is not None and ahead.key == key else None
+            if page is None:
+                page = _page(statement, key, fetched.batches)
+            taken = sum(batch.num_rows for batch in fetched.batches)
+            following = None
+            if fetched.more and taken and self._read_ahead.wants_after(page):
+                next_key = dataclasses.replace(key, position=key.position + taken)
+                rows, _ = self.queries.result_batches(statement, next_key.position, limit)
+                following = Ahead(next_key, statement.session_id, _copied(rows))
+            return statement, _Fetched(fetched.more, page, following)
 
-        statement, rows, more = await asyncio.to_thread(fetch)
-        if rows is None:  # fetched before it finished: wait, as a synchronous client expects
-            await self.queries.finished(statement)
-            statement, rows, more = await asyncio.to_thread(fetch)
-        return T.TFetchResultsResp(status=ok(), hasMoreRows=more, results=rows)
+        statement, done = await asyncio.to_thread(fetch)
+        while done is None:  # fetched before it finished: wait, as a synchronous client expects
+            statement = await self.queries.finished(statement)
+            statement, done = await asyncio.to_thread(fetch)
+        if done.following is not None:
+            encode = functools.partial(_encode_ahead, statement)
+            self._read_ahead.keep(done.following, encode, asyncio.get_running_loop().call_soon)
+        else:
+            self._read_ahead.drop(statement_id)
+        return T.TFetchResultsResp(status=ok(), hasMoreRows=done.more, results=done.page)
 
     def _known_protocol(self, session_id: int) -> int:
         protocol = self._protocols.get(session_id)
@@ -307,14 +338,6 @@ class HiveService:
     def _remember_protocol(self, session_id: int, protocol: int) -> None:
         with self._protocols_lock:
             _remember(self._protocols, session_id, protocol)
-
-    def _fetch_rows(
-        self, statement: StatementRecord, first: bool, limit: int, columnar: bool
-    ) -> tuple[Any, bool]:
-        columns = column_types(_spark_schema(statement))
-        fetched = self.queries.fetch(statement, from_start=first, limit=limit)
-        rows = rowsets.row_set(fetched.batches, columns, fetched.position, columnar=columnar)
-        return rows, fetched.more
 
     def _fetch_log(
         self, statement: StatementRecord, first: bool, limit: int, columnar: bool
@@ -385,6 +408,38 @@ def _failed_response(api: str, exc: BaseException) -> Any:
     if api == "GetInfo":
         response.infoValue = T.TGetInfoValue(stringValue="")
     return response
+
+
+@dataclass(frozen=True)
+class _Fetched:
+    """A FetchResults call's page, whether rows follow it, and the next page's rows."""
+
+    more: bool
+    page: EncodedRowSet
+    following: Ahead | None
+
+
+def _page(statement: StatementRecord, key: PageKey, batches: list[pa.RecordBatch]) -> EncodedRowSet:
+    """A page's row set, encoded (by the worker that moved the cursor, or for a page read
+    ahead by the loop): the reply is written around these bytes."""
+    columns = column_types(_spark_schema(statement))
+    if key.columnar:
+        return EncodedRowSet(encoding.row_set(batches, columns, key.position))
+    rowset = rowsets.row_set(batches, columns, key.position, columnar=False)
+    return EncodedRowSet(encode_struct(rowset), rowset)
+
+
+def _encode_ahead(statement: StatementRecord, ahead: Ahead) -> EncodedRowSet:
+    return _page(statement, ahead.key, ahead.batches)
+
+
+def _copied(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """The rows in memory of their own: read from the result file here, in the worker, so
+    that the event loop that encodes them never waits on the file."""
+    return [
+        pa.record_batch([pa.concat_arrays([column]) for column in batch.columns], batch.schema)
+        for batch in batches
+    ]
 
 
 def _spark_schema(statement: StatementRecord) -> dict[str, Any] | None:
