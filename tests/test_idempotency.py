@@ -10,7 +10,7 @@ import pytest
 
 from sparkgate.auth.principal import Principal
 from sparkgate.duties.results import expire_idempotency_keys
-from sparkgate.errors import IdempotencyKeyInvalid, IdempotencyKeyReused
+from sparkgate.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, SparkgateError
 from sparkgate.service import Service
 from sparkgate.service.idempotency import fingerprint, parse_key
 from sparkgate.settings import Settings
@@ -69,6 +69,21 @@ def test_a_key_names_one_request(service: Service, store: Store) -> None:
         "SELECT 1", user=ALICE, session_id=session.id, key="k-q"
     )
     assert replayed and repeat.id == first.id
+
+
+def test_a_repeat_is_answered_though_its_session_ended_since(
+    service: Service, store: Store
+) -> None:
+    # A statement in a session is made before its key is looked up (one read less for every
+    # first request): a repeat that would now be refused still answers what the first made.
+    session, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)
+    first, _ = service.queries.submit("SELECT 1", user=ALICE, session_id=session.id, key="k")
+    service.sessions.kill(session.id, user=ALICE)
+    again, replayed = service.queries.submit("SELECT 1", user=ALICE, session_id=session.id, key="k")
+    assert replayed and again.id == first.id
+    with pytest.raises(SparkgateError):  # without the key, the refusal
+        service.queries.submit("SELECT 1", user=ALICE, session_id=session.id, key="other")
+    assert _queries(store) == 1
 
 
 def test_keys_are_per_user(service: Service, store: Store) -> None:

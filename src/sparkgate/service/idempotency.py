@@ -29,7 +29,7 @@ from sqlalchemy import Connection
 from sqlalchemy.exc import IntegrityError
 
 from sparkgate.auth.principal import Principal
-from sparkgate.errors import IdempotencyKeyInvalid, IdempotencyKeyReused
+from sparkgate.errors import IdempotencyKeyInvalid, IdempotencyKeyReused, SparkgateError
 from sparkgate.settings import Settings
 from sparkgate.store import Store
 from sparkgate.store.idempotency import KeyClaim, KeyRecord
@@ -101,16 +101,29 @@ class KeyedReplay:
         replay: Callable[[KeyRecord], T],
         *,
         now: float,
+        look_first: bool = True,
     ) -> tuple[T, bool]:
         """``make()``, or, if the key already names what an earlier request made,
-        ``replay(its record)``; and whether it was a replay."""
+        ``replay(its record)``; and whether it was a replay.
+
+        With ``look_first`` False, ``make()`` is tried before the key is looked up: for a
+        ``make`` that is one transaction recording the key (a statement in a session), so a
+        repeat is known by its refused insert, and a first request (nearly all of them) saves
+        a read. A repeat that ``make`` refuses for another reason (a limit reached, a session
+        ended since) is still answered by the key, as when the key is looked up first."""
         if claim is None:
             return make(), False
-        found = self._find(claim, now)
-        if found is not None:
-            return replay(found), True
+        if look_first:
+            found = self._find(claim, now)
+            if found is not None:
+                return replay(found), True
         try:
             return make(), False
+        except SparkgateError:
+            found = None if look_first else self._find(claim, now)
+            if found is None:
+                raise
+            return replay(found), True
         except IntegrityError:
             # Another request with this key committed first (its row is what refused ours,
             # and our query or session went with our transaction): answer theirs.

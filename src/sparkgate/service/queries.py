@@ -119,7 +119,13 @@ class Queries:
             return self.get(found_id, user=user)
 
         statement, replayed = keys.once(
-            claim, make, lambda found: replay(found.statement_id), now=self.sessions.clock()
+            claim,
+            make,
+            lambda found: replay(found.statement_id),
+            now=self.sessions.clock(),
+            # A statement in a session is made in one transaction with its key; a one-off
+            # query's session may start an engine before it, so its key is looked up first.
+            look_first=session_id is None,
         )
         if not replayed:
             with logs.bound(query_id=statement.id, session_id=statement.session_id):
