@@ -148,9 +148,39 @@ def test_a_statement_waiting_behind_another_runs_when_it_ends(engines: Any) -> N
     assert states == [StatementState.SUCCESS, StatementState.SUCCESS]
 
 
+def test_a_statement_sent_while_another_runs_runs_when_it_ends(engines: Any) -> None:
+    """Its hint finds the session busy: the running statement's end must wake the loop."""
+    engine = engines(hints=True, safety_poll=NEVER)
+    store = engine.store
+    session_id = open_session(engine)
+    first = store.statements.add(
+        session_id, "SELECT count(*) FROM range(20000000) a CROSS JOIN range(2)", now=time.time()
+    ).id
+    eventually(
+        lambda: store.statements.get(first).state is not StatementState.WAITING,
+        timeout=60,
+        what="the first statement to start",
+    )
+    second = store.statements.add(session_id, "SELECT 2", now=time.time()).id
+    for statement_id in (first, second):
+        assert (
+            eventually(
+                lambda i=statement_id: (
+                    store.statements.get(i).state  # type: ignore[misc]
+                    if store.statements.get(i).state in TERMINAL_STATEMENT_STATES
+                    else None
+                ),
+                timeout=60,
+                what=f"statement {statement_id} to end",
+            )
+            is StatementState.SUCCESS
+        )
+
+
 def test_a_statement_costs_the_engine_one_read_of_its_work(engines: Any) -> None:
-    """A statement's end wakes the loop but needs no read of the sessions: only the hint of
-    a new statement (or the safety poll, here never) does."""
+    """A statement's end needs no read of the sessions, and with nothing waiting behind it
+    does not even wake the loop: only the hint of a new statement (or the safety poll, here
+    never) does."""
     engine = engines(hints=True, safety_poll=NEVER)
     store = engine.store
     session_id = open_session(engine)
@@ -163,6 +193,7 @@ def test_a_statement_costs_the_engine_one_read_of_its_work(engines: Any) -> None
         return work_of_engine(engine_id)
 
     setattr(store.sessions, "work_of_engine", counted)  # noqa: B010 (mypy: a method)
+    ticks = engine._ticks
     for n in range(5):
         statement_id = store.statements.add(session_id, f"SELECT {n}", now=time.time()).id
 
@@ -171,3 +202,4 @@ def test_a_statement_costs_the_engine_one_read_of_its_work(engines: Any) -> None
 
         eventually(succeeded, timeout=60, what=f"statement {statement_id} to succeed")
     assert reads == 5
+    assert engine._ticks - ticks == 5  # one pass of the loop each

@@ -19,7 +19,7 @@ import dataclasses
 import logging
 
 from sparkgate.engine.execution import Execution
-from sparkgate.engine.shared import Shared, UnsettledClaim
+from sparkgate.engine.shared import Look, Shared, UnsettledClaim
 from sparkgate.states import SessionState, StatementState
 from sparkgate.store.outage import is_unreachable
 from sparkgate.store.records import StatementRecord
@@ -32,11 +32,38 @@ class _ClaimRefused(Exception):
 
 
 def session_running(shared: Shared, session_id: int) -> bool:
+    """Whether a statement of the session runs; if one does, its end wakes the loop (a
+    statement of the session waits behind it)."""
     with shared.lock:
-        return any(e.session.record.id == session_id for e in shared.running.values())
+        for execution in shared.running.values():
+            if execution.session.record.id == session_id and not execution.done:
+                execution.wake_after = True
+                return True
+    return False
 
 
-def claim(shared: Shared, session_id: int, waiting: StatementRecord, *, tick: int) -> bool:
+def statement_ended(shared: Shared, execution: Execution) -> None:
+    """On the session's thread, after its statement's end is recorded: wake the loop if a
+    statement waits behind it, or the engine is stopping; else the loop sleeps on.
+
+    No end is missed: the loop marks a running statement (``session_running``) and the
+    worker reads the mark after its statement is ``done``, both under the lock. If the loop
+    looks first, the worker sees the mark; if the worker reads first, the statement is done
+    by the time the loop looks, and the loop claims the next at once."""
+    with shared.lock:
+        wake = execution.wake_after
+    if wake or shared.stop.is_set() or shared.stop_now.is_set():
+        shared.wake_for(Look.NOTHING)
+
+
+def claim(
+    shared: Shared,
+    session_id: int,
+    waiting: StatementRecord,
+    *,
+    tick: int,
+    more_waiting: bool = False,
+) -> bool:
     now = shared.clock()
     statement_id = waiting.id
     shared.unsettled_claims.pop(statement_id, None)
@@ -67,7 +94,7 @@ def claim(shared: Shared, session_id: int, waiting: StatementRecord, *, tick: in
         if is_unreachable(exc):
             shared.unsettled_claims[statement_id] = UnsettledClaim(session_id, waiting, now)
         raise
-    _start(shared, session_id, waiting, now, tick=tick)
+    _start(shared, session_id, waiting, now, tick=tick, wake_after=more_waiting)
     return True
 
 
@@ -93,7 +120,13 @@ def settle(shared: Shared, *, tick: int) -> bool:
 
 
 def _start(
-    shared: Shared, session_id: int, waiting: StatementRecord, now: float, *, tick: int
+    shared: Shared,
+    session_id: int,
+    waiting: StatementRecord,
+    now: float,
+    *,
+    tick: int,
+    wake_after: bool = False,
 ) -> None:
     # What the claim wrote, without reading it back.
     statement = dataclasses.replace(
@@ -108,6 +141,7 @@ def _start(
         shared.sessions[session_id],
         tag=f"sparkgate-statement-{statement.id}",
         claimed_in=tick,
+        wake_after=wake_after,
     )
     with shared.lock:
         shared.running[statement.id] = execution

@@ -26,6 +26,9 @@ class Execution:
     finished: threading.Event = field(default_factory=threading.Event)
     last_cancel: float = 0.0
     claimed_in: int = 0  # the engine's tick that claimed it
+    # Whether its end must wake the engine's loop: a statement of its session waits behind
+    # it. Set by the loop under ``Shared.lock`` (see ``claims.mark_waiting_behind``).
+    wake_after: bool = False
     # The tables it read and wrote ({"read": [...], "written": [...]}), recorded with its end.
     touched: dict[str, list[str]] | None = None
 
@@ -44,7 +47,7 @@ class SessionWorker:
         self,
         session_id: int,
         run: Callable[[Execution], None],
-        after: Callable[[], None],
+        after: Callable[[Execution], None],
         ended: Callable[[], None],
     ) -> None:
         self._queue: queue.SimpleQueue[Execution | None] = queue.SimpleQueue()
@@ -68,5 +71,5 @@ class SessionWorker:
                 self._run(execution)
             finally:
                 execution.finished.set()
-                self._after()  # the engine may take the session's next statement now
+                self._after(execution)  # the engine may take the session's next statement
         self._ended()

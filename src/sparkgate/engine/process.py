@@ -311,7 +311,9 @@ class Engine:
                 and session.id in shared.sessions
                 and not session_running(shared, session.id)
             ):
-                claimed = claim(shared, session.id, waiting, tick=self._ticks)
+                claimed = claim(
+                    shared, session.id, waiting, tick=self._ticks, more_waiting=more_waiting
+                )
                 busy |= claimed
                 backlog |= more_waiting or not claimed
             else:

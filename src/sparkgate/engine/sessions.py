@@ -15,8 +15,9 @@ from functools import partial
 
 from sparkgate.engine import artifacts
 from sparkgate.engine.authz import decider as authz
+from sparkgate.engine.claims import statement_ended
 from sparkgate.engine.execution import Execution, SessionWorker
-from sparkgate.engine.shared import Look, Shared
+from sparkgate.engine.shared import Shared
 from sparkgate.engine.udfs import register_udfs
 from sparkgate.recorded import ErrorCode, RecordedError
 from sparkgate.runtime.failures import recorded_failure
@@ -69,7 +70,7 @@ class SessionKeeper:
         shared.workers[session.id] = SessionWorker(
             session.id,
             self._execute,
-            partial(shared.wake_for, Look.NOTHING),
+            partial(statement_ended, shared),
             partial(self._release_files, opened),
         )
         shared.served_session = True

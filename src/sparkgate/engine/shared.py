@@ -84,9 +84,10 @@ class Shared:
 
     def wake_for(self, look: Look = Look.ALL) -> None:
         """Wake the loop, whose next pass reads ``look`` of the store. A statement's end
-        needs no read (``Look.NOTHING``): its session's next statement, if one was already
-        waiting, is known from the last read, and one submitted since hinted. So a
-        statement costs the engine one read of its work, not one per wake-up."""
+        needs no read (``Look.NOTHING``), and wakes the loop only when a statement of its
+        session waits behind it (``claims.statement_ended``): that one is known from the
+        last read, and one submitted since hinted. So a statement costs the engine one read
+        of its work and one wake-up of its loop."""
         with self.lock:
             self.needed |= look
         self.wake.set()
