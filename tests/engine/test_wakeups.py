@@ -162,19 +162,13 @@ def test_a_statement_sent_while_another_runs_runs_when_it_ends(engines: Any) -> 
         what="the first statement to start",
     )
     second = store.statements.add(session_id, "SELECT 2", now=time.time()).id
-    for statement_id in (first, second):
-        assert (
-            eventually(
-                lambda i=statement_id: (
-                    store.statements.get(i).state  # type: ignore[misc]
-                    if store.statements.get(i).state in TERMINAL_STATEMENT_STATES
-                    else None
-                ),
-                timeout=60,
-                what=f"statement {statement_id} to end",
-            )
-            is StatementState.SUCCESS
-        )
+
+    def ended() -> list[StatementState] | None:
+        states = [store.statements.get(i).state for i in (first, second)]
+        return states if all(s in TERMINAL_STATEMENT_STATES for s in states) else None
+
+    states = eventually(ended, timeout=60, what="both statements to end")
+    assert states == [StatementState.SUCCESS, StatementState.SUCCESS]
 
 
 def test_a_statement_costs_the_engine_one_read_of_its_work(engines: Any) -> None:
