@@ -160,6 +160,7 @@ def server(
             app,
             host=settings.host,
             port=settings.port,
+            http="httptools",  # a dependency: the C parser (h11's pure Python costs more CPU)
             log_level="info",
             log_config=None,  # uvicorn's loggers go through ours (logs.configure): one format
             timeout_keep_alive=int(settings.http_keep_alive),
