@@ -160,6 +160,35 @@ def test_only_the_lease_holder_runs_a_duty(store: Store) -> None:
     assert ran == {"a": [NOW, NOW + 5], "b": [NOW + 16]}
 
 
+def test_a_node_holding_every_lease_renews_them_every_third_of_their_lifetime(
+    store: Store,
+) -> None:
+    clock = [NOW]
+    ran: list[float] = []
+    runner = DutyRunner(
+        store, "a", [Duty("reaper", ran.append)], interval=1, lease_ttl=9,
+        clock=lambda: clock[0],
+    )  # fmt: skip
+    writes: list[float] = []
+    acquire_many = store.leases.acquire_many
+
+    def counted(*args: Any, **kwargs: Any) -> set[str]:
+        writes.append(clock[0])
+        return acquire_many(*args, **kwargs)
+
+    store.leases.acquire_many = counted  # type: ignore[method-assign]
+    for step in range(10):
+        clock[0] = NOW + step
+        assert runner.run_once() == ["reaper"]
+    assert writes == [NOW, NOW + 3, NOW + 6, NOW + 9]
+    lease = store.leases.get("reaper")
+    assert lease is not None and lease.owner == "a" and lease.expires_at == NOW + 18
+    # Another node never finds it lapsed while this one runs its rounds.
+    other = DutyRunner(store, "b", [Duty("reaper", ran.append)], interval=1, lease_ttl=9,
+                       clock=lambda: clock[0])  # fmt: skip
+    assert other.run_once() == []
+
+
 def test_a_duty_runs_at_most_as_often_as_it_asks(store: Store) -> None:
     clock = [NOW]
     ran: list[float] = []

@@ -47,6 +47,12 @@ class DutyRunner:
         # cannot know what came before): liveness judgements wait on it (duties/reaper.py).
         self.store_reachable_since = clock()
         self._store_lost = False
+        # The leases this node took at its last write, and when: a node holding every lease
+        # renews them every third of their lifetime, not every round (an idle node's largest
+        # cost was this write, every 2 s). One missing any lease asks every round, to take
+        # over soon after its holder dies.
+        self._held: set[str] = set()
+        self._renewed_at = float("-inf")
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._loop, name="duties", daemon=True)
 
@@ -65,16 +71,23 @@ class DutyRunner:
     def run_once(self) -> list[str]:
         """One round: the names of the duties this node held and ran."""
         ran: list[str] = []
-        try:
-            held = self.store.leases.acquire_many(
-                [duty.name for duty in self.duties],
-                self.node_id,
-                now=self.clock(),
-                ttl=self.lease_ttl,
-            )
-        except Exception as exc:
-            self._store_failed(exc)
-            return ran
+        names = [duty.name for duty in self.duties]
+        now = self.clock()
+        if (
+            self._store_lost
+            or self._held != set(names)
+            or now - self._renewed_at >= self.lease_ttl / 3
+        ):
+            try:
+                self._held = self.store.leases.acquire_many(
+                    names, self.node_id, now=now, ttl=self.lease_ttl
+                )
+                self._renewed_at = now
+            except Exception as exc:
+                self._held = set()
+                self._store_failed(exc)
+                return ran
+        held = self._held
         if self._store_lost:
             self._store_lost = False
             self.store_reachable_since = self.clock()
