@@ -57,6 +57,13 @@ _UNFINISHED_OF = (
         )
     )
 )
+# A HiveServer2 client's fetch cursor moved by compare-and-set: one per page fetched.
+_MOVE_CURSOR = (
+    statements.update()
+    .where(statements.c.id == sa.bindparam("statement_id"))
+    .where(statements.c.fetched == sa.bindparam("expected"))
+    .values(fetched=sa.bindparam("position"))
+)
 
 
 class Statements:
@@ -283,14 +290,9 @@ class Statements:
     def move_cursor(self, statement_id: int, expected: int, position: int) -> bool:
         """Move a HiveServer2 fetch cursor from ``expected`` to ``position``; False if another
         fetch moved it first (the caller reads again)."""
-        stmt = (
-            statements.update()
-            .where(statements.c.id == statement_id)
-            .where(statements.c.fetched == expected)
-            .values(fetched=position)
-        )
+        values = {"statement_id": statement_id, "expected": expected, "position": position}
         with self._db.begin() as conn:
-            return conn.execute(stmt).rowcount == 1
+            return conn.execute(_MOVE_CURSOR, values).rowcount == 1
 
     def count_unfinished(self, owner: str) -> int:
         """Waiting and running statements in one owner's sessions (for the per-user limit)."""
