@@ -8,14 +8,9 @@ statements through the same list.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
-from sparkgate.runtime.contract import ExecResult, ExecutionContext, SqlHandler, dataframe_result
+from sparkgate.runtime.contract import ExecResult, ExecutionContext, SqlHandler, sql_result
 from sparkgate.streaming.handlers import handle_stream_sql
 from sparkgate.tables.handler import atomic_ctas
-
-if TYPE_CHECKING:
-    from pyspark.sql import DataFrame, SparkSession
 
 SQL_HANDLERS: tuple[SqlHandler, ...] = (handle_stream_sql, atomic_ctas)
 
@@ -26,13 +21,5 @@ def run_sql(ctx: ExecutionContext) -> ExecResult:
         handled = handler(ctx)
         if handled is not None:
             return handled
-    return dataframe_result(ctx, _sql(ctx.session.spark, ctx.statement.code))
-
-
-def _sql(spark: SparkSession, code: str) -> DataFrame:
-    """``spark.sql(code)`` in one Py4J call: PySpark's own first builds an empty argument
-    array in the JVM, four round trips more (Py4J's error handling, which turns Spark's
-    errors into PySpark's, applies to every call alike)."""
-    from pyspark.sql import DataFrame
-
-    return DataFrame(spark._jsparkSession.sql(code), spark)
+    # The SQL and its result in one call into the JVM (PySpark's spark.sql alone makes five).
+    return sql_result(ctx, ctx.statement.code)

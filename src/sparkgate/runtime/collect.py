@@ -16,7 +16,7 @@ from sparkgate.results import ResultWriter, StoredResult
 from sparkgate.runtime import statement_thread
 
 if TYPE_CHECKING:
-    from pyspark.sql import DataFrame
+    from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 
@@ -34,6 +34,22 @@ def write_result(df: DataFrame, directory: Path) -> StoredResult:
 
 def collect_result(df: DataFrame, directory: Path) -> tuple[StoredResult, StructType]:
     """The rows of ``df`` written to ``directory``, and their Spark schema."""
+    jvm_thread = statement_thread.of(df.sparkSession)
+    return _write_served(jvm_thread, jvm_thread.serveArrow(df._jdf), directory)
+
+
+def collect_sql_result(
+    spark: SparkSession, code: str, directory: Path
+) -> tuple[StoredResult, StructType]:
+    """``collect_result`` of ``spark.sql(code)``, the SQL run and its result served in one
+    call into the JVM (Spark's errors, a parse or analysis error included, as PySpark
+    raises them from any call)."""
+    jvm_thread = statement_thread.of(spark)
+    return _write_served(jvm_thread, jvm_thread.serveSql(spark._jsparkSession, code), directory)
+
+
+def _write_served(jvm_thread: Any, served: str, directory: Path) -> tuple[StoredResult, StructType]:
+    """The rows the JVM serves (``served``: where, its secret, the schema) written."""
     from pyspark import serializers
     from pyspark.errors.exceptions.captured import unwrap_spark_exception
     from pyspark.sql.pandas.serializers import ArrowStreamSerializer
@@ -41,8 +57,7 @@ def collect_result(df: DataFrame, directory: Path) -> tuple[StoredResult, Struct
     from pyspark.sql.types import StructType, _parse_datatype_json_string
     from pyspark.util import _create_local_socket
 
-    jvm_thread = statement_thread.of(df.sparkSession)
-    connection, secret, schema_json = jvm_thread.serveArrow(df._jdf).split("\n", 2)
+    connection, secret, schema_json = served.split("\n", 2)
     spark_schema = _parse_datatype_json_string(schema_json)
     assert isinstance(spark_schema, StructType)
     committed = False

@@ -34,6 +34,9 @@ from sparkgate.store.records import StatementRecord
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
+    from pyspark.sql.types import StructType
+
+    from sparkgate.results import StoredResult
 
 
 class StatementHook(Protocol):
@@ -87,9 +90,21 @@ SqlHandler = Callable[[ExecutionContext], "ExecResult | None"]
 
 def dataframe_result(ctx: ExecutionContext, df: DataFrame) -> ExecResult:
     """Run ``df`` and store its rows as the statement's result."""
-    from sparkgate.runtime.collect import collect_result, describe_fields
+    from sparkgate.runtime.collect import collect_result
 
-    stored, schema = collect_result(df, ctx.result_dir)
+    return _stored_result(*collect_result(df, ctx.result_dir))
+
+
+def sql_result(ctx: ExecutionContext, code: str) -> ExecResult:
+    """Run the SQL ``code`` in the statement's session and store its rows as its result."""
+    from sparkgate.runtime.collect import collect_sql_result
+
+    return _stored_result(*collect_sql_result(ctx.session.spark, code, ctx.result_dir))
+
+
+def _stored_result(stored: StoredResult, schema: StructType) -> ExecResult:
+    from sparkgate.runtime.collect import describe_fields
+
     return ExecResult(
         result={
             "schema": describe_fields(schema),

@@ -3,6 +3,7 @@ package sparkgate.authz
 import java.lang.reflect.InvocationTargetException
 
 import org.apache.spark.api.java.JavaSparkContext
+import org.apache.spark.sql.SparkSession
 import org.apache.spark.sql.catalyst.CurrentUserContext
 import org.apache.spark.sql.types.StructType
 
@@ -37,6 +38,10 @@ object StatementThread {
     serving.set(served(2))
     s"${served(0)}\n${served(1)}\n$schema"
   }
+
+  /** `serveArrow` of `spark.sql(sqlText)`: a statement's SQL and its result in one call
+   *  (two before: the SQL's Dataset came back to Python only to be handed back here). */
+  def serveSql(spark: SparkSession, sqlText: String): String = serveArrow(spark.sql(sqlText))
 
   /** The end of what `serveArrow` served on this thread: Spark's error if the query failed. */
   def served(): Unit = {
