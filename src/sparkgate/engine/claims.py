@@ -31,9 +31,10 @@ class _ClaimRefused(Exception):
     pass
 
 
-def session_running(shared: Shared, session_id: int) -> bool:
-    """Whether a statement of the session runs; if one does, its end wakes the loop (a
-    statement of the session waits behind it)."""
+def mark_waiting_behind(shared: Shared, session_id: int) -> bool:
+    """For a session with a statement waiting: whether a statement of it runs, which is then
+    marked so that its end wakes the loop. The look and the mark are one step under the lock
+    (see ``statement_ended``)."""
     with shared.lock:
         for execution in shared.running.values():
             if execution.session.record.id == session_id and not execution.done:
@@ -46,7 +47,7 @@ def statement_ended(shared: Shared, execution: Execution) -> None:
     """On the session's thread, after its statement's end is recorded: wake the loop if a
     statement waits behind it, or the engine is stopping; else the loop sleeps on.
 
-    No end is missed: the loop marks a running statement (``session_running``) and the
+    No end is missed: the loop marks a running statement (``mark_waiting_behind``) and the
     worker reads the mark after its statement is ``done``, both under the lock. If the loop
     looks first, the worker sees the mark; if the worker reads first, the statement is done
     by the time the loop looks, and the loop claims the next at once."""

@@ -28,7 +28,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from sparkgate.engine.cancels import CANCEL_REPEAT, cancel_jobs, pass_on_cancels
-from sparkgate.engine.claims import claim, reap_executions, session_running, settle
+from sparkgate.engine.claims import claim, mark_waiting_behind, reap_executions, settle
 from sparkgate.engine.connect_operations import ConnectOperations
 from sparkgate.engine.execution import Execution, SessionWorker
 from sparkgate.engine.heartbeat import Heartbeat
@@ -309,7 +309,7 @@ class Engine:
             if (
                 not shared.stop.is_set()
                 and session.id in shared.sessions
-                and not session_running(shared, session.id)
+                and not mark_waiting_behind(shared, session.id)
             ):
                 claimed = claim(
                     shared, session.id, waiting, tick=self._ticks, more_waiting=more_waiting
