@@ -81,7 +81,6 @@ def row_set(batches: list[pa.RecordBatch], columns: list[ColumnType], offset: in
 
 def _column(array: pa.Array, column: ColumnType) -> bytes:
     """One TColumn: a struct with one field, the typed column (values, then nulls)."""
-    nulls = rowsets.null_bitmap(array) if array.null_count else b""
     values: bytes | None = None
     if column.wire in _NUMBERS:
         field, element, native, wire, holds = _NUMBERS[column.wire]
@@ -96,6 +95,7 @@ def _column(array: pa.Array, column: ColumnType) -> bytes:
             values = _LIST_HEADER.pack(_STRING, len(array)) + _texts(array)
     if values is None:  # not held by Arrow as the wire wants it: as rowsets builds it
         return encode_struct(rowsets.thrift_column(array, column))
+    nulls = rowsets.null_bitmap(array) if array.null_count else b""
     return b"".join(
         [
             _FIELD.pack(_STRUCT, field),
