@@ -36,6 +36,8 @@ TransactionObserver = Callable[[str, float], None]
 
 # Hints queued by a write transaction, sent once it commits (SQLite's delivery).
 _PENDING_HINTS = "sparkgate_pending_hints"
+# How a SQLite connection's next transaction begins (its pool record's info; see writing).
+_BEGIN_WITH = "sparkgate_begin_with"
 
 
 class Database:
@@ -70,10 +72,7 @@ class Database:
         started = time.perf_counter()
         pending: set[tuple[str, str]] | None = None
         try:
-            with (
-                unavailable_as_error(),
-                self.engine.connect().execution_options(sparkgate_write=True) as conn,
-            ):
+            with unavailable_as_error(), writing(self.engine) as conn:
                 try:
                     with conn.begin():
                         yield conn
@@ -182,9 +181,27 @@ def _install_sqlite_hooks(engine: Engine) -> None:
         cursor.execute("PRAGMA foreign_keys=ON")
         cursor.close()
 
-    @event.listens_for(engine, "begin")
-    def _on_begin(conn: Connection) -> None:
-        if conn.get_execution_options().get("sparkgate_write"):
-            conn.exec_driver_sql("BEGIN IMMEDIATE")
-        else:
-            conn.exec_driver_sql("BEGIN")
+    # pysqlite leaves transactions to us (isolation_level None above): BEGIN is ours to emit,
+    # IMMEDIATE on a connection checked out to write (``writing``). It is sent on the
+    # driver's own connection by the dialect's do_begin, not by a "begin" event listener
+    # through SQLAlchemy's execution path: any engine event listener makes every statement
+    # look its events up, and the two were half the CPU of a one-row write transaction
+    # (a page's cursor move: 300 to 150 us on a thread that woke for it). A failed BEGIN
+    # (the database locked past the busy timeout) is still raised as SQLAlchemy's error.
+    def _do_begin(dbapi_connection: Any) -> None:
+        dbapi_connection.driver_connection.execute(dbapi_connection.info.get(_BEGIN_WITH, "BEGIN"))
+
+    engine.dialect.do_begin = _do_begin  # type: ignore[method-assign]
+
+
+@contextmanager
+def writing(engine: Engine) -> Iterator[Connection]:
+    """A connection whose transactions begin IMMEDIATE on SQLite, so that two processes never
+    both read under a shared lock and then deadlock upgrading to write (elsewhere: as usual)."""
+    with engine.connect() as conn:
+        checked_out = conn.connection  # the pool's hold on the driver's connection
+        checked_out.info[_BEGIN_WITH] = "BEGIN IMMEDIATE"
+        try:
+            yield conn
+        finally:
+            checked_out.info.pop(_BEGIN_WITH, None)

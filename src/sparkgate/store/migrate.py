@@ -10,7 +10,7 @@ from alembic.config import Config
 from alembic.runtime.migration import MigrationContext
 from alembic.script import ScriptDirectory
 
-from sparkgate.store.database import Database
+from sparkgate.store.database import Database, writing
 
 _MIGRATIONS = Path(__file__).parent / "migrations"
 # Any fixed number: the PostgreSQL advisory lock that keeps two nodes from migrating at once.
@@ -27,7 +27,7 @@ def alembic_config(db: Database) -> Config:
 def migrate(db: Database, revision: str = "head") -> None:
     config = alembic_config(db)
     # Write mode: on SQLite the IMMEDIATE transaction is the lock between nodes.
-    with db.engine.connect().execution_options(sparkgate_write=True) as conn:
+    with writing(db.engine) as conn:
         if db.dialect == "postgresql":
             conn.execute(sa.text("SELECT pg_advisory_lock(:k)"), {"k": _PG_MIGRATION_LOCK})
             conn.commit()
