@@ -138,11 +138,14 @@ async def stored(hive: HiveService, store: Store, tmp_path: Path, rows: int) -> 
 
 
 async def prepared(hive: HiveService, statement_id: int) -> EncodedRowSet:
-    """The page read ahead for the operation, once the loop has encoded it."""
-    await asyncio.sleep(0)  # the loop encodes it once the call's task has let go
-    page = hive._read_ahead.get(statement_id)
-    assert page is not None and page.page is not None, "no page read ahead"
-    return page.page
+    """The page read ahead for the operation, once the worker has read it (after the answer)
+    and the loop has encoded it."""
+    for _ in range(1000):
+        await asyncio.sleep(0.005)
+        page = hive._read_ahead.get(statement_id)
+        if page is not None and page.page is not None:
+            return page.page
+    raise AssertionError("no page read ahead")
 
 
 def values(response: Any) -> list[int]:

@@ -2,15 +2,20 @@
 
 A HiveServer2 client asks for a page, decodes it, and only then asks for the next: without
 this, the node waits while the client decodes, and the client while the node reads and
-encodes. So when a page is answered, the worker thread that moved the cursor also copies the
-rows of the page after it (same size, from where it ended) out of the result file, and once
-the answer is written the event loop encodes them, while the client decodes.
+encodes. So when a page is answered, the worker thread that moved the cursor hands the answer
+to the event loop first and then copies the rows of the page after it (same size, from where
+it ended) out of the result file; the event loop encodes them. Both happen while the answer
+is on its way and the client decodes it: neither is on the path of a call.
 
 A page read ahead is only a copy of part of a result file, which is written once and never
 changes: reading it moves no cursor and checks no access. Every FetchResults call still checks
 the caller's access and moves the cursor in the store by compare-and-set (so a page fetched
 through another node, or by another fetch at the same time, is followed); only then, if the
 rows that move gave it are exactly the ones read ahead, it sends their encoding.
+
+The page is announced (``expect``) when its call is answered, on the loop, and filled
+(``fill``) when its rows arrive: rows for a page no longer expected (the operation closed,
+another page answered meanwhile) are dropped, so a late worker never brings back a page.
 
 Why the loop encodes: on these machines a thread woken for a page costs more than the page
 (a sleeping core's cold caches: about 190 us of CPU for a 1000-row page against 60 us on a
@@ -27,16 +32,21 @@ session closed.
 
 from __future__ import annotations
 
+import asyncio
+import contextvars
 import logging
 from collections import OrderedDict
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pyarrow as pa
 
 from sparkgate.hive2.wire import EncodedRowSet
 
 log = logging.getLogger("sparkgate.hive2")
+
+R = TypeVar("R")
 
 MAX_OPERATIONS = 16
 MAX_PAGE_BYTES = 256 * 1024
@@ -56,13 +66,15 @@ class PageKey:
 @dataclass
 class Ahead:
     """The page after the one just answered: its rows (in memory, copied out of the result
-    file) and, once the event loop has encoded them, ``page``. ``page`` is set once, on the
-    loop; the next call's worker thread reads it (None: it encodes the rows itself)."""
+    file; ``filled`` once they are) and, once the event loop has encoded them, ``page``.
+    ``page`` is set once, on the loop; the next call's worker thread reads it (None: it
+    encodes the rows itself)."""
 
     key: PageKey
     session_id: int | None
     batches: list[pa.RecordBatch]
     page: EncodedRowSet | None = None
+    filled: bool = False
 
 
 class ReadAhead:
@@ -87,19 +99,42 @@ class ReadAhead:
         """What is read ahead for the operation's next call."""
         return self._pages.get(statement_id)
 
+    def expect(self, key: PageKey, session_id: int | None) -> None:
+        """The page ``key`` is being read for its operation's next call (in place of any
+        page kept for it); until it is filled, the call encodes its rows itself."""
+        self._put(Ahead(key, session_id, []))
+
+    def fill(
+        self,
+        key: PageKey,
+        batches: list[pa.RecordBatch],
+        encode: Callable[[Ahead], EncodedRowSet],
+        start: Callable[[Callable[[], None]], object],
+    ) -> None:
+        """The rows of the page ``key``, if it is still the one expected: kept, and encoded
+        by ``start`` (the loop's ``call_soon``)."""
+        ahead = self._pages.get(key.statement_id)
+        if ahead is None or ahead.key != key or ahead.filled:
+            return  # closed, or another page answered since: nobody will ask for these rows
+        ahead.batches, ahead.filled = batches, True
+        start(lambda: self._encode(ahead, encode))
+
     def keep(
         self,
         ahead: Ahead,
         encode: Callable[[Ahead], EncodedRowSet],
         start: Callable[[Callable[[], None]], object],
     ) -> None:
-        """Keep ``ahead`` in place of the operation's previous page, and have it encoded by
-        ``start`` (the loop's ``call_soon``: after the answer being sent is written)."""
+        """``expect`` and ``fill`` at once, for a page whose rows are read already."""
+        ahead.filled = False
+        self._put(ahead)
+        self.fill(ahead.key, ahead.batches, encode, start)
+
+    def _put(self, ahead: Ahead) -> None:
         self.drop(ahead.key.statement_id)
         self._pages[ahead.key.statement_id] = ahead
         while len(self._pages) > self.max_operations:
             self._pages.popitem(last=False)
-        start(lambda: self._encode(ahead, encode))
 
     def drop(self, statement_id: int) -> None:
         """Forget the operation's page (closed, cancelled, or another is read ahead)."""
@@ -117,3 +152,54 @@ class ReadAhead:
         except Exception:  # the next call encodes the rows itself, and meets the error there
             log.exception("HiveServer2: a page read ahead could not be encoded")
             self.drop(ahead.key.statement_id)
+
+
+def answer_then(
+    work: Callable[[], R], answered: Callable[[R], None], after: Callable[[R], None]
+) -> asyncio.Future[R]:
+    """``work`` on a worker thread, its result handed to the event loop as soon as it returns
+    (``answered`` of it runs on the loop just before the caller resumes); then ``after`` of it
+    on the same worker, while the caller goes on: what follows an answer, off its path.
+
+    Like ``asyncio.to_thread`` (the caller's context goes along), but the thread stays to do
+    ``after`` once the answer is out. A failure of ``after`` is logged, never raised."""
+    loop = asyncio.get_running_loop()
+    answer: asyncio.Future[R] = loop.create_future()
+
+    def succeed(result: R) -> None:
+        if answer.cancelled():
+            return
+        try:
+            answered(result)
+        except Exception as exc:
+            answer.set_exception(exc)
+            return
+        answer.set_result(result)
+
+    def fail(error: BaseException) -> None:
+        if not answer.cancelled():
+            answer.set_exception(error)
+
+    def run() -> None:
+        try:
+            result = work()
+        except BaseException as exc:
+            loop.call_soon_threadsafe(fail, exc)
+            return
+        loop.call_soon_threadsafe(succeed, result)
+        try:
+            after(result)
+        except Exception:
+            log.exception("HiveServer2: reading a page ahead failed")
+
+    loop.run_in_executor(None, contextvars.copy_context().run, run)
+    return answer
+
+
+def copied(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
+    """The rows in memory of their own: read from the result file by the worker, so that the
+    event loop that encodes them never waits on the file."""
+    return [
+        pa.record_batch([pa.concat_arrays([column]) for column in batch.columns], batch.schema)
+        for batch in batches
+    ]

@@ -45,7 +45,7 @@ from sparkgate.hive2.handles import (
 )
 from sparkgate.hive2.idl import COLUMNAR_FROM, SERVER_PROTOCOL, T
 from sparkgate.hive2.progress import log_lines, millis, progress
-from sparkgate.hive2.readahead import Ahead, PageKey, ReadAhead
+from sparkgate.hive2.readahead import Ahead, PageKey, ReadAhead, answer_then, copied
 from sparkgate.hive2.types import column_types, table_schema
 from sparkgate.hive2.wire import EncodedRowSet, encode_struct
 from sparkgate.service import Service
@@ -290,8 +290,8 @@ class HiveService:
         ahead = self._read_ahead.get(statement_id)
 
         def fetch() -> tuple[StatementRecord, _Fetched | None]:
-            # The check, the cursor, the page, and the rows of the next: one trip off the
-            # event loop (a client fetching 1000 rows at a time pays this per call).
+            # The check, the cursor and the page: one trip off the event loop (a client
+            # fetching 1000 rows at a time pays this per call).
             statement = self.queries.for_fetch(statement_id, user=user)
             if statement.state not in TERMINAL_STATEMENT_STATES:
                 return statement, None
@@ -307,20 +307,38 @@ class HiveService:
             taken = sum(batch.num_rows for batch in fetched.batches)
             following = None
             if fetched.more and taken and self._read_ahead.wants_after(page):
-                next_key = dataclasses.replace(key, position=key.position + taken)
-                rows, _ = self.queries.result_batches(statement, next_key.position, limit)
-                following = Ahead(next_key, statement.session_id, _copied(rows))
+                following = dataclasses.replace(key, position=key.position + taken)
             return statement, _Fetched(fetched.more, page, following)
 
-        statement, done = await asyncio.to_thread(fetch)
+        loop = asyncio.get_running_loop()
+
+        def answered(done: tuple[StatementRecord, _Fetched | None]) -> None:
+            """On the loop, as the answer is handed over: the next page is expected (or
+            none)."""
+            statement, fetched = done
+            if fetched is None:
+                return
+            if fetched.following is None:
+                self._read_ahead.drop(statement_id)
+            else:
+                self._read_ahead.expect(fetched.following, statement.session_id)
+
+        def read_following(done: tuple[StatementRecord, _Fetched | None]) -> None:
+            """On the worker, after the answer is handed over: the next page's rows."""
+            statement, fetched = done
+            if fetched is None or fetched.following is None:
+                return
+            key = fetched.following
+            rows, _ = self.queries.result_batches(statement, key.position, key.limit)
+            encode = functools.partial(_encode_ahead, statement)
+            loop.call_soon_threadsafe(
+                self._read_ahead.fill, key, copied(rows), encode, loop.call_soon
+            )
+
+        statement, done = await answer_then(fetch, answered, read_following)
         while done is None:  # fetched before it finished: wait, as a synchronous client expects
             statement = await self.queries.finished(statement)
-            statement, done = await asyncio.to_thread(fetch)
-        if done.following is not None:
-            encode = functools.partial(_encode_ahead, statement)
-            self._read_ahead.keep(done.following, encode, asyncio.get_running_loop().call_soon)
-        else:
-            self._read_ahead.drop(statement_id)
+            statement, done = await answer_then(fetch, answered, read_following)
         return T.TFetchResultsResp(status=ok(), hasMoreRows=done.more, results=done.page)
 
     def _known_protocol(self, session_id: int) -> int:
@@ -412,11 +430,11 @@ def _failed_response(api: str, exc: BaseException) -> Any:
 
 @dataclass(frozen=True)
 class _Fetched:
-    """A FetchResults call's page, whether rows follow it, and the next page's rows."""
+    """A FetchResults call's page, whether rows follow it, and which page to read ahead."""
 
     more: bool
     page: EncodedRowSet
-    following: Ahead | None
+    following: PageKey | None
 
 
 def _page(statement: StatementRecord, key: PageKey, batches: list[pa.RecordBatch]) -> EncodedRowSet:
@@ -431,15 +449,6 @@ def _page(statement: StatementRecord, key: PageKey, batches: list[pa.RecordBatch
 
 def _encode_ahead(statement: StatementRecord, ahead: Ahead) -> EncodedRowSet:
     return _page(statement, ahead.key, ahead.batches)
-
-
-def _copied(batches: list[pa.RecordBatch]) -> list[pa.RecordBatch]:
-    """The rows in memory of their own: read from the result file here, in the worker, so
-    that the event loop that encodes them never waits on the file."""
-    return [
-        pa.record_batch([pa.concat_arrays([column]) for column in batch.columns], batch.schema)
-        for batch in batches
-    ]
 
 
 def _spark_schema(statement: StatementRecord) -> dict[str, Any] | None:
