@@ -21,6 +21,8 @@ from sparkgate.store.schema import (
 )
 
 _UNFINISHED = [StatementState.RUNNING.value, StatementState.CANCELLING.value]
+# Built once, its values bound at execution (every Connect operation is one): see audit.py.
+_ADD_OPERATION = connect_operations.insert()
 
 
 @dataclass(frozen=True)
@@ -84,11 +86,12 @@ class ConnectMaps:
     def add_operation(
         self, statement_id: int, session_id: int, operation_id: str, *, conn: Connection
     ) -> None:
-        conn.execute(
-            connect_operations.insert().values(
-                statement_id=statement_id, session_id=session_id, operation_id=operation_id
-            )
-        )
+        values = {
+            "statement_id": statement_id,
+            "session_id": session_id,
+            "operation_id": operation_id,
+        }
+        conn.execute(_ADD_OPERATION, values)
 
     def statement_of(self, session_id: int, operation_id: str) -> int | None:
         query = sa.select(connect_operations.c.statement_id).where(
