@@ -10,11 +10,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 import pytest
 
 from sparkgate.auth.principal import Principal
 from sparkgate.hive2.idl import T
-from sparkgate.hive2.readahead import Ahead, PageKey, ReadAhead
+from sparkgate.hive2.readahead import Ahead, Encode, PageKey, ReadAhead
 from sparkgate.hive2.service import HiveService
 from sparkgate.hive2.wire import EncodedRowSet
 from sparkgate.service import Service
@@ -27,8 +28,25 @@ OK, INVALID = T.TStatusCode.SUCCESS_STATUS, T.TStatusCode.INVALID_HANDLE_STATUS
 SMALL = EncodedRowSet(b"\x00")
 
 
-def ahead(statement_id: int, session_id: int = 10, position: int = 3) -> Ahead:
-    return Ahead(PageKey(statement_id, "/results/1", position, 3, True), session_id, [])
+def key(statement_id: int, position: int = 3) -> PageKey:
+    return PageKey(statement_id, "/results/1", position, 3, True)
+
+
+def keep(
+    pages: ReadAhead,
+    statement_id: int,
+    encode: Encode,
+    start: Launches,
+    *,
+    session_id: int = 10,
+    position: int = 3,
+) -> Ahead:
+    """A page expected as its call is answered, then filled with its rows: what is kept."""
+    pages.expect(key(statement_id, position), session_id)
+    pages.fill(key(statement_id, position), [], encode, start)
+    kept = pages.get(statement_id)
+    assert kept is not None
+    return kept
 
 
 class Launches:
@@ -45,9 +63,9 @@ class Launches:
             self.waiting.pop(0)()
 
 
-def encoder(encoded: list[int]) -> Callable[[Ahead], EncodedRowSet]:
-    def encode(page: Ahead) -> EncodedRowSet:
-        encoded.append(page.key.statement_id)
+def encoder(encoded: list[int]) -> Encode:
+    def encode(page: PageKey, rows: list[pa.RecordBatch]) -> EncodedRowSet:
+        encoded.append(page.statement_id)
         return SMALL
 
     return encode
@@ -59,11 +77,10 @@ def encoder(encoded: list[int]) -> Callable[[Ahead], EncodedRowSet]:
 def test_one_page_per_operation_for_the_operations_served_last() -> None:
     pages, start, encoded = ReadAhead(max_operations=3), Launches(), list[int]()
     for statement_id in (1, 2, 3, 4):
-        pages.keep(ahead(statement_id), encoder(encoded), start)
+        keep(pages, statement_id, encoder(encoded), start)
     assert len(pages) == 3 and pages.get(1) is None  # the oldest made room
-    again = ahead(2, position=6)
-    pages.keep(again, encoder(encoded), start)
-    assert pages.get(2) is again and len(pages) == 3  # one page per operation
+    again = keep(pages, 2, encoder(encoded), start, position=6)
+    assert again.key == key(2, position=6) and len(pages) == 3  # one page per operation
     start.run()
     assert sorted(encoded) == [2, 3, 4]  # 2's second page; the dropped ones never
     assert again.page is SMALL
@@ -71,8 +88,7 @@ def test_one_page_per_operation_for_the_operations_served_last() -> None:
 
 def test_a_page_is_encoded_only_once_its_answer_is_sent() -> None:
     pages, start, encoded = ReadAhead(), Launches(), list[int]()
-    page = ahead(1)
-    pages.keep(page, encoder(encoded), start)
+    page = keep(pages, 1, encoder(encoded), start)
     assert encoded == [] and page.page is None  # the loop runs it after the reply
     start.run()
     assert encoded == [1] and pages.get(1) is page and page.page is SMALL
@@ -83,7 +99,7 @@ def test_nothing_is_read_ahead_after_a_large_page_and_drops_forget_pages() -> No
     assert pages.wants_after(EncodedRowSet(bytes(100)))
     assert not pages.wants_after(EncodedRowSet(bytes(101)))
     for statement_id, session_id in ((1, 10), (2, 10), (3, 11)):
-        pages.keep(ahead(statement_id, session_id), encoder(encoded), start)
+        keep(pages, statement_id, encoder(encoded), start, session_id=session_id)
     pages.drop(1)
     pages.drop_session(10)
     assert [pages.get(i) is None for i in (1, 2, 3)] == [True, True, False]
@@ -94,13 +110,30 @@ def test_nothing_is_read_ahead_after_a_large_page_and_drops_forget_pages() -> No
 def test_a_page_that_cannot_be_encoded_is_dropped(caplog: pytest.LogCaptureFixture) -> None:
     pages, start = ReadAhead(), Launches()
 
-    def fail(page: Ahead) -> EncodedRowSet:
+    def fail(page: PageKey, rows: list[pa.RecordBatch]) -> EncodedRowSet:
         raise ValueError("no")
 
-    pages.keep(ahead(1), fail, start)
+    keep(pages, 1, fail, start)
     start.run()
     assert pages.get(1) is None  # the next call encodes the rows itself
     assert "could not be encoded" in caplog.text
+
+
+def test_rows_that_come_for_a_page_no_longer_expected_are_dropped() -> None:
+    pages, start, encoded = ReadAhead(), Launches(), list[int]()
+    pages.expect(key(1), 10)
+    pages.drop(1)  # the operation closed before the worker's rows came
+    pages.fill(key(1), [], encoder(encoded), start)
+    assert pages.get(1) is None
+    pages.expect(key(2), 10)
+    pages.expect(key(2, position=6), 10)  # the next call was answered first
+    pages.fill(key(2), [], encoder(encoded), start)
+    waiting = pages.get(2)
+    assert waiting is not None and waiting.key == key(2, position=6) and waiting.batches is None
+    pages.fill(key(2, position=6), [], encoder(encoded), start)
+    pages.fill(key(2, position=6), [], encoder(encoded), start)  # once only
+    start.run()
+    assert encoded == [2]
 
 
 # -- through the calls, on a real store ---------------------------------------------------------

@@ -47,6 +47,8 @@ from sparkgate.hive2.wire import EncodedRowSet
 log = logging.getLogger("sparkgate.hive2")
 
 R = TypeVar("R")
+# A page's rows encoded as its answer: the page's key and its rows.
+Encode = Callable[["PageKey", list[pa.RecordBatch]], EncodedRowSet]
 
 MAX_OPERATIONS = 16
 MAX_PAGE_BYTES = 256 * 1024
@@ -66,15 +68,14 @@ class PageKey:
 @dataclass
 class Ahead:
     """The page after the one just answered: its rows (in memory, copied out of the result
-    file; ``filled`` once they are) and, once the event loop has encoded them, ``page``.
-    ``page`` is set once, on the loop; the next call's worker thread reads it (None: it
-    encodes the rows itself)."""
+    file; None until they are) and, once the event loop has encoded them, ``page``. ``page``
+    is set once, on the loop; the next call's worker thread reads it (None: it encodes the
+    rows itself)."""
 
     key: PageKey
     session_id: int | None
-    batches: list[pa.RecordBatch]
+    batches: list[pa.RecordBatch] | None = None
     page: EncodedRowSet | None = None
-    filled: bool = False
 
 
 class ReadAhead:
@@ -102,39 +103,25 @@ class ReadAhead:
     def expect(self, key: PageKey, session_id: int | None) -> None:
         """The page ``key`` is being read for its operation's next call (in place of any
         page kept for it); until it is filled, the call encodes its rows itself."""
-        self._put(Ahead(key, session_id, []))
+        self.drop(key.statement_id)
+        self._pages[key.statement_id] = Ahead(key, session_id)
+        while len(self._pages) > self.max_operations:
+            self._pages.popitem(last=False)
 
     def fill(
         self,
         key: PageKey,
         batches: list[pa.RecordBatch],
-        encode: Callable[[Ahead], EncodedRowSet],
+        encode: Encode,
         start: Callable[[Callable[[], None]], object],
     ) -> None:
         """The rows of the page ``key``, if it is still the one expected: kept, and encoded
-        by ``start`` (the loop's ``call_soon``)."""
+        (``encode(key, batches)``) by ``start`` (the loop's ``call_soon``)."""
         ahead = self._pages.get(key.statement_id)
-        if ahead is None or ahead.key != key or ahead.filled:
+        if ahead is None or ahead.key != key or ahead.batches is not None:
             return  # closed, or another page answered since: nobody will ask for these rows
-        ahead.batches, ahead.filled = batches, True
-        start(lambda: self._encode(ahead, encode))
-
-    def keep(
-        self,
-        ahead: Ahead,
-        encode: Callable[[Ahead], EncodedRowSet],
-        start: Callable[[Callable[[], None]], object],
-    ) -> None:
-        """``expect`` and ``fill`` at once, for a page whose rows are read already."""
-        ahead.filled = False
-        self._put(ahead)
-        self.fill(ahead.key, ahead.batches, encode, start)
-
-    def _put(self, ahead: Ahead) -> None:
-        self.drop(ahead.key.statement_id)
-        self._pages[ahead.key.statement_id] = ahead
-        while len(self._pages) > self.max_operations:
-            self._pages.popitem(last=False)
+        ahead.batches = batches
+        start(lambda: self._encode(ahead, batches, encode))
 
     def drop(self, statement_id: int) -> None:
         """Forget the operation's page (closed, cancelled, or another is read ahead)."""
@@ -144,11 +131,11 @@ class ReadAhead:
         for statement_id in [k for k, a in self._pages.items() if a.session_id == session_id]:
             self.drop(statement_id)
 
-    def _encode(self, ahead: Ahead, encode: Callable[[Ahead], EncodedRowSet]) -> None:
+    def _encode(self, ahead: Ahead, batches: list[pa.RecordBatch], encode: Encode) -> None:
         if self._pages.get(ahead.key.statement_id) is not ahead:
             return  # dropped or replaced meanwhile: nobody will ask for it
         try:
-            ahead.page = encode(ahead)
+            ahead.page = encode(ahead.key, batches)
         except Exception:  # the next call encodes the rows itself, and meets the error there
             log.exception("HiveServer2: a page read ahead could not be encoded")
             self.drop(ahead.key.statement_id)

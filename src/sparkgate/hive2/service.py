@@ -45,7 +45,7 @@ from sparkgate.hive2.handles import (
 )
 from sparkgate.hive2.idl import COLUMNAR_FROM, SERVER_PROTOCOL, T
 from sparkgate.hive2.progress import log_lines, millis, progress
-from sparkgate.hive2.readahead import Ahead, PageKey, ReadAhead, answer_then, copied
+from sparkgate.hive2.readahead import PageKey, ReadAhead, answer_then, copied
 from sparkgate.hive2.types import column_types, table_schema
 from sparkgate.hive2.wire import EncodedRowSet, encode_struct
 from sparkgate.service import Service
@@ -330,7 +330,7 @@ class HiveService:
                 return
             key = fetched.following
             rows, _ = self.queries.result_batches(statement, key.position, key.limit)
-            encode = functools.partial(_encode_ahead, statement)
+            encode = functools.partial(_page, statement)
             loop.call_soon_threadsafe(
                 self._read_ahead.fill, key, copied(rows), encode, loop.call_soon
             )
@@ -445,10 +445,6 @@ def _page(statement: StatementRecord, key: PageKey, batches: list[pa.RecordBatch
         return EncodedRowSet(encoding.row_set(batches, columns, key.position))
     rowset = rowsets.row_set(batches, columns, key.position, columnar=False)
     return EncodedRowSet(encode_struct(rowset), rowset)
-
-
-def _encode_ahead(statement: StatementRecord, ahead: Ahead) -> EncodedRowSet:
-    return _page(statement, ahead.key, ahead.batches)
 
 
 def _spark_schema(statement: StatementRecord) -> dict[str, Any] | None:
