@@ -66,7 +66,9 @@ def test_a_begin_that_meets_a_lock_held_too_long_is_an_outage(
 ) -> None:
     store, path = opened
     with store.db.read() as conn:  # the pool's connection, waiting 50 ms on a lock from now
-        conn.connection.driver_connection.execute("PRAGMA busy_timeout=50")
+        driver = conn.connection.driver_connection
+        assert driver is not None
+        driver.execute("PRAGMA busy_timeout=50")
     holder = sqlite3.connect(path, isolation_level=None)
     holder.execute("BEGIN IMMEDIATE")
     try:
