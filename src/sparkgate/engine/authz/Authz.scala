@@ -79,8 +79,9 @@ class InsufficientPrivilege(val privilege: String, val obj: String, val user: St
     Map("privilege" -> privilege, "object" -> obj, "user" -> user).asJava
 }
 
-/** A table or view's full name. */
-case class Obj(catalog: String, schema: String, table: String) {
+/** A table or view's full name; `version` tells this table from another of the same name made
+ *  before or after it ("" when unknown: decisions about it are then never kept). */
+case class Obj(catalog: String, schema: String, table: String, version: String = "") {
   def name: String = s"$catalog.$schema.$table"
   def schemaName: String = s"schema $catalog.$schema"
 }
@@ -99,6 +100,9 @@ object Authz {
   val SystemUser = "@system"
   val SessionCatalog = "spark_catalog"
   private val TtlNanos = 1000L * 1000 * 1000
+  /** Hive's metastore keeps a table's creation time in whole seconds, on the clock of whoever
+   *  made it: a table made less than this before now may be one a kept decision never saw. */
+  private val SettledMillis = 2000L
 
   @volatile private var decider: Decider = _
   @volatile private var activeUntil = 0L
@@ -137,10 +141,13 @@ object Authz {
     activeValue
   }
 
+  /** What `user` may do with `obj`. Kept a second (a GRANT or REVOKE made in another engine is
+   *  seen within it), and only for the very table it was made about: a table dropped and made
+   *  again, here or in another engine, is a new version and asked about afresh. */
   def decision(user: String, obj: Obj): Decision = {
     val now = System.nanoTime()
     val key = (user, obj)
-    val cached = decisions.get(key)
+    val cached = if (obj.version.isEmpty) null else decisions.get(key)
     if (cached != null && cached._1 > now) return cached._2
     val node = json.readTree(decider.decide(user, obj.catalog, obj.schema, obj.table))
     def strings(n: JsonNode): Set[String] =
@@ -148,7 +155,7 @@ object Authz {
     val masks = Option(node.get("masks")).map(_.fields().asScala.map(e => e.getKey -> e.getValue.asText()).toMap).getOrElse(Map.empty)
     val filter = Option(node.get("filter")).filterNot(_.isNull).map(_.asText())
     val made = Decision(strings(node.get("privileges")), strings(node.get("hidden")), masks, filter)
-    decisions.put(key, (now + TtlNanos, made))
+    if (obj.version.nonEmpty) decisions.put(key, (now + TtlNanos, made))
     made
   }
 
@@ -175,7 +182,15 @@ object Authz {
     Obj(id.catalog.getOrElse(SessionCatalog),
       id.database.getOrElse(session.sessionState.catalog.getCurrentDatabase), id.table)
 
-  def objOf(session: SparkSession, table: CatalogTable): Obj = qualify(session, table.identifier)
+  /** The table's name and version. Its creation time tells a table from one of its name made
+   *  earlier or later (they are at least a second apart once the table has settled); its
+   *  columns, kind and format tell it from another table renamed to its name. */
+  def objOf(session: SparkSession, table: CatalogTable): Obj = {
+    val named = qualify(session, table.identifier)
+    if (table.createTime + SettledMillis >= System.currentTimeMillis()) named
+    else named.copy(version =
+      s"${table.createTime}|${table.tableType.name}|${table.provider.getOrElse("")}|${table.schema.catalogString}")
+  }
 }
 
 /** The checks for one session; `user` decides, `session` resolves names. */

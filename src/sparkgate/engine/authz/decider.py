@@ -3,7 +3,8 @@ the access file's table rules, plus owners and grants from the store.
 
 The extension keeps each answer for a second, so a table's decision costs one call per second
 per user, not one per query; a GRANT or REVOKE in this engine is seen at once, one made in
-another engine within that second.
+another engine within that second. An answer is kept only for the very table it was about
+(``Authz.objOf``'s version): a table dropped and made again is asked about afresh.
 """
 
 from __future__ import annotations
