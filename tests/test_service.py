@@ -260,9 +260,9 @@ def test_a_session_placed_while_engines_back_off_errors_with_the_reason(
     statement, _ = service.queries.submit("SELECT 1", user=ALICE, isolation="engine")
     session = store.sessions.get(statement.session_id)
     assert session.state is SessionState.ERROR and session.error is not None
-    assert session.error["code"] == "ENGINE_BACKOFF"
-    assert session.error["next_attempt_at"] == NOW + 5
-    assert "the next may start at" in session.error["message"]
+    assert session.error.code == "ENGINE_BACKOFF"
+    assert session.error.param("next_attempt_at") == NOW + 5
+    assert "the next may start at" in session.error.message
     assert store.statements.get(statement.id).state is StatementState.FAILED
     assert len(store.engines.list_all()) == 1  # nothing launched
 

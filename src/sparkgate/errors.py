@@ -479,11 +479,10 @@ class CatalogUnavailable(SparkgateError):
 
     code = ErrorCode.CATALOG_UNAVAILABLE
 
-    def __init__(self, query_id: int, error: dict[str, object] | None) -> None:
-        what = error or {}
+    def __init__(self, query_id: int, error: RecordedError | None) -> None:
+        what = error or RecordedError("UNKNOWN", "no error recorded")
         super().__init__(
-            f"Reading the catalog failed in query {query_id}: [{what.get('code', 'UNKNOWN')}] "
-            f"{what.get('message', 'no error recorded')}. Try again; GET /v1/queries/{query_id} "
-            "has the details.",
+            f"Reading the catalog failed in query {query_id}: [{what.code}] "
+            f"{what.message}. Try again; GET /v1/queries/{query_id} has the details.",
             query_id=query_id,
         )

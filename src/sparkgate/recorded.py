@@ -10,7 +10,7 @@ as given: Spark's error condition (``DIVIDE_BY_ZERO``), a user's Python exceptio
 
     error = Cancelled(f"Query {query_id} was cancelled.").recorded()
     store.transitions.statement(..., error=error)  # the store keeps error.to_json()
-    if (session.error or {}).get("code") == ErrorCode.ENGINE_LOST: ...
+    if session.error and session.error.code == ErrorCode.ENGINE_LOST: ...
 """
 
 from __future__ import annotations
@@ -163,6 +163,18 @@ class RecordedError:
         """The error ``to_json`` made (``code`` and ``message`` are required)."""
         params = {k: v for k, v in data.items() if k not in ("code", "message")}
         return cls(str(data["code"]), str(data["message"]), params)
+
+    def param(self, name: str) -> Any:
+        """One of its parameters (``sql_state``, ``line``, ``traceback``, ...); None if absent."""
+        return self.params.get(name)
+
+    @classmethod
+    def stored(cls, data: Mapping[str, Any]) -> RecordedError:
+        """The error a store row keeps, whatever wrote it: a row a release before this one
+        wrote without a code or a message still reads (as ``INTERNAL_ERROR``, and "")."""
+        params = {k: v for k, v in data.items() if k not in ("code", "message")}
+        code = data.get("code") or ErrorCode.INTERNAL_ERROR
+        return cls(str(code), str(data.get("message") or ""), params)
 
     def with_params(self, **params: Any) -> RecordedError:
         """The same record with more parameters, shown after its own (one it has already is

@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from sparkgate.errors import InvalidRequest
 from sparkgate.livy import states, views
 from sparkgate.livy.models import CreateBatch, CreateSession
+from sparkgate.recorded import RecordedError
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
 from sparkgate.store.records import SessionRecord, StatementRecord
 
@@ -99,7 +100,7 @@ def test_statement_views() -> None:
     failed = dataclasses.replace(
         STATEMENT,
         state=StatementState.FAILED,
-        error={"code": "TABLE_OR_VIEW_NOT_FOUND", "message": "no t", "line": 1},
+        error=RecordedError("TABLE_OR_VIEW_NOT_FOUND", "no t", {"line": 1}),
     )
     assert views.statement_view(failed, None).model_dump()["output"] == {
         "status": "error",
@@ -144,7 +145,7 @@ def test_batch_log_has_output_then_the_error() -> None:
         kind=StatementKind.FILE,
         state=StatementState.FAILED,
         output={"stdout": "a\nb\n", "stderr": "boom\n"},
-        error={"code": "ValueError", "message": "bad"},
+        error=RecordedError("ValueError", "bad"),
     )
     assert views.batch_log(batch, statement) == [
         "stdout: ", "a", "b", "\nstderr: ", "boom", "[ValueError] bad",

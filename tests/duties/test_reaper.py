@@ -62,12 +62,12 @@ def test_lost_engine_fails_its_work_with_engine_lost(
 
     assert store.engines.get(engine.id).state is EngineState.LOST
     dead = store.sessions.get(session.id)
-    assert dead.state is SessionState.DEAD and dead.error and dead.error["code"] == "ENGINE_LOST"
+    assert dead.state is SessionState.DEAD and dead.error and dead.error.code == "ENGINE_LOST"
     for statement_id in (running.id, waiting.id):
         failed = store.statements.get(statement_id)
         assert failed.state is StatementState.FAILED
-        assert failed.error and failed.error["code"] == "ENGINE_LOST"
-        assert f"Engine {engine.id}" in failed.error["message"]
+        assert failed.error and failed.error.code == "ENGINE_LOST"
+        assert f"Engine {engine.id}" in failed.error.message
     assert store.statements.get(cancelling.id).state is StatementState.CANCELLED
     assert store.sessions.get(other.id).state is SessionState.IDLE
     assert reap_lost_engines(store, SETTINGS, killer, now=NOW + 60) == []  # once is enough
@@ -81,7 +81,7 @@ def test_engine_that_never_started_is_lost_after_start_timeout(
     assert reap_lost_engines(store, SETTINGS, killer, now=NOW + 299) == []
     assert reap_lost_engines(store, SETTINGS, killer, now=NOW + 301) == [engine.id]
     error = store.engines.get(engine.id).error
-    assert error and "did not start within 300s" in error["message"]
+    assert error and "did not start within 300s" in error.message
     assert killer.killed == [engine.id]
 
 
@@ -113,9 +113,7 @@ def test_idle_interactive_sessions_time_out(store: Store, make_session: Any) -> 
     assert reap_idle_sessions(store, SETTINGS, now=NOW + 601) == [idle.id]
     ended = store.sessions.get(idle.id)
     assert (
-        ended.state is SessionState.DEAD
-        and ended.error
-        and ended.error["code"] == "SESSION_TIMED_OUT"
+        ended.state is SessionState.DEAD and ended.error and ended.error.code == "SESSION_TIMED_OUT"
     )
     assert store.sessions.get(busy.id).state is SessionState.BUSY
     never = SETTINGS.model_copy(update={"session_idle_timeout": 0})

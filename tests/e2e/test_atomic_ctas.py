@@ -22,6 +22,7 @@ from typing import Any
 import pytest
 
 from sparkgate.client import Client
+from sparkgate.recorded import RecordedError
 from sparkgate.states import TableOperation, TableTxnState
 from sparkgate.store.records import TableTxnRecord
 from sparkgate.tables.janitor import TableJanitor
@@ -197,7 +198,7 @@ def test_a_select_failing_midway_leaves_nothing_and_a_retry_succeeds(
     assert "bad row 150000" in failed["error"]["message"]
     assert failed["output"]["ctas"]["path"] == "atomic"  # the record says how it ran
     txn = assert_cleaned(server, failed["id"])
-    assert txn.error is not None and txn.error["code"] == "QUERY_FAILED"
+    assert txn.error is not None and txn.error.code == "QUERY_FAILED"
     absent(client, table, reader)
 
     ok(client, "SET VAR fail_at = -1", writer)
@@ -226,7 +227,7 @@ def test_a_cancelled_ctas_leaves_nothing_and_a_retry_succeeds(
     done = client.wait(submitted["id"], timeout=120)
     assert done["state"] == "cancelled", done
     txn = assert_cleaned(server, submitted["id"])
-    assert txn.error == {"code": "CANCELLED", "message": "The query was cancelled."}
+    assert txn.error == RecordedError("CANCELLED", "The query was cancelled.")
     absent(client, table, reader)
 
     ok(client, "SET VAR pause_ms = 0", writer)
@@ -259,7 +260,7 @@ def test_a_ctas_whose_engine_is_killed_leaves_nothing_and_a_retry_succeeds(
     done = client.wait(submitted["id"], timeout=120)
     assert done["state"] == "failed" and done["error"]["code"] == "ENGINE_LOST", done
     txn = assert_cleaned(server, submitted["id"])  # the janitor, then an engine's sweep
-    assert txn.error is not None and txn.error["code"] == "ORPHANED"
+    assert txn.error is not None and txn.error.code == "ORPHANED"
     absent(client, table, reader)
 
     ok(client, statement, writer)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from sparkgate.engine.backoff import no_executors_backoff, no_executors_error
+from sparkgate.recorded import RecordedError
 from sparkgate.states import EngineKind, EngineState
 from sparkgate.store.records import EngineRecord
 
@@ -12,7 +13,7 @@ T = 1_800_000_000.0
 
 
 def _engine(engine_id: int, state: EngineState, code: str | None = None, at: float = T) -> Any:
-    error = None if code is None else {"code": code, "message": "..."}
+    error = None if code is None else RecordedError(code, "...")
     return EngineRecord(
         engine_id, EngineKind.DEDICATED, state, None, {}, None, None, None, None, None, error, 1,
         at - 60, None, None, at if state.value in ("failed", "stopped", "lost") else None, at,
@@ -60,13 +61,13 @@ def test_starting_engines_are_skipped_and_other_failures_end_the_run() -> None:
 def test_a_failing_engine_records_its_attempt_and_the_next_ones_time() -> None:
     earlier = [_failed(2, T - 30), _engine(1, EngineState.STOPPED)]
     error = no_executors_error(
-        {"code": "NO_EXECUTORS", "message": "No executor in 120s."},
+        RecordedError("NO_EXECUTORS", "No executor in 120s."),
         _engine(3, EngineState.STARTING),
         earlier,
         now=T + 5,
         minimum=10,
         maximum=600,
     )
-    assert error["code"] == "NO_EXECUTORS"
-    assert (error["attempt"], error["next_attempt_at"]) == (2, T + 25)
-    assert error["message"].startswith("No executor in 120s. Attempt 2 in a row")
+    assert error.code == "NO_EXECUTORS"
+    assert (error.param("attempt"), error.param("next_attempt_at")) == (2, T + 25)
+    assert error.message.startswith("No executor in 120s. Attempt 2 in a row")

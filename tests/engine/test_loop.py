@@ -117,7 +117,7 @@ def test_an_outcome_the_store_refuses_still_ends_the_statement(
         engine, lambda: engine.store.statements.get(statement.id).state is StatementState.FAILED
     )
     error = engine.store.statements.get(statement.id).error
-    assert error is not None and error["code"] == "OUTCOME_NOT_RECORDED"
+    assert error is not None and error.code == "OUTCOME_NOT_RECORDED"
     tick_until(engine, lambda: engine.store.sessions.get(session_id).state is SessionState.IDLE)
 
 

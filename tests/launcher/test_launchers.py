@@ -18,6 +18,7 @@ from sparkgate.launcher.local import LocalLauncher
 from sparkgate.launcher.shutdown import stop_home
 from sparkgate.launcher.submit import KubernetesLauncher, YarnLauncher
 from sparkgate.processes import alive
+from sparkgate.recorded import RecordedError
 from sparkgate.settings import Settings
 from sparkgate.states import LIVE_ENGINE_STATES, EngineKind, EngineState
 from sparkgate.store import Store
@@ -244,6 +245,6 @@ def test_stopping_a_home_asks_the_launcher_what_runs_and_what_to_kill(tmp_path: 
     assert launcher.killed == [hung.id]  # an engine of unknown fate is killed, not trusted
     with closing(Store.open(settings.resolved_store_url)) as store:
         assert store.engines.list_all(states=LIVE_ENGINE_STATES) == []
-        assert store.engines.get(hung.id).error == {
-            "code": "ENGINE_TERMINATED", "message": "did not stop when asked",
-        }  # fmt: skip
+        assert store.engines.get(hung.id).error == RecordedError(
+            "ENGINE_TERMINATED", "did not stop when asked"
+        )

@@ -115,7 +115,7 @@ def test_launch_failure_marks_the_engine_failed(store: Store, make_session: Any)
         place.place(make_session(state=SessionState.NOT_STARTED))
     [engine] = store.engines.list_all()
     assert engine.state is EngineState.FAILED and engine.error
-    assert engine.error["code"] == "ENGINE_LAUNCH_FAILED"
+    assert engine.error.code == "ENGINE_LAUNCH_FAILED"
 
 
 def _fail_no_executors(store: Store, engine_id: int, now: float) -> None:

@@ -16,6 +16,7 @@ from sparkgate.jobs.deployment_run import LEASE
 from sparkgate.jobs.files import SourceFile
 from sparkgate.jobs.runs import JobRunner
 from sparkgate.launcher.placement import Placement
+from sparkgate.recorded import RecordedError
 from sparkgate.service.sessions import Sessions
 from sparkgate.settings import Settings
 from sparkgate.states import (
@@ -253,7 +254,7 @@ def test_a_deployment_whose_node_died_is_settled(
     deployer.settle(NOW + 21)
     settled = store.deployments.get(deployment.id)
     assert settled.state is DeploymentState.FAILED
-    assert settled.error is not None and settled.error["code"] == "DEPLOYMENT_ABANDONED"
+    assert settled.error is not None and settled.error.code == "DEPLOYMENT_ABANDONED"
     [decision] = store.deployments.decisions(deployment.id)
     assert decision.outcome == "skipped"
     assert store.leases.get(LEASE) is None  # the next deploy need not wait
@@ -303,13 +304,9 @@ def test_a_batch_run_submits_each_step_after_the_last_succeeded(
     runner.supervise(NOW)
     failed = store.job_runs.get(run.id)
     assert failed.state is JobRunState.FAILED and failed.step == 2  # the write never ran
-    assert failed.error == {
-        "code": "X",
-        "message": "boom",
-        "step": 2,
-        "steps": 3,
-        "query_id": second.id,
-    }
+    assert failed.error == RecordedError(
+        "X", "boom", {"step": 2, "steps": 3, "query_id": second.id}
+    )
     assert store.sessions.get(run.session_id).state is SessionState.KILLED
 
 

@@ -14,6 +14,7 @@ from sparkgate.errors import (
     StreamJobSuperseded,
     StreamQueryNameClash,
 )
+from sparkgate.recorded import RecordedError
 from sparkgate.states import (
     ACTIVE_STREAM_JOB_STATES,
     ACTIVE_STREAM_QUERY_STATES,
@@ -241,14 +242,21 @@ def test_restarts_are_recorded_with_their_delays(store: Store, make_session: Any
         for n in (1, 2, 3)
     ]
     store.stream_queries.add_restart(
-        job_id=job.id, query_id=None, attempt=1, failed_at=NOW, delay=1.0, error={"code": "X"}
+        job_id=job.id,
+        query_id=None,
+        attempt=1,
+        failed_at=NOW,
+        delay=1.0,
+        error=RecordedError("X", "it failed"),
     )
     store.stream_queries.mark_restarted(ids[0], now=NOW + 5)
     restarts = store.stream_queries.restarts(query_id=query.id)
     assert [(r.attempt, r.delay) for r in restarts] == [(3, 8.0), (2, 4.0), (1, 2.0)]
     assert restarts[-1].restarted_at == NOW + 5 and restarts[-1].restart_at == NOW + 3
     job_restarts = store.stream_queries.restarts(job_id=job.id)
-    assert [(r.query_id, r.error) for r in job_restarts] == [(None, {"code": "X"})]
+    assert [(r.query_id, r.error) for r in job_restarts] == [
+        (None, RecordedError("X", "it failed"))
+    ]
 
 
 def test_orphaned_queries_are_those_of_ended_sessions(store: Store, make_session: Any) -> None:
@@ -260,5 +268,5 @@ def test_orphaned_queries_are_those_of_ended_sessions(store: Store, make_session
     force_state(store, "stream_queries", done.id, "stopped")
     orphans = store.stream_queries.orphaned()
     assert [(q.id, error, ended_at) for q, error, ended_at in orphans] == [
-        (lost.id, {"code": "ENGINE_LOST"}, NOW)
+        (lost.id, RecordedError("ENGINE_LOST", ""), NOW)
     ]

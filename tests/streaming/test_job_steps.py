@@ -11,6 +11,7 @@ import pytest
 from sparkgate.auth.users import Users
 from sparkgate.errors import StreamJobActive
 from sparkgate.launcher.placement import Placement
+from sparkgate.recorded import RecordedError
 from sparkgate.service.sessions import Sessions
 from sparkgate.settings import Settings
 from sparkgate.sql.errors import SqlError
@@ -70,14 +71,20 @@ def test_a_job_with_python_steps_launches_them_in_order(streams: Streams, store:
     )
     # a failed Python step fails the job, naming the step and its kind
     error = {"code": "NameError", "message": "name 'x' is not defined", "line": 1}
-    failed = [done[0], replace(done[1], state=StatementState.FAILED, error=error), launched[2]]
+    failed = [
+        done[0],
+        replace(done[1], state=StatementState.FAILED, error=RecordedError.stored(error)),
+        launched[2],
+    ]
     action = plan(replace(situation, statements=failed), RetryPolicy(), now=NOW)
     assert not isinstance(action, Stop)
-    assert action is not None and getattr(action, "error", None) == {
-        **error,
-        "statement": 2,
-        "statement_kind": "pyspark",
-    }
+    assert action is not None and getattr(action, "error", None) == RecordedError.stored(
+        {
+            **error,
+            "statement": 2,
+            "statement_kind": "pyspark",
+        }
+    )
 
 
 def test_what_a_running_job_runs_next_can_change(streams: Streams, store: Store) -> None:

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
+from sparkgate.recorded import RecordedError
 from sparkgate.states import (
     SessionKind,
     SessionState,
@@ -69,8 +70,9 @@ def statement(
 ) -> StatementRecord:
     return StatementRecord(
         id=100 + seq, session_id=10, seq=seq, kind=StatementKind.SQL, code="...", state=state,
-        error=error, result=None, output=None, progress=0.0, version=1, created_at=NOW,
-        started_at=None, finished_at=None, updated_at=NOW,
+        error=None if error is None else RecordedError.stored(error), result=None, output=None,
+        progress=0.0, version=1, created_at=NOW, started_at=None, finished_at=None,
+        updated_at=NOW,
     )  # fmt: skip
 
 
@@ -117,8 +119,8 @@ def test_a_failed_statement_fails_the_job_at_its_place_in_the_script() -> None:
     decision = decide(job(J.STARTING), session(), statements)
     assert isinstance(decision, Finish) and decision.to is J.FAILED
     assert decision.error is not None
-    assert (decision.error["line"], decision.error["position"]) == (3, 10)
-    assert decision.error["statement"] == 2 and decision.error["code"] == "UNRESOLVED_COLUMN"
+    assert (decision.error.param("line"), decision.error.param("position")) == (3, 10)
+    assert decision.error.param("statement") == 2 and decision.error.code == "UNRESOLVED_COLUMN"
     # With a query already running, it is stopped first.
     running = decide(job(J.STARTING), session(), statements, [query(Q.RUNNING)])
     assert isinstance(running, Stop) and running.to is J.FAILING
@@ -126,45 +128,50 @@ def test_a_failed_statement_fails_the_job_at_its_place_in_the_script() -> None:
 
 def test_script_error_on_the_first_line_of_a_statement_shifts_the_position() -> None:
     error = script_error(SQL, statement(2, StatementState.FAILED, {"line": 1, "position": 13}))
-    assert (error["line"], error["position"], error["statement"]) == (4, 13, 3)
+    assert (error.param("line"), error.param("position"), error.param("statement")) == (4, 13, 3)
     unplaced = script_error(SQL, statement(0, StatementState.FAILED, {"code": "X"}))
-    assert (unplaced["line"], unplaced["position"]) == (1, 1)
+    assert (unplaced.param("line"), unplaced.param("position")) == (1, 1)
 
 
 def test_a_lost_session_relaunches_with_backoff_until_max_attempts() -> None:
-    lost = session(SessionState.DEAD, error={"code": "ENGINE_LOST", "message": "gone"})
+    lost = session(SessionState.DEAD, error=RecordedError("ENGINE_LOST", "gone"))
     delays = []
     for failures in range(3):
         decision = decide(job(J.RUNNING, failures=failures, running_since=NOW - 5), lost)
         assert isinstance(decision, Relaunch)
-        assert decision.failures == failures + 1 and decision.error["code"] == "ENGINE_LOST"
+        assert decision.failures == failures + 1 and decision.error.code == "ENGINE_LOST"
         delays.append(decision.delay)
     assert delays == [1.0, 2.0, 4.0]
     given_up = decide(job(J.RUNNING, failures=3, running_since=NOW - 5), lost)
     assert isinstance(given_up, Finish) and given_up.to is J.FAILED
-    assert given_up.error is not None and "retry.max.attempts = 3" in given_up.error["message"]
+    assert given_up.error is not None and "retry.max.attempts = 3" in given_up.error.message
     assert isinstance(decide(job(J.STARTING), lost), Relaunch)
 
 
 def test_a_job_that_ran_stably_before_losing_its_session_starts_counting_again() -> None:
-    lost = session(SessionState.DEAD, error={"code": "ENGINE_LOST", "message": "gone"})
+    lost = session(SessionState.DEAD, error=RecordedError("ENGINE_LOST", "gone"))
     progressed = query(Q.RUNNING, progress_at=NOW - 1)
     decision = decide(job(J.RUNNING, failures=3, running_since=NOW - 61), lost, [], [progressed])
     assert isinstance(decision, Relaunch) and (decision.failures, decision.delay) == (1, 1.0)
 
 
 def test_a_query_failed_for_good_fails_the_job_after_stopping_the_others() -> None:
-    failed = query(Q.FAILED, error={"code": "PYTHON_EXCEPTION", "message": "bad row"})
+    failed = query(Q.FAILED, error=RecordedError("PYTHON_EXCEPTION", "bad row"))
     other = query(Q.RUNNING, id=6, name="w")
     decision = decide(job(J.RUNNING), session(), [], [failed, other])
     assert isinstance(decision, Stop) and decision.to is J.FAILING
-    assert decision.error == {"code": "PYTHON_EXCEPTION", "message": "bad row", "query": "v"}
+    assert decision.error is not None
+    assert decision.error.to_json() == {
+        "code": "PYTHON_EXCEPTION",
+        "message": "bad row",
+        "query": "v",
+    }
     alone = decide(job(J.RUNNING), session(), [], [failed])
     assert isinstance(alone, Finish) and alone.to is J.FAILED
 
 
 def test_stopping_and_failing_end_once_no_query_runs() -> None:
-    error = {"code": "PYTHON_EXCEPTION"}
+    error = RecordedError("PYTHON_EXCEPTION", "bad row")
     assert decide(job(J.STOPPING), session(), [], [query(Q.STOPPING)]) is None
     assert decide(job(J.STOPPING), session(), [], [query(Q.STOPPED)]) == Finish(J.STOPPED, None)
     failing = job(J.FAILING, error=error)
@@ -174,7 +181,7 @@ def test_stopping_and_failing_end_once_no_query_runs() -> None:
 
 
 def test_rows_left_by_an_earlier_run_are_not_this_runs_news() -> None:
-    stale = query(Q.FAILED, session_id=9, error={"code": "OLD"})
+    stale = query(Q.FAILED, session_id=9, error=RecordedError("OLD", "old"))
     done = [statement(i, StatementState.SUCCESS) for i in range(3)]
     assert decide(job(J.STARTING), session(), done, [stale]) == MarkRunning()
     assert decide(job(J.STOPPING), session(), [], [query(Q.RESTARTING, session_id=9)]) == Finish(

@@ -12,6 +12,7 @@ import pytest
 from sparkgate.auth.users import Users
 from sparkgate.errors import StreamJobActive, StreamJobBusy
 from sparkgate.launcher.placement import Placement
+from sparkgate.recorded import RecordedError
 from sparkgate.service.sessions import Sessions
 from sparkgate.settings import Settings
 from sparkgate.sql.errors import SqlError
@@ -143,7 +144,7 @@ def test_a_lost_engine_relaunches_the_job_after_its_backoff(streams: Streams, st
     streams.supervise(NOW + 10)
     job = store.stream_jobs.get("clicks")
     assert (job.state, job.failures, job.next_restart_at) == (J.RESTARTING, 1, NOW + 12)
-    assert job.error is not None and job.error["code"] == "ENGINE_LOST"
+    assert job.error is not None and job.error.code == "ENGINE_LOST"
     assert store.stream_queries.get(query.id).state is Q.RESTARTING
     [restart] = store.stream_queries.restarts(job_id=job.id)
     assert (restart.delay, restart.restarted_at) == (2.0, None)
@@ -190,4 +191,4 @@ def test_interactive_queries_left_by_a_dead_engine_are_settled(
     )
     streams.supervise(NOW)
     settled = store.stream_queries.get(query.id)
-    assert settled.state is Q.FAILED and settled.error == {"code": "ENGINE_LOST"}
+    assert settled.state is Q.FAILED and settled.error == RecordedError("ENGINE_LOST", "")

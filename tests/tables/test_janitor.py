@@ -158,7 +158,7 @@ def test_janitor_aborts_orphans_and_removes_their_data(
     assert [type(a) for a in done] == [Abort, RemoveStaging]
     aborted = store.table_txns.get(pending.id)
     assert aborted.state is TableTxnState.ABORTED and aborted.error is not None
-    assert aborted.error["code"] == "ORPHANED" and f"Engine {engine.id}" in aborted.error["message"]
+    assert aborted.error.code == "ORPHANED" and f"Engine {engine.id}" in aborted.error.message
     assert aborted.staging_removed_at == NOW + 5
     assert not aborted.catalog_clean  # left for an engine: the staging table may be registered
     assert not (tmp_path / "db.db" / "sparkgate_staging_a").exists()

@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 
 from sparkgate.engine.sql_handlers import run_sql
+from sparkgate.recorded import RecordedError
 from sparkgate.runtime import hooks
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.runtime.failures import describe_failure
@@ -153,7 +154,7 @@ def test_a_failing_query_leaves_nothing(harness: Harness) -> None:
     assert ran.error["code"] == "USER_RAISED_EXCEPTION"
     [txn] = ran.txns
     assert txn.state is TableTxnState.ABORTED and txn.error is not None
-    assert txn.error["code"] == "QUERY_FAILED"
+    assert txn.error.code == "QUERY_FAILED"
     assert txn.catalog_clean and txn.staging_removed_at is not None
     assert not harness.exists("t") and harness.leftovers() == []
     assert not (harness.database_dir() / "t").exists()
@@ -168,7 +169,7 @@ def test_a_cancel_before_the_commit_wins(harness: Harness) -> None:
     )
     assert isinstance(ran.outcome, hooks.StatementCancelled)
     assert ran.txns[0].state is TableTxnState.ABORTED
-    assert ran.txns[0].error == {"code": "CANCELLED", "message": "The query was cancelled."}
+    assert ran.txns[0].error == RecordedError("CANCELLED", "The query was cancelled.")
     assert not harness.exists("t") and harness.leftovers() == []
 
 

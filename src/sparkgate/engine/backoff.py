@@ -23,10 +23,9 @@ from __future__ import annotations
 import dataclasses
 import time
 from collections.abc import Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
-from sparkgate.recorded import ErrorCode
+from sparkgate.recorded import ErrorCode, RecordedError
 from sparkgate.states import EngineState
 from sparkgate.store.records import EngineRecord
 from sparkgate.streaming.backoff import RetryPolicy, backoff_delay
@@ -48,8 +47,11 @@ class Backoff:
 
 
 def failed_for_no_executors(engine: EngineRecord) -> bool:
-    code = (engine.error or {}).get("code")
-    return engine.state is EngineState.FAILED and code == ErrorCode.NO_EXECUTORS
+    return (
+        engine.state is EngineState.FAILED
+        and engine.error is not None
+        and engine.error.code == ErrorCode.NO_EXECUTORS
+    )
 
 
 def no_executors_backoff(
@@ -73,14 +75,14 @@ def no_executors_backoff(
 
 
 def no_executors_error(
-    error: dict[str, Any],
+    error: RecordedError,
     engine: EngineRecord,
     earlier: Sequence[EngineRecord],
     *,
     now: float,
     minimum: float,
     maximum: float,
-) -> dict[str, Any]:
+) -> RecordedError:
     """The error an engine failing NO_EXECUTORS records: ``error`` with the attempt it was
     (``earlier``: the placement's older engines, newest first) and when the next engine of its
     placement may start, so its record (``sparkgate engines``, ``GET /v1/engines``) says it."""
@@ -91,7 +93,7 @@ def no_executors_error(
     assert backoff is not None
     when = time.strftime("%H:%M:%S UTC", time.gmtime(backoff.next_at))
     message = (
-        f"{error.get('message', '')} Attempt {backoff.attempt} in a row for this placement; "
+        f"{error.message} Attempt {backoff.attempt} in a row for this placement; "
         f"the next engine may start at {when}."
     ).strip()
-    return {**error, **backoff.to_json(), "message": message}
+    return replace(error.with_params(**backoff.to_json()), message=message)

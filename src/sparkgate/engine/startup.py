@@ -113,13 +113,11 @@ def _with_backoff(
     except Exception:
         log.exception("engine %s: reading earlier engines failed", shared.engine_id)
         return error
-    # no_executors_error works on the engines' records, which hold errors as stored.
-    with_attempt = no_executors_error(
-        error.to_json(),
+    return no_executors_error(
+        error,
         record,
         earlier,
         now=now,
         minimum=shared.settings.engine_backoff_min,
         maximum=shared.settings.engine_backoff_max,
     )
-    return RecordedError.from_json(with_attempt)

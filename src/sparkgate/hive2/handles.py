@@ -8,7 +8,7 @@ from typing import Any
 
 from sparkgate.errors import NotFound, SparkgateError
 from sparkgate.hive2.idl import T
-from sparkgate.recorded import ErrorCode
+from sparkgate.recorded import ErrorCode, RecordedError
 from sparkgate.states import StatementState
 from sparkgate.store.schema import ID_MAX
 
@@ -78,11 +78,11 @@ def error_status(exc: BaseException) -> Any:
     return T.TStatus(statusCode=code, errorMessage=f"[INTERNAL_ERROR] {type(exc).__name__}: {exc}")
 
 
-def failure_text(error: dict[str, Any] | None, state: StatementState) -> str:
+def failure_text(error: RecordedError | None, state: StatementState) -> str:
     """An ended statement's error as one line, with Spark's error class and position."""
-    if not error:
+    if error is None:
         return f"The operation ended {state.value}."
-    text = f"[{error.get('code', 'ERROR')}] {error.get('message', '')}".strip()
-    if error.get("line") is not None:
-        text += f" (line {error['line']}, pos {error.get('position')})"
+    text = f"[{error.code}] {error.message}".strip()
+    if error.param("line") is not None:
+        text += f" (line {error.param('line')}, pos {error.param('position')})"
     return text

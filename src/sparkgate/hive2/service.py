@@ -242,7 +242,7 @@ class HiveService:
         )
         if statement.state in (StatementState.FAILED, StatementState.CANCELLED):
             response.errorMessage = failure_text(statement.error, statement.state)
-            response.sqlState = (statement.error or {}).get("sql_state")
+            response.sqlState = statement.error.param("sql_state") if statement.error else None
             response.errorCode = 0
         if req.getProgressUpdate:
             response.progressUpdateResponse = progress(statement)
@@ -455,8 +455,10 @@ def _spark_schema(statement: StatementRecord) -> dict[str, Any] | None:
 def _raise_if_failed(statement: StatementRecord) -> None:
     if statement.state is StatementState.SUCCESS:
         return
-    error = statement.error or {}
-    raise OperationFailed(failure_text(error, statement.state), error.get("sql_state"))
+    error = statement.error
+    raise OperationFailed(
+        failure_text(error, statement.state), error.param("sql_state") if error else None
+    )
 
 
 def _session_settings(

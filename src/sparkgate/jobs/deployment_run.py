@@ -181,9 +181,8 @@ class DeploymentRun:
         note: str | None = None,
         error: RecordedError | None = None,
     ) -> None:
-        stored = None if error is None else error.to_json()
         self.store.deployments.set_outcome(
-            decision_id, outcome, now=self.clock(), note=note, error=stored
+            decision_id, outcome, now=self.clock(), note=note, error=error
         )
 
     # -- one action ----------------------------------------------------------------------
@@ -275,12 +274,13 @@ class DeploymentRun:
             self.streams.start(job.name)
         final = self._wait(job.name, {_J.RUNNING, _J.FAILED, _J.STOPPED}, "start running")
         if final.state is not _J.RUNNING:
-            error = final.error or {"message": f"the stream job is {final.state.value}"}
+            error = final.error or RecordedError(
+                ErrorCode.FAILED, f"the stream job is {final.state.value}"
+            )
             raise DeployFailed(
-                f"Job '{job.name}' did not start: [{error.get('code', ErrorCode.FAILED)}] "
-                f"{error.get('message', '')}",
+                f"Job '{job.name}' did not start: [{error.code}] {error.message}",
                 job=job.name,
-                cause=error,
+                cause=error.to_json(),
             )
         self.store.jobs.mark_started(job.name, record.version)
 

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from sparkgate.errors import JobNotBatch, JobRemoved
-from sparkgate.recorded import Failed, JobRunLost, SessionEnded
+from sparkgate.recorded import Failed, JobRunLost, RecordedError, SessionEnded
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
     JobRunState,
@@ -111,7 +111,7 @@ class JobRunner:
     def _advance(self, run: JobRunRecord, now: float) -> None:
         if run.session_id is None or run.statement_id is None:
             if now - run.created_at > _OPEN_GRACE:
-                error = JobRunLost("Its session was never opened.").to_dict()
+                error = JobRunLost("Its session was never opened.").recorded()
                 self._end(run, JobRunState.FAILED, error, now)
             return
         session = self.store.sessions.get(run.session_id)
@@ -142,12 +142,13 @@ class JobRunner:
         elif statement.state is StatementState.CANCELLED:
             self._end(run, JobRunState.CANCELLED, statement.error, now)
         else:
-            failure = dict(statement.error or Failed("The step failed.").to_dict())
-            failure.update(step=run.step, steps=total, query_id=statement.id)
+            failure = (statement.error or Failed("The step failed.").recorded()).with_params(
+                step=run.step, steps=total, query_id=statement.id
+            )
             self._end(run, JobRunState.FAILED, failure, now)
 
     def _end(
-        self, run: JobRunRecord, to: JobRunState, error: dict[str, Any] | None, now: float
+        self, run: JobRunRecord, to: JobRunState, error: RecordedError | None, now: float
     ) -> None:
         moved = self.store.transitions.job_run(
             run.id, to, now=now, expected=[JobRunState.RUNNING], error=error
@@ -159,8 +160,8 @@ class JobRunner:
         log.info("job run %s of %s: %s", run.id, run.job, moved.state)
 
 
-def _ended(error: dict[str, Any] | None) -> dict[str, Any]:
-    return error or SessionEnded("Its session ended.").to_dict()
+def _ended(error: RecordedError | None) -> RecordedError:
+    return error or SessionEnded("Its session ended.").recorded()
 
 
 class _LostRace(Exception):

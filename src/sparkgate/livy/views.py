@@ -27,6 +27,7 @@ from sparkgate.livy.states import (
     interactive_state,
     statement_state,
 )
+from sparkgate.recorded import RecordedError
 from sparkgate.service.views import iso
 from sparkgate.states import StatementKind, StatementState
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
@@ -109,13 +110,13 @@ def statement_output(
 ) -> LivyOutputOk | LivyOutputError:
     if statement.state is StatementState.SUCCESS:
         return LivyOutputOk(status="ok", execution_count=statement.seq, data=data or {})
-    error = statement.error or {}
-    traceback = error.get("traceback")
+    error = statement.error or RecordedError("Error", "")
+    traceback = error.param("traceback")
     return LivyOutputError(
         status="error",
         execution_count=statement.seq,
-        ename=str(error.get("ename") or error.get("code") or "Error"),
-        evalue=str(error.get("evalue") or error.get("message") or ""),
+        ename=str(error.param("ename") or error.code or "Error"),
+        evalue=str(error.param("evalue") or error.message or ""),
         traceback=[str(line) for line in traceback] if isinstance(traceback, list) else [],
     )
 
@@ -183,7 +184,7 @@ def session_log(session: SessionRecord, engine: EngineRecord | None) -> list[str
     if session.finished_at is not None:
         ended = f"{iso(session.finished_at)} session {session.state.value}"
         if session.error:
-            ended += f": [{session.error.get('code')}] {session.error.get('message')}"
+            ended += f": [{session.error.code}] {session.error.message}"
         lines.append(ended)
     return lines
 
@@ -203,5 +204,5 @@ def batch_log(session: SessionRecord, statement: StatementRecord | None) -> list
     error = (statement.error if statement else None) or session.error
     failed = statement is None or statement.state is not StatementState.SUCCESS
     if error and failed and session.finished_at is not None:
-        lines.append(f"[{error.get('code')}] {error.get('message')}")
+        lines.append(f"[{error.code}] {error.message}")
     return lines

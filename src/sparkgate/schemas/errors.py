@@ -5,7 +5,9 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, model_validator
+
+from sparkgate import recorded
 
 
 class _Closed(BaseModel):
@@ -22,9 +24,16 @@ class RecordedError(BaseModel):
     code: str
     message: str
 
+    @model_validator(mode="before")
     @classmethod
-    def of(cls, stored: Mapping[str, Any] | None) -> RecordedError | None:
-        """A record's ``error`` as the store keeps it (None: it did not fail)."""
+    def _from_record(cls, value: Any) -> Any:
+        """A store record's error (``sparkgate.recorded.RecordedError``) is answered as the
+        store keeps it: code, message and its parameters as further keys."""
+        return value.to_json() if isinstance(value, recorded.RecordedError) else value
+
+    @classmethod
+    def of(cls, stored: recorded.RecordedError | Mapping[str, Any] | None) -> RecordedError | None:
+        """A record's ``error`` (None: it did not fail)."""
         return None if stored is None else cls.model_validate(stored)
 
 

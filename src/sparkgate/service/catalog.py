@@ -207,8 +207,7 @@ class Catalog:
 
 
 def _code(statement: StatementRecord) -> str | None:
-    code = (statement.error or {}).get("code")
-    return str(code) if code is not None else None
+    return statement.error.code if statement.error is not None else None
 
 
 def _epoch(text: object) -> float | None:

@@ -328,8 +328,7 @@ def _name(target: ConnectTarget) -> str:
 
 
 def _ended(session: SessionRecord) -> Exception:
-    error = session.error or {}
-    if error.get("code") == ErrorCode.ENGINE_LOST:
-        detail = str(error.get("message", "it stopped heartbeating"))
-        return EngineLost.of_session(session.id, detail)
+    error = session.error
+    if error is not None and error.code == ErrorCode.ENGINE_LOST:
+        return EngineLost.of_session(session.id, error.message or "it stopped heartbeating")
     return SessionNotActive(session.id, session.state.value)

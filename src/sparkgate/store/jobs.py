@@ -16,6 +16,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from sparkgate.errors import DeploymentNotFound, JobNotFound, JobRunNotFound
+from sparkgate.recorded import RecordedError
 from sparkgate.states import DeploymentState, JobRunState
 from sparkgate.store.database import Database
 from sparkgate.store.pages import read_page
@@ -304,7 +305,7 @@ class Deployments:
         *,
         now: float,
         note: str | None = None,
-        error: dict[str, Any] | None = None,
+        error: RecordedError | None = None,
     ) -> None:
         """``in_progress`` (starts it), then ``done`` or ``failed`` (ends it)."""
         values: dict[str, Any] = {"outcome": outcome}
@@ -315,7 +316,7 @@ class Deployments:
         if note is not None:
             values["note"] = note
         if error is not None:
-            values["error"] = error
+            values["error"] = error.to_json()
         with self._db.begin() as conn:
             conn.execute(
                 job_decisions.update().where(job_decisions.c.id == decision_id).values(**values)

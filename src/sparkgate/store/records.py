@@ -6,6 +6,7 @@ from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any, Generic, TypeVar
 
+from sparkgate.recorded import RecordedError
 from sparkgate.states import (
     DeploymentState,
     EngineKind,
@@ -22,6 +23,10 @@ from sparkgate.states import (
 )
 
 
+def _error(stored: Mapping[str, Any] | None) -> RecordedError | None:
+    return None if stored is None else RecordedError.stored(stored)
+
+
 @dataclass(frozen=True)
 class EngineRecord:
     id: int
@@ -34,7 +39,7 @@ class EngineRecord:
     pid: int | None
     app_id: str | None
     log_path: str | None
-    error: dict[str, Any] | None
+    error: RecordedError | None
     version: int
     created_at: float
     started_at: float | None
@@ -50,6 +55,7 @@ class EngineRecord:
         values["kind"] = EngineKind(values["kind"])
         values["state"] = EngineState(values["state"])
         values["conf"] = dict(values["conf"] or {})
+        values["error"] = _error(values["error"])
         return cls(**values)
 
 
@@ -64,7 +70,7 @@ class SessionRecord:
     owner: str | None
     proxy_user: str | None
     attributes: dict[str, Any]
-    error: dict[str, Any] | None
+    error: RecordedError | None
     statement_count: int
     version: int
     created_at: float
@@ -81,6 +87,7 @@ class SessionRecord:
         values["state"] = SessionState(values["state"])
         values["conf"] = dict(values["conf"] or {})
         values["attributes"] = dict(values["attributes"] or {})
+        values["error"] = _error(values["error"])
         return cls(**values)
 
 
@@ -116,7 +123,7 @@ class StatementRecord:
     kind: StatementKind
     code: str
     state: StatementState
-    error: dict[str, Any] | None
+    error: RecordedError | None
     result: dict[str, Any] | None
     output: dict[str, Any] | None
     progress: float
@@ -137,6 +144,7 @@ class StatementRecord:
         values = dict(row)
         values["kind"] = StatementKind(values["kind"])
         values["state"] = StatementState(values["state"])
+        values["error"] = _error(values["error"])
         return cls(**values)
 
 
@@ -155,7 +163,7 @@ class TableTxnRecord:
     target_location: str
     previous_location: str | None
     state: TableTxnState
-    error: dict[str, Any] | None
+    error: RecordedError | None
     catalog_clean: bool
     staging_removed_at: float | None
     retire_after: float | None
@@ -171,6 +179,7 @@ class TableTxnRecord:
         values["operation"] = TableOperation(values["operation"])
         values["state"] = TableTxnState(values["state"])
         values["catalog_clean"] = bool(values["catalog_clean"])
+        values["error"] = _error(values["error"])
         return cls(**values)
 
 
@@ -256,7 +265,7 @@ class StreamJobRecord:
     failures: int
     restarts: int
     next_restart_at: float | None
-    error: dict[str, Any] | None
+    error: RecordedError | None
     version: int
     created_at: float
     started_at: float | None
@@ -272,6 +281,7 @@ class StreamJobRecord:
         values = dict(row)
         values["state"] = StreamJobState(values["state"])
         values["conf"] = dict(values["conf"] or {})
+        values["error"] = _error(values["error"])
         return cls(**values)
 
 
@@ -291,7 +301,7 @@ class StreamQueryRecord:
     failures: int
     restarts: int
     next_restart_at: float | None
-    error: dict[str, Any] | None
+    error: RecordedError | None
     last_progress: dict[str, Any] | None
     progress_at: float | None
     version: int
@@ -306,6 +316,7 @@ class StreamQueryRecord:
         values = dict(row)
         values["state"] = StreamQueryState(values["state"])
         values["spec"] = dict(values["spec"] or {})
+        values["error"] = _error(values["error"])
         return cls(**values)
 
 
@@ -338,11 +349,13 @@ class StreamRestartRecord:
     delay: float
     restart_at: float
     restarted_at: float | None
-    error: dict[str, Any] | None
+    error: RecordedError | None
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> StreamRestartRecord:
-        return cls(**dict(row))
+        values = dict(row)
+        values["error"] = _error(values["error"])
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -404,7 +417,7 @@ class DeploymentRecord:
     node_id: str | None
     lease_owner: str | None
     files: dict[str, Any]
-    error: dict[str, Any] | None
+    error: RecordedError | None
     version: int
     created_at: float
     finished_at: float | None
@@ -418,6 +431,7 @@ class DeploymentRecord:
         values["plan_only"] = bool(values["plan_only"])
         values["prune"] = bool(values["prune"])
         values["files"] = dict(values["files"] or {})
+        values["error"] = _error(values["error"])
         return cls(**values)
 
 
@@ -433,13 +447,15 @@ class JobDecisionRecord:
     reason: str
     outcome: str  # planned | in_progress | done | failed | skipped | plan-only
     note: str | None
-    error: dict[str, Any] | None
+    error: RecordedError | None
     started_at: float | None
     finished_at: float | None
 
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> JobDecisionRecord:
-        return cls(**dict(row))
+        values = dict(row)
+        values["error"] = _error(values["error"])
+        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -452,7 +468,7 @@ class JobRunRecord:
     steps: list[dict[str, str]]
     step: int
     statement_id: int | None
-    error: dict[str, Any] | None
+    error: RecordedError | None
     version: int
     created_at: float
     finished_at: float | None
@@ -463,4 +479,5 @@ class JobRunRecord:
         values = dict(row)
         values["state"] = JobRunState(values["state"])
         values["steps"] = list(values["steps"] or [])
+        values["error"] = _error(values["error"])
         return cls(**values)

@@ -13,6 +13,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from sparkgate.recorded import RecordedError
 from sparkgate.store.database import Database
 from sparkgate.store.records import StreamProgressRecord, StreamRestartRecord
 from sparkgate.store.schema import sessions, stream_progress, stream_queries, stream_restarts
@@ -90,7 +91,7 @@ class StreamHistory:
         attempt: int,
         failed_at: float,
         delay: float,
-        error: dict[str, Any] | None,
+        error: RecordedError | None,
         conn: Connection | None = None,
     ) -> int:
         """Record a restart scheduled ``delay`` seconds after ``failed_at``; its id."""
@@ -101,7 +102,7 @@ class StreamHistory:
             failed_at=failed_at,
             delay=delay,
             restart_at=failed_at + delay,
-            error=error,
+            error=None if error is None else error.to_json(),
         )
         with self._db.within(conn) as c:
             return int(c.execute(stmt.returning(stream_restarts.c.id)).scalar_one())

@@ -13,6 +13,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from sparkgate.errors import StreamJobSuperseded, StreamQueryNameClash, StreamQueryNotFound
+from sparkgate.recorded import RecordedError
 from sparkgate.states import (
     ACTIVE_STREAM_QUERY_STATES,
     TERMINAL_SESSION_STATES,
@@ -223,7 +224,7 @@ class StreamQueries(StreamHistory):
                 .values(failures=0, next_restart_at=None)
             )
 
-    def orphaned(self) -> list[tuple[StreamQueryRecord, dict[str, Any] | None, float | None]]:
+    def orphaned(self) -> list[tuple[StreamQueryRecord, RecordedError | None, float | None]]:
         """Active interactive-session queries whose session has ended without them being
         stopped (their engine died, say): each with the session's error and end time."""
         query = (
@@ -242,7 +243,8 @@ class StreamQueries(StreamHistory):
         found = []
         for row in rows:
             values = dict(row)
-            error = values.pop("session_error")
+            stored = values.pop("session_error")
+            error = None if stored is None else RecordedError.stored(stored)
             ended = values.pop("session_finished_at")
             found.append((StreamQueryRecord.from_row(values), error, ended))
         return found

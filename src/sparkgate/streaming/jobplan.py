@@ -11,10 +11,9 @@ from __future__ import annotations
 
 import random
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, replace
 
-from sparkgate.recorded import Failed, SessionEnded
+from sparkgate.recorded import Failed, RecordedError, SessionEnded
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.script import split_script
 from sparkgate.states import (
@@ -58,7 +57,7 @@ class Relaunch:
 
     delay: float
     failures: int
-    error: dict[str, Any]
+    error: RecordedError
 
 
 @dataclass(frozen=True)
@@ -67,7 +66,7 @@ class Stop:
     (FAILING, with ``error``) once they have."""
 
     to: StreamJobState
-    error: dict[str, Any] | None
+    error: RecordedError | None
 
 
 @dataclass(frozen=True)
@@ -75,7 +74,7 @@ class Finish:
     """Nothing runs any more: the job becomes ``to``; a session still open is ended."""
 
     to: StreamJobState
-    error: dict[str, Any] | None
+    error: RecordedError | None
 
 
 @dataclass(frozen=True)
@@ -117,7 +116,9 @@ def plan(
         return None
     failed = next((q for q in current if q.state is StreamQueryState.FAILED), None)
     if failed is not None:
-        error = {**(failed.error or {}), "query": failed.name}
+        error = (failed.error or Failed("The stream query failed.").recorded()).with_params(
+            query=failed.name
+        )
         if active and not session_gone:
             return Stop(StreamJobState.FAILING, error)
         return Finish(StreamJobState.FAILED, error)
@@ -148,10 +149,9 @@ def _lost(
     situation: Situation, policy: RetryPolicy, now: float, rand: Callable[[], float]
 ) -> Action:
     job, session = situation.job, situation.session
-    error = dict(session.error) if session is not None and session.error else {}
-    if not error:
-        error = SessionEnded("The job's session ended.").to_dict()
-    error["message"] = f"Stream job '{job.name}' lost its session: {error.get('message', '')}"
+    ended = session.error if session is not None else None
+    ended = ended or SessionEnded("The job's session ended.").recorded()
+    message = f"Stream job '{job.name}' lost its session: {ended.message}"
     since = job.running_since
     progressed = since is not None and any(
         q.progress_at is not None and q.progress_at >= since for q in situation.queries
@@ -164,26 +164,25 @@ def _lost(
         rand=rand,
     )
     if decision.delay is None:
-        error["message"] += f" Not relaunched: {decision.reason}."
-        return Finish(StreamJobState.FAILED, error)
-    return Relaunch(decision.delay, decision.failures, error)
+        message += f" Not relaunched: {decision.reason}."
+        return Finish(StreamJobState.FAILED, replace(ended, message=message))
+    return Relaunch(decision.delay, decision.failures, replace(ended, message=message))
 
 
-def step_error(job: StreamJobRecord, statement: StatementRecord) -> dict[str, Any]:
+def step_error(job: StreamJobRecord, statement: StatementRecord) -> RecordedError:
     """A failed step's error, in a script of steps: ``statement`` is the step's number and
     ``statement_kind`` its kind; line and position stay the step's own."""
-    error = dict(statement.error or Failed("The statement failed.").to_dict())
-    error["statement"] = statement.seq + 1
-    error["statement_kind"] = statement.kind.value
-    return error
+    error = statement.error or Failed("The statement failed.").recorded()
+    return error.with_params(statement=statement.seq + 1, statement_kind=statement.kind.value)
 
 
-def script_error(sql: str, statement: StatementRecord) -> dict[str, Any]:
+def script_error(sql: str, statement: StatementRecord) -> RecordedError:
     """A failed statement's error, placed in the job's script (line and position of the
     script, ``statement`` its 1-based number)."""
-    error = dict(statement.error or Failed("The statement failed.").to_dict())
     number = statement.seq + 1
-    error["statement"] = number
+    error = (statement.error or Failed("The statement failed.").recorded()).with_params(
+        statement=number
+    )
     try:
         parts = split_script(sql)
     except SqlError:
@@ -191,11 +190,11 @@ def script_error(sql: str, statement: StatementRecord) -> dict[str, Any]:
     if number > len(parts):
         return error
     part = parts[number - 1]
-    line = error.get("line")
+    line = error.param("line")
     if isinstance(line, int):
-        position = error.get("position") or 1
-        error["line"] = part.line + line - 1
-        error["position"] = position + (part.position - 1 if line == 1 else 0)
-    else:
-        error["line"], error["position"] = part.line, part.position
-    return error
+        position = error.param("position") or 1
+        return error.with_params(
+            line=part.line + line - 1,
+            position=position + (part.position - 1 if line == 1 else 0),
+        )
+    return error.with_params(line=part.line, position=part.position)

@@ -24,7 +24,7 @@ from typing import Any, Protocol
 
 from sparkgate.auth.principal import share_key
 from sparkgate.errors import InvalidRequest, StreamJobBusy
-from sparkgate.recorded import ErrorCode, SessionEnded
+from sparkgate.recorded import ErrorCode, RecordedError, SessionEnded
 from sparkgate.settings import Settings
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
@@ -372,7 +372,7 @@ class Streams:
         )
 
     def _begin_stop(
-        self, job: StreamJobRecord, to: StreamJobState, error: dict[str, Any] | None, now: float
+        self, job: StreamJobRecord, to: StreamJobState, error: RecordedError | None, now: float
     ) -> bool:
         extra: dict[str, Any] = {"error": error} if error is not None else {}
         with self.store.db.begin() as conn:
@@ -389,7 +389,7 @@ class Streams:
         self,
         job: StreamJobRecord,
         to: StreamJobState,
-        error: dict[str, Any] | None,
+        error: RecordedError | None,
         now: float,
         *,
         kill: bool,
@@ -424,8 +424,8 @@ class Streams:
             engine_live = engine is not None and engine.state in LIVE_ENGINE_STATES
             if engine_live and ended_at is not None and now - ended_at < grace:
                 continue
-            lost = (session_error or {}).get("code") == ErrorCode.ENGINE_LOST or not engine_live
-            error = session_error or SessionEnded("Its session ended.").to_dict()
+            error = session_error or SessionEnded("Its session ended.").recorded()
+            lost = error.code == ErrorCode.ENGINE_LOST or not engine_live
             self.store.transitions.stream_query(
                 query.id,
                 _Q.FAILED if lost else _Q.STOPPED,

@@ -93,7 +93,7 @@ class Restarts:
                     attempt=decision.failures,
                     failed_at=now,
                     delay=delay,
-                    error=error.to_json(),
+                    error=error,
                     conn=conn,
                 )
         if not moved.applied:
