@@ -38,6 +38,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import Store
 from sparkgate.store.records import StatementRecord
+from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.store.tokens import TokenNotFound
 from tests.conftest import NOW, force_state, make_service, run_async, succeeded, write_result
 
@@ -104,7 +105,7 @@ def test_one_off_queries_sessions_are_told_from_other_batches(service: Service) 
     livy, _ = service.sessions.create(
         SessionKind.BATCH,
         user=ALICE,
-        attributes={"livy": {"file": "etl.py"}},
+        attributes=SessionAttributes(livy={"file": "etl.py"}),
         first_statement=(StatementKind.FILE, "etl.py"),
     )
     interactive, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)
@@ -244,9 +245,9 @@ def test_settings_applied_in_steps_are_all_checked_before_any_runs(
 def test_a_batch_file_carries_the_settings_its_owner_may_not_set(service: Service) -> None:
     file = (StatementKind.FILE, "/jobs/etl.sql")
     mine, _ = service.sessions.create(SessionKind.BATCH, user=ALICE, first_statement=file)
-    assert "spark.master" in mine.attributes["conf_deny"]
+    assert "spark.master" in (mine.attributes.conf_deny or ())
     admins, _ = service.sessions.create(SessionKind.BATCH, user=ADMIN, first_statement=file)
-    assert admins.attributes["conf_deny"] == []
+    assert admins.attributes.conf_deny == ()
 
 
 def test_a_session_placed_while_engines_back_off_errors_with_the_reason(
@@ -272,7 +273,7 @@ def test_only_impersonators_act_for_others(authed: Service, store: Store) -> Non
         authed.sessions.create(SessionKind.INTERACTIVE, user=ALICE, proxy_user="bob")
     assert refused.value.code == "FORBIDDEN"
     session, _ = authed.sessions.create(SessionKind.INTERACTIVE, user=ADMIN, proxy_user="bob")
-    assert session.owner == "bob" and session.attributes["created_by"] == "root"
+    assert session.owner == "bob" and session.attributes.created_by == "root"
     assert authed.sessions.get(session.id, user=BOB).id == session.id
     assert authed.sessions.get(session.id, user=ADMIN).id == session.id
     with pytest.raises(SessionNotFound):

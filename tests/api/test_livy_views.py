@@ -14,12 +14,13 @@ from sparkgate.livy.models import CreateBatch, CreateSession
 from sparkgate.recorded import RecordedError
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
 from sparkgate.store.records import SessionRecord, StatementRecord
+from sparkgate.store.session_attributes import SessionAttributes
 
 NOW = 1_800_000_000.0
 
 SESSION = SessionRecord(
     5, SessionKind.INTERACTIVE, "etl", SessionState.IDLE, None, {"spark.x": "1"}, None, "ann",
-    {"livy": {"kind": "pyspark", "driverMemory": "2g", "jars": []}}, None, 0, 1,
+    SessionAttributes(livy={"kind": "pyspark", "driverMemory": "2g", "jars": []}), None, 0, 1,
     NOW, NOW + 1, None, NOW, NOW,
 )  # fmt: skip
 STATEMENT = StatementRecord(

@@ -17,6 +17,7 @@ from sparkgate.settings import Settings
 from sparkgate.states import EngineState, SessionKind, SessionState, StatementState
 from sparkgate.store import Store
 from sparkgate.store.records import EngineRecord
+from sparkgate.store.session_attributes import SessionAttributes
 from tests.conftest import NOW, force_state
 
 SETTINGS = Settings(engine_heartbeat_timeout=30, engine_start_timeout=300, session_idle_timeout=600)
@@ -122,7 +123,9 @@ def test_idle_interactive_sessions_time_out(store: Store, make_session: Any) -> 
 
 def test_a_sessions_own_idle_timeout_wins(store: Store) -> None:
     """HiveServer2 sessions carry SPARKGATE_THRIFT_IDLE_TIMEOUT as their own timeout."""
-    thrift = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, attributes={"idle_timeout": 60})
+    thrift = store.sessions.add(
+        SessionKind.INTERACTIVE, now=NOW, attributes=SessionAttributes(idle_timeout=60)
+    )
     plain = store.sessions.add(SessionKind.INTERACTIVE, now=NOW)
     for session in (thrift, plain):
         force_state(store, "sessions", session.id, SessionState.IDLE.value)

@@ -25,6 +25,7 @@ from sparkgate.settings import Settings
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
 from sparkgate.store import Store
 from sparkgate.store.records import SessionRecord, StatementRecord
+from sparkgate.store.session_attributes import SessionAttributes
 
 
 def test_split_sql_respects_strings_comments_and_quotes() -> None:
@@ -132,7 +133,8 @@ def test_script_error_has_the_script_traceback(
 def _sql_context(spark: Any, tmp_path: Path) -> ExecutionContext:
     now = time.time()
     session = SessionRecord(
-        1, SessionKind.BATCH, None, SessionState.BUSY, 1, {}, None, None, {}, None, 1, 1,
+        1, SessionKind.BATCH, None, SessionState.BUSY, 1, {}, None, None, SessionAttributes(),
+        None, 1, 1,
         now, now, None, now, now,
     )  # fmt: skip
     statement = StatementRecord(
@@ -192,7 +194,7 @@ def test_a_sql_script_setting_a_denied_key_is_refused_before_its_first_statement
     tmp_path: Path,
 ) -> None:
     now = time.time()
-    attributes = {"conf_deny": ["spark.master", "spark.hadoop.*"]}
+    attributes = SessionAttributes(conf_deny=("spark.master", "spark.hadoop.*"))
     session = SessionRecord(
         1, SessionKind.BATCH, None, SessionState.BUSY, 1, {}, "alice", None, attributes, None,
         1, 1, now, now, None, now, now,

@@ -26,6 +26,7 @@ from sparkgate.settings import Settings
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
 from sparkgate.store import Store
 from sparkgate.store.records import SessionRecord, StatementRecord
+from sparkgate.store.session_attributes import SessionAttributes
 
 TABLE_COLUMNS = [
     "TABLE_CAT",
@@ -87,7 +88,8 @@ class Catalog:
     def context(self, code: str) -> ExecutionContext:
         now = time.time()
         session = SessionRecord(
-            1, SessionKind.INTERACTIVE, None, SessionState.BUSY, 1, {}, None, None, {}, None,
+            1, SessionKind.INTERACTIVE, None, SessionState.BUSY, 1, {}, None, None,
+            SessionAttributes(), None,
             1, 1, now, now, None, now, now,
         )  # fmt: skip
         statement = StatementRecord(

@@ -16,6 +16,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store import Store
+from sparkgate.store.session_attributes import SessionAttributes
 from tests.concurrency import race
 from tests.conftest import NOW, force_state
 
@@ -31,7 +32,7 @@ def test_session_roundtrip_and_filters(store: Store, make_session: Any) -> None:
         now=NOW,
         name="etl",
         conf={"spark.sql.shuffle.partitions": "4"},
-        attributes={"driverMemory": "1g"},
+        attributes=SessionAttributes(livy={"driverMemory": "1g"}),
     )
     got = store.sessions.get(created.id)
     assert got == created
@@ -61,10 +62,14 @@ def test_one_off_queries_sessions_can_be_left_out_or_listed_alone(
 ) -> None:
     interactive = make_session()
     # A Livy batch and a batch session made through /v1/sessions are not one-off queries.
-    livy = store.sessions.add(SessionKind.BATCH, now=NOW, attributes={"livy": {"file": "a.py"}})
+    livy = store.sessions.add(
+        SessionKind.BATCH, now=NOW, attributes=SessionAttributes(livy={"file": "a.py"})
+    )
     plain = store.sessions.add(SessionKind.BATCH, now=NOW)
     one_off = [
-        store.sessions.add(SessionKind.BATCH, now=NOW, attributes={"isolation": isolation})
+        store.sessions.add(
+            SessionKind.BATCH, now=NOW, attributes=SessionAttributes(isolation=isolation)
+        )
         for isolation in ("session", "engine")
     ]
     others = store.sessions.list_page(one_off=False)

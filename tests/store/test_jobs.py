@@ -285,7 +285,7 @@ def test_a_batch_run_submits_each_step_after_the_last_succeeded(
     assert run.session_id is not None
     session = store.sessions.get(run.session_id)
     assert session.conf == {"spark.sql.shuffle.partitions": "3"}
-    assert session.attributes["job_run"] == run.id
+    assert session.attributes.job_run == run.id
     submitted = store.statements.list_page(session_id=run.session_id).items
     assert [s.code for s in submitted] == [steps[0]["code"]]
     runner.supervise(NOW)  # the first step still waits: nothing more

@@ -8,6 +8,7 @@ from typing import Any
 from sparkgate.states import SessionKind, SessionState, StatementState
 from sparkgate.store import Store
 from sparkgate.store.records import Page
+from sparkgate.store.session_attributes import SessionAttributes
 from tests.conftest import NOW, force_state
 
 
@@ -87,16 +88,16 @@ def test_sessions_page_by_cursor(store: Store) -> None:
 
 def test_sessions_and_statements_an_impersonator_made_page_with_its_own(store: Store) -> None:
     """``creator=``: what a user made for others is listed with what it owns, by cursor."""
-    made = {"created_by": "airflow"}
+    made = SessionAttributes(created_by="airflow")
     ids = [
         store.sessions.add(SessionKind.BATCH, now=NOW, owner=owner, attributes=attributes).id
         for owner, attributes in (
-            ("airflow", {}),
+            ("airflow", None),
             ("bob", made),
-            ("carol", {}),
-            ("bob", {}),
+            ("carol", None),
+            ("bob", None),
             ("carol", made),
-            ("airflow", {"created_by": "someone"}),
+            ("airflow", SessionAttributes(created_by="someone")),
         )
     ]
     for session_id in ids:

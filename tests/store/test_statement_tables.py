@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from sparkgate.states import SessionKind, StatementState
 from sparkgate.store import Store, schema
+from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.store.statement_tables import READ, WRITE
 from tests.conftest import NOW
 
@@ -19,7 +20,7 @@ ORDERS = "spark_catalog.sales.orders"
 def _statement(
     store: Store, owner: str, *, created_by: str | None = None, state: str = "success"
 ) -> int:
-    attributes = {"created_by": created_by} if created_by else None
+    attributes = SessionAttributes(created_by=created_by) if created_by else None
     session = store.sessions.add(SessionKind.BATCH, now=NOW, owner=owner, attributes=attributes)
     statement = store.statements.add(session.id, "SELECT 1", now=NOW)
     with store.db.begin() as conn:

@@ -20,6 +20,7 @@ from sparkgate.store.records import (
     StreamJobRecord,
     StreamQueryRecord,
 )
+from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.streaming.backoff import RetryPolicy
 from sparkgate.streaming.jobplan import (
     Finish,
@@ -58,8 +59,8 @@ def job(state: StreamJobState, **values: Any) -> StreamJobRecord:
 def session(state: SessionState = SessionState.IDLE, **values: Any) -> SessionRecord:
     base = SessionRecord(
         id=10, kind=SessionKind.STREAMING, name="stream:clicks", state=state, engine_id=3,
-        conf={}, owner=None, proxy_user=None, attributes={}, error=None, statement_count=3,
-        version=1, created_at=NOW - 50, started_at=NOW - 50, finished_at=None,
+        conf={}, owner=None, proxy_user=None, attributes=SessionAttributes(), error=None,
+        statement_count=3, version=1, created_at=NOW - 50, started_at=NOW - 50, finished_at=None,
         last_activity_at=NOW - 50, updated_at=NOW - 50,
     )  # fmt: skip
     return replace(base, **values)

@@ -52,7 +52,7 @@ def test_a_new_job_is_launched_in_a_streaming_session(streams: Streams, store: S
     assert job.state is J.STARTING and job.session_id is not None
     session = store.sessions.get(job.session_id)
     assert session.kind is SessionKind.STREAMING and session.state is SessionState.STARTING
-    assert session.attributes["stream_job_id"] == job.id
+    assert session.attributes.stream_job_id == job.id
     assert session.conf == {"spark.sql.shuffle.partitions": "3"}
     statements = store.statements.list_page(session_id=session.id).items
     assert [s.code for s in statements] == [

@@ -86,7 +86,9 @@ def reap_idle_sessions(store: Store, settings: Settings, *, now: float) -> list[
         return []
     ended = []
     for session in store.sessions.idle_since(now - min(timeouts), SessionKind.INTERACTIVE):
-        timeout = float(session.attributes.get("idle_timeout", settings.session_idle_timeout))
+        timeout = session.attributes.idle_timeout
+        if timeout is None:
+            timeout = settings.session_idle_timeout
         if timeout <= 0 or session.last_activity_at >= now - timeout:
             continue
         error = SessionTimedOut(

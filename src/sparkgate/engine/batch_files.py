@@ -274,10 +274,10 @@ def check_settings(ctx: ExecutionContext, path: str, pieces: list[SqlPiece]) -> 
     and the engine's), so the server records the deny patterns in force at submit time in the
     session (``conf_deny``; absent for admins) and the check is made here, on the text that
     runs, with the same function as every other door's."""
-    patterns = ctx.session.record.attributes.get("conf_deny")
+    patterns = ctx.session.record.attributes.conf_deny
     if not patterns:
         return
-    rules = AccessRules(conf_deny=tuple(patterns))
+    rules = AccessRules(conf_deny=patterns)
     for piece in pieces:
         try:
             rules.check_settings(sql_needs(piece.text).settings, where=f"{path}, line {piece.line}")

@@ -52,7 +52,7 @@ class SessionKeeper:
             # Whose table rules this session's plans meet (sparkgate.engine.authz).
             authz.bind(spark, session.owner)
             if shared.decider is not None and session.owner:
-                groups = session.attributes.get("groups") or []
+                groups = list(session.attributes.groups or ())
                 if shared.decider.learn_groups(session.owner, groups):
                     shared.authz.invalidate()
             register_udfs(spark, shared.settings.udf_modules)
@@ -110,7 +110,7 @@ class SessionKeeper:
             return
         if session.spark is not shared.spark:
             artifacts.release_classic(session.spark)
-        client_session = session.record.attributes.get("connect_session")
+        client_session = session.record.attributes.connect_session
         if client_session and session.record.owner:
             artifacts.release_connect(shared.spark, session.record.owner, str(client_session))
 

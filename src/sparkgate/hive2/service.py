@@ -58,6 +58,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store.records import SessionRecord, StatementRecord
+from sparkgate.store.session_attributes import SessionAttributes
 
 log = logging.getLogger("sparkgate.hive2")
 
@@ -138,11 +139,11 @@ class HiveService:
             user=user,
             conf=conf,
             proxy_user=proxy_user,
-            attributes={
-                "door": "hive2",
-                "hive2_protocol": protocol,
-                "idle_timeout": self.settings.thrift_idle_timeout,
-            },
+            attributes=SessionAttributes(
+                door="hive2",
+                hive2_protocol=protocol,
+                idle_timeout=self.settings.thrift_idle_timeout,
+            ),
         )
         self._remember_protocol(session.id, protocol)
         # Variables and the database are session state: set by statements that run first.
@@ -344,8 +345,8 @@ class HiveService:
     def _known_protocol(self, session_id: int) -> int:
         protocol = self._protocols.get(session_id)
         if protocol is None:
-            session = self.store.sessions.get(session_id)
-            protocol = int(session.attributes.get("hive2_protocol", SERVER_PROTOCOL))
+            known = self.store.sessions.get(session_id).attributes.hive2_protocol
+            protocol = SERVER_PROTOCOL if known is None else known
             self._remember_protocol(session_id, protocol)
         return protocol
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any, Protocol
+from typing import Protocol
 
 from sparkgate.errors import JobNotBatch, JobRemoved
 from sparkgate.recorded import Failed, JobRunLost, RecordedError, SessionEnded
@@ -30,6 +30,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import Store
 from sparkgate.store.records import JobRunRecord, SessionRecord, StatementRecord
+from sparkgate.store.session_attributes import SessionAttributes
 
 log = logging.getLogger("sparkgate.jobs")
 
@@ -49,7 +50,7 @@ class SessionControl(Protocol):
         name: str | None = None,
         conf: dict[str, str] | None = None,
         owner: str | None = None,
-        attributes: dict[str, Any] | None = None,
+        attributes: SessionAttributes | None = None,
         first_statement: tuple[StatementKind, str] | None = None,
     ) -> tuple[SessionRecord, StatementRecord | None]: ...
 
@@ -79,7 +80,7 @@ class JobRunner:
             name=f"job:{name}",
             owner=user,
             conf=dict(job.manifest.get("properties") or {}),
-            attributes={"job": name, "job_run": run.id, "job_version": job.version},
+            attributes=SessionAttributes(job=name, job_run=run.id, job_version=job.version),
             first_statement=(StatementKind(first["kind"]), first["code"]),
         )
         assert statement is not None

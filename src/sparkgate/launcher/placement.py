@@ -98,9 +98,7 @@ class Placement:
         engine: EngineRecord | None
         # A one-off query runs in a session of its own on a shared engine, like an
         # interactive session's: newSession() there costs a millisecond, a driver seconds.
-        one_off = session.kind is SessionKind.BATCH and session.attributes.get("isolation") == (
-            "session"
-        )
+        one_off = session.kind is SessionKind.BATCH and session.attributes.isolation == "session"
         if (session.kind is SessionKind.INTERACTIVE or one_off) and not own:
             engine = self._shared(
                 EngineKind.SHARED, self.settings.shared_engine_max_sessions, session.share_key

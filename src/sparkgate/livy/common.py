@@ -22,6 +22,7 @@ from sparkgate.recorded import ErrorCode
 from sparkgate.service import Service
 from sparkgate.states import SessionKind, StatementKind, StatementState
 from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
+from sparkgate.store.session_attributes import SessionAttributes
 
 _SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS", "TRACE"})
 
@@ -123,7 +124,7 @@ def create(
         conf=body.spark_conf(),
         user=user,
         proxy_user=do_as or body.proxyUser,
-        attributes={"livy": livy},
+        attributes=SessionAttributes(livy=livy),
         first_statement=first_statement,
     )
     where = "batches" if kind is SessionKind.BATCH else "sessions"

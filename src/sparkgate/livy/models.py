@@ -148,5 +148,5 @@ class KeptFields(BaseModel):
 
     @classmethod
     def of(cls, session: SessionRecord) -> KeptFields:
-        kept = session.attributes.get("livy")
-        return cls.model_validate(kept if isinstance(kept, dict) else {})
+        kept = session.attributes.livy
+        return cls.model_validate(dict(kept) if kept is not None else {})

@@ -42,6 +42,7 @@ from sparkgate.states import (
 from sparkgate.store import Store
 from sparkgate.store.connect import Endpoint
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
+from sparkgate.store.session_attributes import SessionAttributes
 
 if TYPE_CHECKING:
     from sparkgate.enginelink import EngineLinks
@@ -136,7 +137,7 @@ class ConnectService:
             SessionKind.INTERACTIVE,
             name=f"connect {client_session[:8]}",
             user=user,
-            attributes={"door": "connect", "connect_session": client_session},
+            attributes=SessionAttributes(door="connect", connect_session=client_session),
         )
         try:
             with self.store.db.begin() as conn:

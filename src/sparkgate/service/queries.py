@@ -35,6 +35,7 @@ from sparkgate.states import TERMINAL_STATEMENT_STATES, SessionKind, StatementKi
 from sparkgate.store import Store
 from sparkgate.store.idempotency import KeyClaim
 from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
+from sparkgate.store.session_attributes import SessionAttributes
 
 log = logging.getLogger("sparkgate.service.queries")
 
@@ -150,7 +151,7 @@ class Queries:
             conf=conf,
             first_statement=(kind, code),
             # Also what marks a one-off query's session (store.sessions.one_off_queries).
-            attributes={"isolation": "session" if on_shared else "engine"},
+            attributes=SessionAttributes(isolation="session" if on_shared else "engine"),
             also_record=lambda session, added, conn: self._record(
                 user, session, added, claim, conn
             ),
@@ -229,7 +230,7 @@ class Queries:
                 )
                 raise
             log.info("query %s %s", query_id, statement.state.value)
-            connect = session.attributes.get("door") == "connect"
+            connect = session.attributes.door == "connect"
             if connect and statement.state is StatementState.CANCELLING and self.on_cancelling:
                 self.on_cancelling(query_id)
             self.users.audit(

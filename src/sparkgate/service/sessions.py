@@ -16,7 +16,6 @@ import time
 import uuid
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
 
 from sqlalchemy import Connection
 
@@ -40,6 +39,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import Store
 from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
+from sparkgate.store.session_attributes import SessionAttributes
 
 log = logging.getLogger("sparkgate.service.sessions")
 
@@ -108,7 +108,7 @@ class Sessions:
         name: str | None = None,
         conf: dict[str, str] | None = None,
         proxy_user: str | None = None,
-        attributes: dict[str, Any] | None = None,
+        attributes: SessionAttributes | None = None,
         first_statement: tuple[StatementKind, str] | None = None,
         key: str | None = None,
     ) -> tuple[SessionRecord, bool]:
@@ -155,7 +155,7 @@ class Sessions:
         user: Principal | None = None,
         owner: str | None = None,
         proxy_user: str | None = None,
-        attributes: dict[str, Any] | None = None,
+        attributes: SessionAttributes | None = None,
         first_statement: tuple[StatementKind, str] | None = None,
         also_record: AlsoRecord | None = None,
     ) -> tuple[SessionRecord, StatementRecord | None]:
@@ -166,18 +166,19 @@ class Sessions:
         an internal session (a job run's), ``owner``'s if given. ``also_record``: what the
         same transaction records besides (a submit's audit, the request's key)."""
         share_key = None
+        attributes = attributes or SessionAttributes()
         if user is not None:
             acting = user
             if proxy_user:
                 user = self.users.check_impersonation(user, proxy_user, field="proxyUser")
-                attributes = {**(attributes or {}), "created_by": acting.name}
+                attributes = attributes.with_(created_by=acting.name)
             if first_statement is not None:
                 self.users.require_statement(user, *first_statement)
                 if first_statement[0] is StatementKind.FILE:
                     # Only the engine reads a batch file: it checks the file's SETs against
                     # the settings denied now (engine.batch_files.check_settings).
                     denied = self.users.denied_settings(user)
-                    attributes = {**(attributes or {}), "conf_deny": denied}
+                    attributes = attributes.with_(conf_deny=tuple(denied))
             elif not user.rights & {SQL, CODE}:
                 error = MissingRight(user.name, SQL, "start a session")
                 self.users.denied(user, "session.create", error)
@@ -188,7 +189,7 @@ class Sessions:
             if user.groups:
                 # The groups the user signed in with (an LDAP directory's, a JWT's, the access
                 # file's): the engine's table rules match them (engine.authz).
-                attributes = {**(attributes or {}), "groups": sorted(user.groups)}
+                attributes = attributes.with_(groups=tuple(sorted(user.groups)))
             share_key = self.users.share_key(user, uuid.uuid4().hex[:12])
         elif owner is not None:
             # Internal sessions (job runs) share only with their owner's.

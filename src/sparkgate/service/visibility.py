@@ -27,7 +27,7 @@ def sees(user: Principal, owner: str | None, *, created_by: object = None) -> bo
 
 
 def sees_session(user: Principal, session: SessionRecord) -> bool:
-    return sees(user, session.owner, created_by=session.attributes.get("created_by"))
+    return sees(user, session.owner, created_by=session.attributes.created_by)
 
 
 def list_owner(user: Principal, requested: str | None = None) -> str | None:

@@ -21,6 +21,7 @@ from sparkgate.states import (
     TableOperation,
     TableTxnState,
 )
+from sparkgate.store.session_attributes import SessionAttributes
 
 
 def _error(stored: Mapping[str, Any] | None) -> RecordedError | None:
@@ -69,7 +70,7 @@ class SessionRecord:
     conf: dict[str, str]
     owner: str | None
     proxy_user: str | None
-    attributes: dict[str, Any]
+    attributes: SessionAttributes
     error: RecordedError | None
     statement_count: int
     version: int
@@ -86,7 +87,7 @@ class SessionRecord:
         values["kind"] = SessionKind(values["kind"])
         values["state"] = SessionState(values["state"])
         values["conf"] = dict(values["conf"] or {})
-        values["attributes"] = dict(values["attributes"] or {})
+        values["attributes"] = SessionAttributes.stored(values["attributes"])
         values["error"] = _error(values["error"])
         return cls(**values)
 

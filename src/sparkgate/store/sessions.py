@@ -14,6 +14,7 @@ from sparkgate.store.database import Database
 from sparkgate.store.pages import read_page
 from sparkgate.store.records import Page, SessionRecord, StatementRecord
 from sparkgate.store.schema import sessions, statements
+from sparkgate.store.session_attributes import SessionAttributes
 
 
 class SessionWork(NamedTuple):
@@ -104,7 +105,7 @@ class Sessions:
         owner: str | None = None,
         proxy_user: str | None = None,
         share_key: str | None = None,
-        attributes: dict[str, Any] | None = None,
+        attributes: SessionAttributes | None = None,
         conn: Connection | None = None,
     ) -> SessionRecord:
         """Record a new session in ``not_started``; placing it on an engine comes next.
@@ -119,7 +120,7 @@ class Sessions:
                 owner=owner,
                 proxy_user=proxy_user,
                 share_key=share_key,
-                attributes=dict(attributes or {}),
+                attributes={} if attributes is None else attributes.to_json(),
                 statement_count=0,
                 version=1,
                 created_at=now,

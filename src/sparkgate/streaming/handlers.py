@@ -83,10 +83,10 @@ def _job_of(ctx: ExecutionContext) -> StreamJobRecord | None:
     session = ctx.session.record
     if session.kind is not SessionKind.STREAMING:
         return None
-    job_id = session.attributes.get("stream_job_id")
+    job_id = session.attributes.stream_job_id
     if job_id is None:
         return None
-    job = ctx.store.stream_jobs.find_by_id(int(job_id))
+    job = ctx.store.stream_jobs.find_by_id(job_id)
     if job is None:
         raise SparkgateError(f"The stream job of session {session.id} no longer exists.")
     return job

@@ -36,6 +36,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import Store
 from sparkgate.store.records import SessionRecord, StreamJobRecord
+from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.streaming.definitions import retry_defaults
 from sparkgate.streaming.jobplan import (
     Action,
@@ -300,11 +301,9 @@ class Streams:
                 share_key=(
                     None if job.owner is None else share_key(self.settings.share_level, job.owner)
                 ),
-                attributes={
-                    "stream_job": job.name,
-                    "stream_job_id": job.id,
-                    "revision": job.revision,
-                },
+                attributes=SessionAttributes(
+                    stream_job=job.name, stream_job_id=job.id, revision=job.revision
+                ),
                 conn=conn,
             )
             for step in steps:
