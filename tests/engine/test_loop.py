@@ -155,6 +155,35 @@ def test_a_claim_written_but_unanswered_still_runs_its_statement(
     tick_until(engine, lambda: engine.store.sessions.get(session_id).state is SessionState.IDLE)
 
 
+def test_an_outcome_written_but_unanswered_keeps_its_result(
+    engine: Engine, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The store drops away after committing a statement's success, before answering: the
+    engine writes the outcome again, finds it already recorded, and leaves the result files
+    the record points to (it used to delete them as nobody's, so the query answered
+    RESULT_GONE; the chaos suite's store outage found it)."""
+    session_id = open_session(engine)
+    db = engine.store.db
+    real_begin = db.begin
+    lost: list[str] = []
+
+    @contextmanager
+    def begin_losing_the_outcomes_answer() -> Iterator[Any]:
+        with real_begin() as conn:
+            yield conn
+        if not lost and engine.store.statements.get(statement.id).state is StatementState.SUCCESS:
+            lost.append("outcome")
+            raise StoreUnavailable("The store dropped the connection after the commit.")
+
+    statement = engine.store.statements.add(session_id, "SELECT 42", now=time.time())
+    monkeypatch.setattr(db, "begin", begin_losing_the_outcomes_answer)
+    tick_until(engine, lambda: bool(lost) and statement.id not in engine._running)
+    assert lost == ["outcome"]
+    done = engine.store.statements.get(statement.id)
+    assert done.state is StatementState.SUCCESS and done.result is not None
+    assert read_page(done.result["path"], 0, 10) == ([[42]], 1)
+
+
 @pytest.mark.parametrize("written", [False, True], ids=["not-written", "answer-lost"])
 def test_a_session_whose_open_met_a_store_outage_still_opens(
     engine: Engine, monkeypatch: pytest.MonkeyPatch, written: bool

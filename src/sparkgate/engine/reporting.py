@@ -89,8 +89,12 @@ class Reporter:
                 output=outcome.output or None,
                 progress=1.0,
             )
-            if not done.applied and outcome.result and outcome.result.get("path"):
-                delete_result(outcome.result["path"])  # nobody will ever read it
+            # Not applied: the statement ended otherwise (cancelled, failed by a reaper) and
+            # nobody will read the files, unless it is this very outcome, written by an
+            # earlier try whose commit landed just before the connection dropped.
+            kept = done.state is StatementState.SUCCESS
+            if not done.applied and not kept and outcome.result and outcome.result.get("path"):
+                delete_result(outcome.result["path"])
         elif execution.cancelled.is_set():
             done = store.transitions.statement(
                 statement.id,
