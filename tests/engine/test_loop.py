@@ -71,6 +71,29 @@ def tick_until(engine: Engine, done: Callable[[], bool], timeout: float = 120) -
         time.sleep(0.02)
 
 
+def lose_an_answer(
+    engine: Engine,
+    monkeypatch: pytest.MonkeyPatch,
+    lost: list[str],
+    what: str,
+    *,
+    when: Callable[[], bool],
+) -> None:
+    """The first transaction after which ``when()`` holds commits, and its answer is lost on
+    the way back (the store drops the connection): noted in ``lost`` as ``what``."""
+    real_begin = engine.store.db.begin
+
+    @contextmanager
+    def begin_losing_the_answer() -> Iterator[Any]:
+        with real_begin() as conn:
+            yield conn
+        if not lost and when():
+            lost.append(what)
+            raise StoreUnavailable("The store dropped the connection after the commit.")
+
+    monkeypatch.setattr(engine.store.db, "begin", begin_losing_the_answer)
+
+
 def test_statement_is_claimed_run_and_reported(engine: Engine) -> None:
     session_id = open_session(engine)
     statement = engine.store.statements.add(session_id, "SELECT id FROM range(3)", now=time.time())
@@ -128,20 +151,9 @@ def test_a_claim_written_but_unanswered_still_runs_its_statement(
     the store says runs, runs once the store answers again (it used to stay running for
     ever, on an engine alive and heartbeating; the chaos suite's store outage found it)."""
     session_id = open_session(engine)
-    db = engine.store.db
-    real_begin = db.begin
     lost: list[str] = []
-
-    @contextmanager
-    def begin_losing_the_answer() -> Iterator[Any]:
-        with real_begin() as conn:
-            yield conn
-        if not lost:  # committed; the answer is lost on the way back
-            lost.append("claim")
-            raise StoreUnavailable("The store dropped the connection after the commit.")
-
     statement = engine.store.statements.add(session_id, "SELECT 42", now=time.time())
-    monkeypatch.setattr(db, "begin", begin_losing_the_answer)
+    lose_an_answer(engine, monkeypatch, lost, "claim", when=lambda: True)
     with pytest.raises(StoreUnavailable):
         tick_until(engine, lambda: False, timeout=30)  # the claim's tick meets the outage
     assert lost == ["claim"]
@@ -163,20 +175,13 @@ def test_an_outcome_written_but_unanswered_keeps_its_result(
     the record points to (it used to delete them as nobody's, so the query answered
     RESULT_GONE; the chaos suite's store outage found it)."""
     session_id = open_session(engine)
-    db = engine.store.db
-    real_begin = db.begin
     lost: list[str] = []
-
-    @contextmanager
-    def begin_losing_the_outcomes_answer() -> Iterator[Any]:
-        with real_begin() as conn:
-            yield conn
-        if not lost and engine.store.statements.get(statement.id).state is StatementState.SUCCESS:
-            lost.append("outcome")
-            raise StoreUnavailable("The store dropped the connection after the commit.")
-
     statement = engine.store.statements.add(session_id, "SELECT 42", now=time.time())
-    monkeypatch.setattr(db, "begin", begin_losing_the_outcomes_answer)
+
+    def succeeded() -> bool:
+        return engine.store.statements.get(statement.id).state is StatementState.SUCCESS
+
+    lose_an_answer(engine, monkeypatch, lost, "outcome", when=succeeded)
     tick_until(engine, lambda: bool(lost) and statement.id not in engine._running)
     assert lost == ["outcome"]
     done = engine.store.statements.get(statement.id)
