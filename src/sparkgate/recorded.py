@@ -158,20 +158,15 @@ class RecordedError:
         """What the store keeps and the API answers: ``{"code", "message", **params}``."""
         return {"code": str(self.code), "message": self.message, **self.params}
 
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> RecordedError:
-        """The error ``to_json`` made (``code`` and ``message`` are required)."""
-        params = {k: v for k, v in data.items() if k not in ("code", "message")}
-        return cls(str(data["code"]), str(data["message"]), params)
-
     def param(self, name: str) -> Any:
         """One of its parameters (``sql_state``, ``line``, ``traceback``, ...); None if absent."""
         return self.params.get(name)
 
     @classmethod
     def stored(cls, data: Mapping[str, Any]) -> RecordedError:
-        """The error a store row keeps, whatever wrote it: a row a release before this one
-        wrote without a code or a message still reads (as ``INTERNAL_ERROR``, and "")."""
+        """The error ``to_json`` made, as a store row keeps it, whatever wrote it: one a
+        release before this one wrote without a code or a message still reads (as
+        ``INTERNAL_ERROR``, and "")."""
         params = {k: v for k, v in data.items() if k not in ("code", "message")}
         code = data.get("code") or ErrorCode.INTERNAL_ERROR
         return cls(str(code), str(data.get("message") or ""), params)

@@ -46,7 +46,7 @@ def relocated(
     names: Mapping[str, str] | None = None,
 ) -> RecordedError:
     """``error`` (``recorded_failure(exc, ran_sql)``) as if Spark had run ``user_sql``."""
-    return RecordedError.from_json(relocate(error.to_json(), shift, ran_sql, user_sql, names))
+    return RecordedError.stored(relocate(error.to_json(), shift, ran_sql, user_sql, names))
 
 
 def relocate(
