@@ -139,7 +139,7 @@ def test_every_json_success_has_a_closed_schema(
 
 
 def test_error_models_describe_what_the_handlers_send() -> None:
-    error = QueryNotFound(7).to_dict()
+    error = QueryNotFound(7).recorded()
     assert NativeError.model_validate(native_body(404, error)).error.model_extra == {"query_id": 7}
     NativeError.model_validate({"error": PayloadTooLarge(10).to_dict()})
     LivyError.model_validate(livy_error_body(400, error))

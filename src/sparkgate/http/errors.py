@@ -36,8 +36,8 @@ from sparkgate.recorded import ErrorCode, RecordedError
 
 log = logging.getLogger("sparkgate.api")
 
-ErrorBody = Callable[[int, dict[str, Any]], dict[str, Any]]
-ErrorPage = Callable[[Request, int, dict[str, Any]], Response]
+ErrorBody = Callable[[int, RecordedError], dict[str, Any]]
+ErrorPage = Callable[[Request, int, RecordedError], Response]
 
 
 def under(path: str, prefix: str) -> bool:
@@ -72,8 +72,8 @@ def register_error_page(prefix: str, page: ErrorPage) -> None:
         _PAGES.append((prefix, page))
 
 
-def native_body(_status: int, error: dict[str, Any]) -> dict[str, Any]:
-    return {"error": error}
+def native_body(_status: int, error: RecordedError) -> dict[str, Any]:
+    return {"error": error.to_json()}
 
 
 def register_error_body(
@@ -87,7 +87,7 @@ def register_error_body(
     OpenAPI schema); ``statuses`` remaps HTTP statuses (Livy answers 400 where the native API
     says 409 or 422). Registering again is harmless.
 
-    register_error_body("/batches", lambda status, error: {"msg": error["message"]}, model=Msg)
+    register_error_body("/batches", lambda status, error: {"msg": error.message}, model=Msg)
     """
     if any(s.prefix == prefix and s.body is body for s in _BODIES):
         return
@@ -119,7 +119,7 @@ def status_of(exc: SparkgateError) -> int:
     return next((status for kind, status in _STATUSES if isinstance(exc, kind)), 500)
 
 
-def error_response(request: Request, status: int, error: dict[str, Any]) -> Response:
+def error_response(request: Request, status: int, error: RecordedError) -> Response:
     path = request.url.path
     for prefix, page in _PAGES:
         if under(path, prefix):
@@ -142,7 +142,7 @@ def _headers(status: int) -> dict[str, str] | None:
     return None
 
 
-def _describe_validation(exc: RequestValidationError) -> dict[str, Any]:
+def _describe_validation(exc: RequestValidationError) -> RecordedError:
     fields = []
     for problem in exc.errors():
         location = ".".join(str(part) for part in problem.get("loc", ()) if part != "body")
@@ -152,7 +152,7 @@ def _describe_validation(exc: RequestValidationError) -> dict[str, Any]:
         message = f"The request body is not valid JSON{': ' + str(detail) if detail else ''}."
     else:
         message = "; ".join(f"{f['field']}: {f['message']}" for f in fields)
-    return InvalidRequest(message, fields=fields).to_dict()
+    return InvalidRequest(message, fields=fields).recorded()
 
 
 # Starlette's own errors (a path no route has, a method the path does not take).
@@ -162,7 +162,7 @@ _HTTP_CODES = {404: ErrorCode.NOT_FOUND, 405: ErrorCode.METHOD_NOT_ALLOWED}
 def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(SparkgateError)
     async def _sparkgate(request: Request, exc: SparkgateError) -> Response:
-        return error_response(request, status_of(exc), exc.to_dict())
+        return error_response(request, status_of(exc), exc.recorded())
 
     @app.exception_handler(RequestValidationError)
     async def _validation(request: Request, exc: RequestValidationError) -> Response:
@@ -174,8 +174,7 @@ def install_error_handlers(app: FastAPI) -> None:
         message = str(exc.detail)
         if exc.status_code == 404:
             message = f"No route {request.method} {request.url.path}."
-        error = RecordedError(code, message).to_json()
-        answer = error_response(request, exc.status_code, error)
+        answer = error_response(request, exc.status_code, RecordedError(code, message))
         # Starlette's own headers: a 405 names the methods the path takes (Allow).
         answer.headers.update(exc.headers or {})
         return answer
@@ -216,4 +215,4 @@ class UnexpectedErrors:
                 f"An unexpected error ({type(exc).__name__}) stopped this request; "
                 "the server's log has the details."
             )
-            await error_response(request, 500, error.to_dict())(scope, receive, send)
+            await error_response(request, 500, error.recorded())(scope, receive, send)

@@ -18,7 +18,7 @@ from sparkgate.http.params import LivyFrom, LivySize
 from sparkgate.livy import views
 from sparkgate.livy.bodies import LivyBatch, LivyDeleted, LivyLog, LivySession, LivyStatement
 from sparkgate.livy.models import CreateBody
-from sparkgate.recorded import ErrorCode
+from sparkgate.recorded import ErrorCode, RecordedError
 from sparkgate.service import Service
 from sparkgate.states import SessionKind, StatementKind, StatementState
 from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
@@ -39,9 +39,9 @@ class CsrfHeaderMissing(InvalidRequest):
         super().__init__("Missing Required Header for CSRF protection.")
 
 
-def livy_error_body(_status: int, error: dict[str, Any]) -> dict[str, Any]:
+def livy_error_body(_status: int, error: RecordedError) -> dict[str, Any]:
     """Livy answers errors as ``{"msg": "..."}``."""
-    return {"msg": str(error.get("message", ""))}
+    return {"msg": error.message}
 
 
 # What check_csrf adds to the 422 (Livy's 400) of every route of the routers it guards.

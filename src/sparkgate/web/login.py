@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import base64
-from typing import Any
 from urllib.parse import parse_qs, quote
 
 from fastapi import APIRouter, Request
@@ -23,6 +22,7 @@ from sparkgate.auth import tokens
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import Unauthenticated
 from sparkgate.http.deps import DASHBOARD_COOKIE, NodeDep, UserDep
+from sparkgate.recorded import RecordedError
 from sparkgate.web.templating import from_htmx, render
 
 router = APIRouter(include_in_schema=False)
@@ -38,7 +38,7 @@ def page_user(request: Request, user: UserDep) -> Principal:
     return user
 
 
-def error_page(request: Request, status: int, error: dict[str, Any]) -> Response:
+def error_page(request: Request, status: int, error: RecordedError) -> Response:
     """Errors under /ui as pages: a 401 sends the browser to sign in and come back."""
     if status == 401:
         target = request.url.path + (f"?{request.url.query}" if request.url.query else "")
