@@ -171,14 +171,14 @@ class Sessions:
             acting = user
             if proxy_user:
                 user = self.users.check_impersonation(user, proxy_user, field="proxyUser")
-                attributes = attributes.with_(created_by=acting.name)
+                attributes = dataclasses.replace(attributes, created_by=acting.name)
             if first_statement is not None:
                 self.users.require_statement(user, *first_statement)
                 if first_statement[0] is StatementKind.FILE:
                     # Only the engine reads a batch file: it checks the file's SETs against
                     # the settings denied now (engine.batch_files.check_settings).
                     denied = self.users.denied_settings(user)
-                    attributes = attributes.with_(conf_deny=tuple(denied))
+                    attributes = dataclasses.replace(attributes, conf_deny=tuple(denied))
             elif not user.rights & {SQL, CODE}:
                 error = MissingRight(user.name, SQL, "start a session")
                 self.users.denied(user, "session.create", error)
@@ -189,7 +189,7 @@ class Sessions:
             if user.groups:
                 # The groups the user signed in with (an LDAP directory's, a JWT's, the access
                 # file's): the engine's table rules match them (engine.authz).
-                attributes = attributes.with_(groups=tuple(sorted(user.groups)))
+                attributes = dataclasses.replace(attributes, groups=tuple(sorted(user.groups)))
             share_key = self.users.share_key(user, uuid.uuid4().hex[:12])
         elif owner is not None:
             # Internal sessions (job runs) share only with their owner's.

@@ -24,7 +24,8 @@ from sparkgate.states import (
 from sparkgate.store.session_attributes import SessionAttributes
 
 
-def _error(stored: Mapping[str, Any] | None) -> RecordedError | None:
+def read_error(stored: Mapping[str, Any] | None) -> RecordedError | None:
+    """A row's ``error`` column (None: it did not fail)."""
     return None if stored is None else RecordedError.stored(stored)
 
 
@@ -56,7 +57,7 @@ class EngineRecord:
         values["kind"] = EngineKind(values["kind"])
         values["state"] = EngineState(values["state"])
         values["conf"] = dict(values["conf"] or {})
-        values["error"] = _error(values["error"])
+        values["error"] = read_error(values["error"])
         return cls(**values)
 
 
@@ -88,7 +89,7 @@ class SessionRecord:
         values["state"] = SessionState(values["state"])
         values["conf"] = dict(values["conf"] or {})
         values["attributes"] = SessionAttributes.stored(values["attributes"])
-        values["error"] = _error(values["error"])
+        values["error"] = read_error(values["error"])
         return cls(**values)
 
 
@@ -145,7 +146,7 @@ class StatementRecord:
         values = dict(row)
         values["kind"] = StatementKind(values["kind"])
         values["state"] = StatementState(values["state"])
-        values["error"] = _error(values["error"])
+        values["error"] = read_error(values["error"])
         return cls(**values)
 
 
@@ -180,7 +181,7 @@ class TableTxnRecord:
         values["operation"] = TableOperation(values["operation"])
         values["state"] = TableTxnState(values["state"])
         values["catalog_clean"] = bool(values["catalog_clean"])
-        values["error"] = _error(values["error"])
+        values["error"] = read_error(values["error"])
         return cls(**values)
 
 
@@ -282,7 +283,7 @@ class StreamJobRecord:
         values = dict(row)
         values["state"] = StreamJobState(values["state"])
         values["conf"] = dict(values["conf"] or {})
-        values["error"] = _error(values["error"])
+        values["error"] = read_error(values["error"])
         return cls(**values)
 
 
@@ -317,7 +318,7 @@ class StreamQueryRecord:
         values = dict(row)
         values["state"] = StreamQueryState(values["state"])
         values["spec"] = dict(values["spec"] or {})
-        values["error"] = _error(values["error"])
+        values["error"] = read_error(values["error"])
         return cls(**values)
 
 
@@ -355,7 +356,7 @@ class StreamRestartRecord:
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> StreamRestartRecord:
         values = dict(row)
-        values["error"] = _error(values["error"])
+        values["error"] = read_error(values["error"])
         return cls(**values)
 
 
@@ -432,7 +433,7 @@ class DeploymentRecord:
         values["plan_only"] = bool(values["plan_only"])
         values["prune"] = bool(values["prune"])
         values["files"] = dict(values["files"] or {})
-        values["error"] = _error(values["error"])
+        values["error"] = read_error(values["error"])
         return cls(**values)
 
 
@@ -455,7 +456,7 @@ class JobDecisionRecord:
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> JobDecisionRecord:
         values = dict(row)
-        values["error"] = _error(values["error"])
+        values["error"] = read_error(values["error"])
         return cls(**values)
 
 
@@ -480,5 +481,5 @@ class JobRunRecord:
         values = dict(row)
         values["state"] = JobRunState(values["state"])
         values["steps"] = list(values["steps"] or [])
-        values["error"] = _error(values["error"])
+        values["error"] = read_error(values["error"])
         return cls(**values)

@@ -8,7 +8,7 @@ know is ignored when read. The store also filters by two of them in SQL (``creat
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, fields, replace
+from dataclasses import dataclass, fields
 from typing import Any
 
 
@@ -47,8 +47,7 @@ class SessionAttributes:
         """The attributes a row keeps (keys a later release added are left out)."""
         if not data:
             return _NONE
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known and v is not None}
+        values = {k: v for k, v in data.items() if k in _FIELDS and v is not None}
         for name in ("conf_deny", "groups"):
             if name in values:
                 values[name] = tuple(str(v) for v in values[name])
@@ -64,8 +63,6 @@ class SessionAttributes:
             out[f.name] = list(value) if isinstance(value, tuple) else value
         return out
 
-    def with_(self, **changes: Any) -> SessionAttributes:
-        return replace(self, **changes)
-
 
 _NONE = SessionAttributes()
+_FIELDS = frozenset(f.name for f in fields(SessionAttributes))

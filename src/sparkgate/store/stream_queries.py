@@ -21,7 +21,7 @@ from sparkgate.states import (
     StreamQueryState,
 )
 from sparkgate.store.database import Database
-from sparkgate.store.records import StreamQueryRecord
+from sparkgate.store.records import StreamQueryRecord, read_error
 from sparkgate.store.schema import sessions, stream_jobs, stream_queries
 from sparkgate.store.sessions import active_or_ended_since, in_scope
 from sparkgate.store.stream_history import StreamHistory
@@ -243,8 +243,7 @@ class StreamQueries(StreamHistory):
         found = []
         for row in rows:
             values = dict(row)
-            stored = values.pop("session_error")
-            error = None if stored is None else RecordedError.stored(stored)
+            error = read_error(values.pop("session_error"))
             ended = values.pop("session_finished_at")
             found.append((StreamQueryRecord.from_row(values), error, ended))
         return found
