@@ -202,8 +202,11 @@ class Deployer:
         """Deployments whose node stopped renewing the deploy lease (it died) end ``failed``;
         their unfinished decisions ``skipped``. Two lease periods of silence are needed, so a
         node that is only slow is not overtaken."""
+        running = self.store.deployments.running()
+        if not running:
+            return  # the usual round: one read
         lease = self.store.leases.get(LEASE)
-        for deployment in self.store.deployments.running():
+        for deployment in running:
             held = (
                 lease is not None
                 and lease.owner == deployment.lease_owner

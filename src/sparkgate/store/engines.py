@@ -20,6 +20,58 @@ _TAKING_WORK = [s.value for s in TAKING_WORK]
 # Any fixed number: the PostgreSQL advisory lock that serialises starting shared engines.
 _SHARED_LOCK = 0x5FA6_5A4E
 
+# The reads every round of the node's duties makes (placement, reaper), built once with their
+# values bound at execution: building and keying a statement per call cost more of an idle
+# node's CPU than SQLite took to run it.
+_WARM_COUNT = (
+    sa.select(sa.func.count())
+    .select_from(engines)
+    .where(engines.c.kind == EngineKind.DEDICATED.value)
+    .where(engines.c.session_id.is_(None))
+    .where(engines.c.state.in_(_TAKING_WORK))
+)
+
+
+def _shared_with_room(keyed: bool) -> sa.Select[Any]:
+    active = (
+        sa.select(sa.func.count())
+        .select_from(sessions)
+        .where(sessions.c.engine_id == engines.c.id)
+        .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]))
+        .scalar_subquery()
+    )
+    key = engines.c.share_key
+    return (
+        sa.select(engines)
+        .where(engines.c.kind == sa.bindparam("kind"))
+        .where(engines.c.state.in_(_TAKING_WORK))
+        .where(key == sa.bindparam("share_key") if keyed else key.is_(None))
+        .where(active < sa.bindparam("max_sessions"))
+        .order_by(engines.c.state.desc(), engines.c.id)
+        .limit(1)
+    )
+
+
+_T = engines.c.heartbeat_at.type
+_SHARED_WITH_ROOM = {keyed: _shared_with_room(keyed) for keyed in (False, True)}
+_STALE = (
+    sa.select(engines)
+    .where(engines.c.state.in_(_LIVE))
+    .where(
+        sa.or_(
+            sa.and_(
+                engines.c.heartbeat_at.is_not(None),
+                engines.c.heartbeat_at < sa.bindparam("beat_before", type_=_T),
+            ),
+            sa.and_(
+                engines.c.heartbeat_at.is_(None),
+                engines.c.created_at < sa.bindparam("made_before", type_=_T),
+            ),
+        )
+    )
+    .order_by(engines.c.id)
+)
+
 
 class Engines:
     def __init__(self, db: Database) -> None:
@@ -134,15 +186,8 @@ class Engines:
         )
 
     def warm_count(self) -> int:
-        query = (
-            sa.select(sa.func.count())
-            .select_from(engines)
-            .where(engines.c.kind == EngineKind.DEDICATED.value)
-            .where(engines.c.session_id.is_(None))
-            .where(engines.c.state.in_(_TAKING_WORK))
-        )
         with self._db.read() as conn:
-            return int(conn.execute(query).scalar_one())
+            return int(conn.execute(_WARM_COUNT).scalar_one())
 
     def shared_with_room(
         self,
@@ -153,28 +198,12 @@ class Engines:
     ) -> EngineRecord | None:
         """A live engine of ``kind`` (shared, or streaming) with this share key (NULL: anyone's
         or not yet claimed) hosting fewer than ``max_sessions`` active sessions."""
-        active = (
-            sa.select(sa.func.count())
-            .select_from(sessions)
-            .where(sessions.c.engine_id == engines.c.id)
-            .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES]))
-            .scalar_subquery()
-        )
-        query = (
-            sa.select(engines)
-            .where(engines.c.kind == kind.value)
-            .where(engines.c.state.in_(_TAKING_WORK))
-            .where(
-                engines.c.share_key.is_(None)
-                if share_key is None
-                else engines.c.share_key == share_key
-            )
-            .where(active < max_sessions)
-            .order_by(engines.c.state.desc(), engines.c.id)
-            .limit(1)
-        )
+        query = _SHARED_WITH_ROOM[share_key is not None]
+        values: dict[str, object] = {"kind": kind.value, "max_sessions": max_sessions}
+        if share_key is not None:
+            values["share_key"] = share_key
         with self._db.within(conn) if conn is not None else self._db.read() as c:
-            row = c.execute(query).mappings().first()
+            row = c.execute(query, values).mappings().first()
         return None if row is None else EngineRecord.from_row(row)
 
     def shared_or_add(
@@ -266,19 +295,6 @@ class Engines:
         self, *, now: float, heartbeat_timeout: float, start_timeout: float
     ) -> list[EngineRecord]:
         """Live engines that stopped heartbeating, or never started, in time."""
-        beat_late = sa.and_(
-            engines.c.heartbeat_at.is_not(None),
-            engines.c.heartbeat_at < now - heartbeat_timeout,
-        )
-        never_beat = sa.and_(
-            engines.c.heartbeat_at.is_(None),
-            engines.c.created_at < now - start_timeout,
-        )
-        query = (
-            sa.select(engines)
-            .where(engines.c.state.in_(_LIVE))
-            .where(sa.or_(beat_late, never_beat))
-            .order_by(engines.c.id)
-        )
+        values = {"beat_before": now - heartbeat_timeout, "made_before": now - start_timeout}
         with self._db.read() as conn:
-            return [EngineRecord.from_row(r) for r in conn.execute(query).mappings()]
+            return [EngineRecord.from_row(r) for r in conn.execute(_STALE, values).mappings()]

@@ -30,6 +30,16 @@ from sparkgate.store.records import (
 )
 from sparkgate.store.schema import deployments, job_decisions, job_runs, job_versions, jobs
 
+# Read every round of the node's duties (deployments, job runs): built once.
+_RUNNING_DEPLOYMENTS = (
+    sa.select(deployments)
+    .where(deployments.c.state == DeploymentState.RUNNING.value)
+    .order_by(deployments.c.id.desc())
+)
+_RUNNING_RUNS = (
+    sa.select(job_runs).where(job_runs.c.state == JobRunState.RUNNING.value).order_by(job_runs.c.id)
+)
+
 
 @dataclass(frozen=True)
 class Fingerprints:
@@ -275,7 +285,10 @@ class Deployments:
         )
 
     def running(self) -> list[DeploymentRecord]:
-        return self.list_page(states=[DeploymentState.RUNNING], limit=1_000_000).items
+        """Running deployments, newest first (read every round of the deployments duty)."""
+        with self._db.read() as conn:
+            rows = conn.execute(_RUNNING_DEPLOYMENTS).mappings()
+            return [DeploymentRecord.from_row(r) for r in rows]
 
     def decisions(self, deployment_id: int) -> list[JobDecisionRecord]:
         """A deployment's decisions, in plan order."""
@@ -386,13 +399,9 @@ class JobRuns:
             return [JobRunRecord.from_row(r) for r in conn.execute(query).mappings()]
 
     def running(self) -> list[JobRunRecord]:
-        query = (
-            sa.select(job_runs)
-            .where(job_runs.c.state == JobRunState.RUNNING.value)
-            .order_by(job_runs.c.id)
-        )
+        """Running job runs, oldest first (read every round of the job-runs duty)."""
         with self._db.read() as conn:
-            return [JobRunRecord.from_row(r) for r in conn.execute(query).mappings()]
+            return [JobRunRecord.from_row(r) for r in conn.execute(_RUNNING_RUNS).mappings()]
 
     def advance(
         self, run_id: int, *, submitted: int, statement_id: int, conn: Connection | None = None

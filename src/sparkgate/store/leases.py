@@ -14,6 +14,32 @@ from sparkgate.store.database import Database
 from sparkgate.store.records import LeaseRecord
 from sparkgate.store.schema import leases
 
+_T = leases.c.expires_at.type
+# A round of duties takes or renews its leases, and the deployments duty reads one: built
+# once, their values bound per call (as the statement path's are). The bound names differ
+# from the columns', which SQLAlchemy keeps for an UPDATE's own SET values.
+_TAKE_MANY = (
+    leases.update()
+    .where(leases.c.name.in_(sa.bindparam("names", expanding=True)))
+    .where(
+        sa.or_(
+            leases.c.owner == sa.bindparam("holder"),
+            leases.c.expires_at < sa.bindparam("at", type_=_T),
+        )
+    )
+    .values(
+        owner=sa.bindparam("holder"),
+        expires_at=sa.bindparam("until", type_=_T),
+        acquired_at=sa.case(
+            (leases.c.owner == sa.bindparam("holder"), leases.c.acquired_at),
+            else_=sa.bindparam("at", type_=_T),
+        ),
+    )
+    .returning(leases.c.name)
+)
+_NAMES_OF = sa.select(leases.c.name).where(leases.c.name.in_(sa.bindparam("names", expanding=True)))
+_BY_NAME = sa.select(leases).where(leases.c.name == sa.bindparam("name"))
+
 
 class Leases:
     def __init__(self, db: Database) -> None:
@@ -51,21 +77,10 @@ class Leases:
     def acquire_many(self, names: list[str], owner: str, *, now: float, ttl: float) -> set[str]:
         """``acquire`` for several leases in one transaction (a node's round of duties costs
         one write, not one per duty); the names held now."""
-        taken = (
-            leases.update()
-            .where(leases.c.name.in_(names))
-            .where(sa.or_(leases.c.owner == owner, leases.c.expires_at < now))
-            .values(
-                owner=owner,
-                expires_at=now + ttl,
-                acquired_at=sa.case((leases.c.owner == owner, leases.c.acquired_at), else_=now),
-            )
-            .returning(leases.c.name)
-        )
+        values = {"names": names, "holder": owner, "at": now, "until": now + ttl}
         with self._db.begin() as conn:
-            held = {row.name for row in conn.execute(taken)}
-            query = sa.select(leases.c.name).where(leases.c.name.in_(names))
-            existing = {row.name for row in conn.execute(query)}
+            held = {row.name for row in conn.execute(_TAKE_MANY, values)}
+            existing = {row.name for row in conn.execute(_NAMES_OF, {"names": names})}
         missing = [name for name in names if name not in existing]
         for name in missing:  # first round ever: rows to create (a race decides who holds)
             if self.acquire(name, owner, now=now, ttl=ttl):
@@ -88,7 +103,7 @@ class Leases:
 
     def get(self, name: str) -> LeaseRecord | None:
         with self._db.read() as conn:
-            row = conn.execute(sa.select(leases).where(leases.c.name == name)).mappings().first()
+            row = conn.execute(_BY_NAME, {"name": name}).mappings().first()
         return None if row is None else LeaseRecord(**row)
 
     def reap_expired(self, *, now: float) -> list[str]:

@@ -51,6 +51,21 @@ def _work_of_engine() -> sa.Select[Any]:
 
 _WORK_OF_ENGINE = _work_of_engine()
 _BY_ID = sa.select(sessions).where(sessions.c.id == sa.bindparam("session_id"))
+# Read every round of the node's duties (placement, reaper): built once, bound per call.
+_UNPLACED = (
+    sa.select(sessions)
+    .where(sessions.c.state == SessionState.NOT_STARTED.value)
+    .where(sessions.c.created_at < sa.bindparam("before", type_=sessions.c.created_at.type))
+    .order_by(sessions.c.id)
+)
+_IDLE_SINCE = (
+    sa.select(sessions)
+    .where(sessions.c.state == SessionState.IDLE.value)
+    .where(sessions.c.kind == sa.bindparam("kind"))
+    .where(
+        sessions.c.last_activity_at < sa.bindparam("cutoff", type_=sessions.c.last_activity_at.type)
+    )
+)
 
 
 def in_scope(owner: str | None, creator: str | None) -> list[sa.ColumnElement[bool]]:
@@ -235,24 +250,14 @@ class Sessions:
 
     def unplaced(self, *, created_before: float) -> list[SessionRecord]:
         """Sessions nobody put on an engine yet (their node may have died while placing them)."""
-        query = (
-            sa.select(sessions)
-            .where(sessions.c.state == SessionState.NOT_STARTED.value)
-            .where(sessions.c.created_at < created_before)
-            .order_by(sessions.c.id)
-        )
         with self._db.read() as conn:
-            return [SessionRecord.from_row(r) for r in conn.execute(query).mappings()]
+            rows = conn.execute(_UNPLACED, {"before": created_before}).mappings()
+            return [SessionRecord.from_row(r) for r in rows]
 
     def idle_since(self, cutoff: float, kind: SessionKind) -> list[SessionRecord]:
-        query = (
-            sa.select(sessions)
-            .where(sessions.c.state == SessionState.IDLE.value)
-            .where(sessions.c.kind == kind.value)
-            .where(sessions.c.last_activity_at < cutoff)
-        )
         with self._db.read() as conn:
-            return [SessionRecord.from_row(r) for r in conn.execute(query).mappings()]
+            rows = conn.execute(_IDLE_SINCE, {"kind": kind.value, "cutoff": cutoff}).mappings()
+            return [SessionRecord.from_row(r) for r in rows]
 
     def touch(self, session_id: int, *, now: float) -> None:
         with self._db.begin() as conn:

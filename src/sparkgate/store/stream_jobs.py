@@ -26,6 +26,12 @@ from sparkgate.store.records import Page, StreamJobRecord
 from sparkgate.store.schema import stream_jobs, stream_progress, stream_queries, stream_restarts
 
 _INACTIVE_JOB = [s.value for s in INACTIVE_STREAM_JOB_STATES]
+# Read every round of the streams duty: built once.
+_ACTIVE = (
+    sa.select(stream_jobs)
+    .where(stream_jobs.c.state.in_([s.value for s in ACTIVE_STREAM_JOB_STATES]))
+    .order_by(stream_jobs.c.name)
+)
 
 
 class StreamJobs:
@@ -121,8 +127,9 @@ class StreamJobs:
         )
 
     def active(self) -> list[StreamJobRecord]:
-        """Jobs a supervisor has something to watch or do for."""
-        return self.list_page(states=ACTIVE_STREAM_JOB_STATES, limit=1_000_000).items
+        """Jobs a supervisor has something to watch or do for, by name."""
+        with self._db.read() as conn:
+            return [StreamJobRecord.from_row(r) for r in conn.execute(_ACTIVE).mappings()]
 
     def redefine(
         self,

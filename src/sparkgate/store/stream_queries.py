@@ -30,6 +30,18 @@ from sparkgate.store.transitions import Transitions
 _ACTIVE_QUERY = [s.value for s in ACTIVE_STREAM_QUERY_STATES]
 # A job's query row can be taken by the job's new session from these states.
 _RECLAIMABLE = [StreamQueryState.STOPPED, StreamQueryState.FAILED, StreamQueryState.RESTARTING]
+# Read every round of the streams duty: built once.
+_ORPHANED = (
+    sa.select(
+        stream_queries,
+        sessions.c.error.label("session_error"),
+        sessions.c.finished_at.label("session_finished_at"),
+    )
+    .join(sessions, sessions.c.id == stream_queries.c.session_id)
+    .where(stream_queries.c.job_id.is_(None))
+    .where(stream_queries.c.state.in_(_ACTIVE_QUERY))
+    .where(sessions.c.state.in_([s.value for s in TERMINAL_SESSION_STATES]))
+)
 
 
 class StreamQueries(StreamHistory):
@@ -227,19 +239,8 @@ class StreamQueries(StreamHistory):
     def orphaned(self) -> list[tuple[StreamQueryRecord, RecordedError | None, float | None]]:
         """Active interactive-session queries whose session has ended without them being
         stopped (their engine died, say): each with the session's error and end time."""
-        query = (
-            sa.select(
-                stream_queries,
-                sessions.c.error.label("session_error"),
-                sessions.c.finished_at.label("session_finished_at"),
-            )
-            .join(sessions, sessions.c.id == stream_queries.c.session_id)
-            .where(stream_queries.c.job_id.is_(None))
-            .where(stream_queries.c.state.in_(_ACTIVE_QUERY))
-            .where(sessions.c.state.in_([s.value for s in TERMINAL_SESSION_STATES]))
-        )
         with self._db.read() as conn:
-            rows = conn.execute(query).mappings().all()
+            rows = conn.execute(_ORPHANED).mappings().all()
         found = []
         for row in rows:
             values = dict(row)

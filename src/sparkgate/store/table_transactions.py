@@ -8,6 +8,8 @@ cleanup facts that are not states (staging removed, catalog clean, old version r
 
 from __future__ import annotations
 
+from typing import Any
+
 import sqlalchemy as sa
 
 from sparkgate.errors import NotFound
@@ -25,6 +27,57 @@ from sparkgate.store.schema import engines, statements, table_transactions
 from sparkgate.store.transitions import Outcome, Transitions
 
 _txn = table_transactions
+
+
+def _facts_query(where: sa.ColumnElement[bool]) -> sa.Select[Any]:
+    """Writes matching ``where``, each with its statement's and its engine's state."""
+    return (
+        sa.select(
+            _txn,
+            statements.c.state.label("statement_state_"),
+            engines.c.state.label("engine_state_"),
+        )
+        .select_from(
+            _txn.outerjoin(statements, statements.c.id == _txn.c.statement_id).outerjoin(
+                engines, engines.c.id == _txn.c.engine_id
+            )
+        )
+        .where(where)
+        .order_by(_txn.c.id)
+    )
+
+
+# Read every round of the table janitor duty, and by every engine's recovery: built once.
+_NEEDING_JANITOR = _facts_query(
+    sa.or_(
+        _txn.c.state.in_([TableTxnState.PENDING.value, TableTxnState.COMMITTING.value]),
+        sa.and_(
+            _txn.c.state == TableTxnState.ABORTED.value,
+            _txn.c.staging_removed_at.is_(None),
+        ),
+        sa.and_(  # a replaced version past its grace
+            _txn.c.state == TableTxnState.COMMITTED.value,
+            _txn.c.previous_location.is_not(None),
+            _txn.c.retired_at.is_(None),
+            _txn.c.retire_after <= sa.bindparam("now", type_=_txn.c.retire_after.type),
+        ),
+    )
+)
+_NEEDING_CATALOG = _facts_query(
+    sa.or_(
+        sa.and_(
+            _txn.c.state == TableTxnState.ABORTED.value,
+            _txn.c.catalog_clean.is_(False),
+        ),
+        sa.and_(  # a commit whose engine died in the middle
+            _txn.c.state == TableTxnState.COMMITTING.value,
+            sa.or_(
+                engines.c.state.is_(None),
+                engines.c.state.not_in([s.value for s in LIVE_ENGINE_STATES]),
+            ),
+        ),
+    )
+)
 
 
 class TableTxnNotFound(NotFound):
@@ -145,38 +198,12 @@ class TableTransactions:
     def needing_janitor(self, *, now: float) -> list[TableTxnFacts]:
         """Writes a janitor may have to act on: open ones (is their query or engine gone?),
         aborted ones whose staging data is still there, replaced versions past their grace."""
-        retire_due = sa.and_(
-            _txn.c.state == TableTxnState.COMMITTED.value,
-            _txn.c.previous_location.is_not(None),
-            _txn.c.retired_at.is_(None),
-            _txn.c.retire_after <= now,
-        )
-        return self._facts(
-            sa.or_(
-                _txn.c.state.in_([TableTxnState.PENDING.value, TableTxnState.COMMITTING.value]),
-                sa.and_(
-                    _txn.c.state == TableTxnState.ABORTED.value,
-                    _txn.c.staging_removed_at.is_(None),
-                ),
-                retire_due,
-            )
-        )
+        return self._facts(_NEEDING_JANITOR, {"now": now})
 
     def needing_catalog(self) -> list[TableTxnFacts]:
         """Writes only an engine (it has the catalog) can finish: aborted ones whose staging
         table may still be registered, and commits whose engine died in the middle."""
-        engine_gone = sa.or_(
-            engines.c.state.is_(None), engines.c.state.not_in([s.value for s in LIVE_ENGINE_STATES])
-        )
-        return self._facts(
-            sa.or_(
-                sa.and_(
-                    _txn.c.state == TableTxnState.ABORTED.value,
-                    _txn.c.catalog_clean.is_(False),
-                ),
-                sa.and_(_txn.c.state == TableTxnState.COMMITTING.value, engine_gone),
-            )
-        )
+        return self._facts(_NEEDING_CATALOG, {})
 
     def retiring_at(self, location: str) -> list[TableTxnRecord]:
         """Committed replaces whose previous version at ``location`` is still kept."""
@@ -193,23 +220,9 @@ class TableTransactions:
         with self._db.read() as conn:
             return [TableTxnRecord.from_row(r) for r in conn.execute(query).mappings()]
 
-    def _facts(self, where: sa.ColumnElement[bool]) -> list[TableTxnFacts]:
-        query = (
-            sa.select(
-                _txn,
-                statements.c.state.label("statement_state_"),
-                engines.c.state.label("engine_state_"),
-            )
-            .select_from(
-                _txn.outerjoin(statements, statements.c.id == _txn.c.statement_id).outerjoin(
-                    engines, engines.c.id == _txn.c.engine_id
-                )
-            )
-            .where(where)
-            .order_by(_txn.c.id)
-        )
+    def _facts(self, query: sa.Select[Any], params: dict[str, float]) -> list[TableTxnFacts]:
         with self._db.read() as conn:
-            rows = conn.execute(query).mappings().all()
+            rows = conn.execute(query, params).mappings().all()
         facts = []
         for row in rows:
             values = dict(row)
