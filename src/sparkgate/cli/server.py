@@ -141,9 +141,8 @@ def server(
             soft_wrap=True,
         )
 
-    import uvicorn
-
     from sparkgate.catalog.metastore import java_executable
+    from sparkgate.http.serving import serve
     from sparkgate.server import create_app
 
     logs.configure(settings, process="server")
@@ -156,7 +155,7 @@ def server(
     try:
         java_executable()
         app = create_app(settings)
-        uvicorn.run(
+        serve(
             app,
             host=settings.host,
             port=settings.port,

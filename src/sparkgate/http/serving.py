@@ -1,0 +1,61 @@
+"""The node's HTTP server: uvicorn's, ticking once a second instead of ten times.
+
+uvicorn's main loop wakes every 0.1 s to see whether it should stop and, every tenth wake, to
+renew its Date header. On an idle node that wake-up alone cost 0.25 % of a core (an idle
+uvicorn with nothing mounted, 60 s of /proc ticks: 0.25 % at 0.1 s, 0.02 % at 1 s), a quarter
+of everything the node spent idle. Here the loop wakes once a second, when the Date header
+changes anyway, and at once when a signal asks it to stop, so shutting down is no slower.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import sys
+from types import FrameType
+from typing import Any
+
+import uvicorn
+
+_TICK = 1.0  # seconds: the Date header's resolution, and how often the loop looks at limits
+# uvicorn renews the Date header on every tenth of its 0.1 s ticks; each of ours is a tenth.
+_TICKS_PER_SECOND = 10
+_STARTUP_FAILURE = 3  # uvicorn's exit status when it could not start (a port taken, say)
+
+
+class _Server(uvicorn.Server):
+    """uvicorn's server with a main loop that sleeps a second at a time, woken by a signal."""
+
+    def __init__(self, config: uvicorn.Config) -> None:
+        super().__init__(config)
+        self._wake: asyncio.Event | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+
+    async def main_loop(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        self._wake = asyncio.Event()
+        counter = 0
+        should_exit = await self.on_tick(counter)
+        while not should_exit:
+            counter = (counter + _TICKS_PER_SECOND) % 864_000
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self._wake.wait(), _TICK)
+            should_exit = await self.on_tick(counter)
+
+    def handle_exit(self, sig: int, frame: FrameType | None) -> None:
+        super().handle_exit(sig, frame)
+        # Runs in the signal handler, between two steps of the loop: the loop is told through
+        # its own thread-safe wake-up, not by touching the event directly.
+        if self._loop is not None and self._wake is not None:
+            self._loop.call_soon_threadsafe(self._wake.set)
+
+
+def serve(app: Any, **options: Any) -> None:
+    """Serve ``app`` until a signal stops it, as ``uvicorn.run(app, **options)`` does for one
+    process without reload; exits with uvicorn's status 3 if the server could not start."""
+    config = uvicorn.Config(app, **options)
+    server = _Server(config)
+    with contextlib.suppress(KeyboardInterrupt):
+        server.run()
+    if not server.started:
+        sys.exit(_STARTUP_FAILURE)
