@@ -53,6 +53,16 @@ def _shared_with_room(keyed: bool) -> sa.Select[Any]:
 
 
 _T = engines.c.heartbeat_at.type
+# An engine's heartbeat, every 2 s of its life: built once too.
+_BEAT = (
+    engines.update()
+    .where(engines.c.id == sa.bindparam("engine_id"), engines.c.state.in_(_LIVE))
+    .values(
+        heartbeat_at=sa.bindparam("beat_at", type_=_T),
+        host=sa.func.coalesce(sa.bindparam("beat_host", type_=engines.c.host.type), engines.c.host),
+    )
+)
+_STATE_OF = sa.select(engines.c.state).where(engines.c.id == sa.bindparam("engine_id"))
 _SHARED_WITH_ROOM = {keyed: _shared_with_room(keyed) for keyed in (False, True)}
 _STALE = (
     sa.select(engines)
@@ -164,19 +174,16 @@ class Engines:
         with self._db.begin() as conn:
             conn.execute(stmt)
 
-    def heartbeat(self, engine_id: int, *, now: float, **values: Any) -> EngineState | None:
-        """Record that the engine is alive; the engine's state now (STOPPING: finish and exit;
-        LOST or another final state: it was given up on, so exit at once)."""
-        stmt = (
-            engines.update()
-            .where(engines.c.id == engine_id, engines.c.state.in_(_LIVE))
-            .values(heartbeat_at=now, **values)
-        )
+    def heartbeat(
+        self, engine_id: int, *, now: float, host: str | None = None
+    ) -> EngineState | None:
+        """Record that the engine is alive (and, given ``host``, where it runs); the engine's
+        state now (STOPPING: finish and exit; LOST or another final state: it was given up
+        on, so exit at once)."""
+        values = {"engine_id": engine_id, "beat_at": now, "beat_host": host}
         with self._db.begin() as conn:
-            conn.execute(stmt)
-            state = conn.execute(
-                sa.select(engines.c.state).where(engines.c.id == engine_id)
-            ).scalar()
+            conn.execute(_BEAT, values)
+            state = conn.execute(_STATE_OF, values).scalar()
         return None if state is None else EngineState(state)
 
     def claim_warm(self, session_id: int, *, now: float) -> EngineRecord | None:
