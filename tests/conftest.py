@@ -262,12 +262,12 @@ def service(store: Store, tmp_path: Path) -> Any:
 def make_service(store: Store, settings: Settings) -> Any:
     """A node's service on ``store``, whose engines never start."""
     from sparkgate.auth.users import Users
-    from sparkgate.jobs.deploy import Deployer
-    from sparkgate.jobs.runs import JobRunner
     from sparkgate.launcher.placement import Placement
     from sparkgate.service import Service
+    from sparkgate.service.deployer import Deployer
+    from sparkgate.service.job_runs import JobRunner
     from sparkgate.service.sessions import Sessions
-    from sparkgate.streaming.jobs import Streams
+    from sparkgate.service.stream_jobs import Streams
 
     users = Users(settings, store, clock=lambda: NOW)
     placement = Placement(settings, store, NoProcesses(), "node-1", clock=lambda: NOW)

@@ -17,16 +17,16 @@ from sparkgate.catalog.metastore import ensure_metastore
 from sparkgate.duties.reaper import reap_idle_sessions, reap_lost_engines
 from sparkgate.duties.results import expire_idempotency_keys, expire_results, expire_uploads
 from sparkgate.duties.runner import Duty, DutyRunner
-from sparkgate.jobs.deploy import Deployer
-from sparkgate.jobs.runs import JobRunner
 from sparkgate.launcher import launcher_for
 from sparkgate.launcher.placement import Placement
 from sparkgate.metrics.process import NodeMetrics
 from sparkgate.service import Service
+from sparkgate.service.deployer import Deployer
+from sparkgate.service.job_runs import JobRunner
 from sparkgate.service.sessions import Sessions
+from sparkgate.service.stream_jobs import Streams
 from sparkgate.settings import Settings
 from sparkgate.store import Store
-from sparkgate.streaming.jobs import Streams
 from sparkgate.tables.janitor import TableJanitor
 
 log = logging.getLogger("sparkgate.node")

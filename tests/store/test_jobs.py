@@ -11,13 +11,14 @@ import pytest
 from sparkgate.auth.users import Users
 from sparkgate.errors import DeployInProgress, JobNotBatch, JobNotFound, ManifestsInvalid
 from sparkgate.jobs.bundle import load_bundle
-from sparkgate.jobs.deploy import Deployer
-from sparkgate.jobs.deployment_run import LEASE
 from sparkgate.jobs.files import SourceFile
-from sparkgate.jobs.runs import JobRunner
 from sparkgate.launcher.placement import Placement
 from sparkgate.recorded import RecordedError
+from sparkgate.service.deployer import Deployer
+from sparkgate.service.deployment_run import LEASE
+from sparkgate.service.job_runs import JobRunner
 from sparkgate.service.sessions import Sessions
+from sparkgate.service.stream_jobs import Streams
 from sparkgate.settings import Settings
 from sparkgate.states import (
     DEPLOYMENT_TRANSITIONS,
@@ -35,7 +36,6 @@ from sparkgate.states import (
 from sparkgate.store import Store
 from sparkgate.store.jobs import Fingerprints, PlannedDecision
 from sparkgate.streaming.definitions import retry_defaults
-from sparkgate.streaming.jobs import Streams
 from tests.conftest import NOW, NoProcesses, force_state
 
 FP = Fingerprints("q1", "c1", "s1")
@@ -331,7 +331,7 @@ def test_a_run_succeeds_after_its_last_step_and_ends_with_its_session(
 
 
 def test_stream_job_states_are_what_the_plan_calls_running() -> None:
-    from sparkgate.jobs.deployment_run import RUNNING as _RUNNING
+    from sparkgate.service.deployment_run import RUNNING as _RUNNING
 
     assert {
         StreamJobState.PENDING,

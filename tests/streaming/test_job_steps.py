@@ -13,13 +13,13 @@ from sparkgate.errors import StreamJobActive
 from sparkgate.launcher.placement import Placement
 from sparkgate.recorded import RecordedError
 from sparkgate.service.sessions import Sessions
+from sparkgate.service.stream_jobs import LostRace, Streams
 from sparkgate.settings import Settings
 from sparkgate.sql.errors import SqlError
 from sparkgate.states import StatementKind, StatementState, StreamJobState
 from sparkgate.store import Store
 from sparkgate.streaming.backoff import RetryPolicy
 from sparkgate.streaming.jobplan import Launch, MarkRunning, Situation, Stop, plan
-from sparkgate.streaming.jobs import LostRace, Streams
 from sparkgate.streaming.script import Step, launch_steps, script_of
 from tests.conftest import NOW, NoProcesses, force_state
 

@@ -14,6 +14,7 @@ from sparkgate.errors import StreamJobActive, StreamJobBusy
 from sparkgate.launcher.placement import Placement
 from sparkgate.recorded import RecordedError
 from sparkgate.service.sessions import Sessions
+from sparkgate.service.stream_jobs import LostRace, Streams
 from sparkgate.settings import Settings
 from sparkgate.sql.errors import SqlError
 from sparkgate.states import (
@@ -25,7 +26,6 @@ from sparkgate.states import (
 )
 from sparkgate.store import Store
 from sparkgate.streaming.jobplan import Launch, Situation
-from sparkgate.streaming.jobs import LostRace, Streams
 from tests.conftest import NOW, NoProcesses, force_state
 
 J, Q = StreamJobState, StreamQueryState

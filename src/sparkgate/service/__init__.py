@@ -24,22 +24,22 @@ stable codes each door maps to its protocol.
 from __future__ import annotations
 
 from sparkgate.auth.users import Users
-from sparkgate.jobs.deploy import Deployer
-from sparkgate.jobs.runs import JobRunner
 from sparkgate.service.accounts import Accounts
 from sparkgate.service.catalog import Catalog
 from sparkgate.service.connect import ConnectService
 from sparkgate.service.data_access import DataAccess
+from sparkgate.service.deployer import Deployer
 from sparkgate.service.engines import Engines
+from sparkgate.service.job_runs import JobRunner
 from sparkgate.service.jobs import JobService
 from sparkgate.service.loads import Loads
 from sparkgate.service.queries import Queries
 from sparkgate.service.sessions import Sessions
+from sparkgate.service.stream_jobs import Streams
 from sparkgate.service.streams import StreamService
 from sparkgate.service.watcher import StatementWatcher
 from sparkgate.settings import Settings
 from sparkgate.store import Store
-from sparkgate.streaming.jobs import Streams
 
 
 class Service:

@@ -15,9 +15,9 @@ from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.errors import DeploymentNotFound, JobRunNotFound
 from sparkgate.jobs.bundle import Bundle
-from sparkgate.jobs.deploy import Deployer
 from sparkgate.jobs.files import SourceFile
-from sparkgate.jobs.runs import JobRunner
+from sparkgate.service.deployer import Deployer
+from sparkgate.service.job_runs import JobRunner
 from sparkgate.service.visibility import list_owner, sees
 from sparkgate.store import Store
 from sparkgate.store.records import (

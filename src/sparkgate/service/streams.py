@@ -17,6 +17,7 @@ from sparkgate.auth.users import Users
 from sparkgate.errors import StreamJobNotFound, StreamQueryNotFound, StreamQueryNotRunning
 from sparkgate.service.queries import Queries
 from sparkgate.service.sessions import Sessions
+from sparkgate.service.stream_jobs import Streams
 from sparkgate.service.visibility import list_owner, scope, sees
 from sparkgate.settings import Settings
 from sparkgate.states import ACTIVE_STREAM_QUERY_STATES, StreamJobState, StreamQueryState
@@ -31,7 +32,6 @@ from sparkgate.store.records import (
     StreamRestartRecord,
     Window,
 )
-from sparkgate.streaming.jobs import Streams
 
 RECENT = 20  # progress samples and restarts shown per query
 # A session's streams are listed while it is active, and this long after it ended (its

@@ -1,4 +1,4 @@
-"""One deployment carried out, on its own thread of the node (step 3 of ``jobs.deploy``):
+"""One deployment carried out, on its own thread of the node (step 3 of ``service.deployer``):
 each decision applied (``deploy_parallelism`` jobs at a time, each job's steps in order), the
 deploy lease renewed meanwhile, each outcome recorded, and the deployment ended.
 
@@ -29,15 +29,15 @@ from sparkgate.recorded import (
     ErrorCode,
     RecordedError,
 )
+from sparkgate.service.stream_jobs import Streams
 from sparkgate.settings import Settings
 from sparkgate.states import ActionKind, DeploymentState, StreamJobState
 from sparkgate.store import Store
 from sparkgate.store.records import DeploymentRecord, JobDecisionRecord, JobRecord, StreamJobRecord
-from sparkgate.streaming.jobs import Streams
 
 log = logging.getLogger("sparkgate.deploy")
 
-# The lease, the states and the pause are the Deployer's too (``jobs.deploy`` imports them from
+# The lease, the states and the pause are the Deployer's too (``service.deployer`` imports them from
 # here: it starts runs, so it sits above this module).
 LEASE = "deploy"
 _J = StreamJobState
@@ -54,7 +54,7 @@ class DeployFailed(SparkgateError):
 
 
 class DeployControl(Protocol):
-    """What a deployment run asks of the ``Deployer`` that started it (``jobs.deploy``); a
+    """What a deployment run asks of the ``Deployer`` that started it (``service.deployer``); a
     protocol, so that this module stays below the one that starts runs."""
 
     settings: Settings

@@ -5,7 +5,7 @@
 2. The ``deploy`` lease is taken (a second deploy waits up to ``wait`` seconds for it, then is
    refused naming the deploy that holds it), the plan is made (``jobs.plan``) from the store,
    the stream jobs' states and the checkpoint directories, and recorded with every decision.
-3. Threads of the node carry the plan out (``jobs.deployment_run``: ``deploy_parallelism``
+3. Threads of the node carry the plan out (``service.deployment_run``: ``deploy_parallelism``
    jobs at a time, each job's steps in order), renewing the lease, recording each decision's
    outcome; the deployment ends ``succeeded``, or ``failed`` if any job could not be deployed.
    If the node dies, the ``deployments`` duty (on any node) settles it as abandoned.
@@ -28,17 +28,17 @@ from pathlib import Path
 
 from sparkgate.errors import DeployInProgress, ManifestsInvalid
 from sparkgate.jobs.bundle import Bundle, files_of, load_bundle
-from sparkgate.jobs.deployment_run import LEASE, POLL, RUNNING, DeploymentRun
 from sparkgate.jobs.files import SourceFile
 from sparkgate.jobs.plan import Action, Current, plan
 from sparkgate.recorded import DeploymentAbandoned, RecordedError
+from sparkgate.service.deployment_run import LEASE, POLL, RUNNING, DeploymentRun
+from sparkgate.service.stream_jobs import Streams
 from sparkgate.settings import Settings
 from sparkgate.states import ActionKind, DeploymentState, StreamJobState
 from sparkgate.store import Store
 from sparkgate.store.jobs import PlannedDecision
 from sparkgate.store.records import DeploymentRecord, JobRecord, StreamJobRecord
 from sparkgate.streaming.definitions import retry_defaults
-from sparkgate.streaming.jobs import Streams
 
 log = logging.getLogger("sparkgate.deploy")
 
