@@ -70,10 +70,10 @@ def test_a_remote_master_keeps_a_routable_driver_address(tmp_path: Path) -> None
     assert engine_spark_conf(pinned)["spark.driver.host"] == "gateway.example"
 
 
-def test_json_logs_keep_spark_progress_bars_out_of_the_engine_log(tmp_path: Path) -> None:
-    assert "spark.ui.showConsoleProgress" not in engine_spark_conf(_settings(tmp_path))
-    conf = engine_spark_conf(_settings(tmp_path, log_format="json"))
-    assert conf["spark.ui.showConsoleProgress"] == "false"
+def test_spark_progress_bars_stay_out_of_the_engine_log(tmp_path: Path) -> None:
+    for log_format in ("text", "json"):
+        conf = engine_spark_conf(_settings(tmp_path, log_format=log_format))
+        assert conf["spark.ui.showConsoleProgress"] == "false"
     # An admin's spark_conf still decides.
     wanted = {"spark.ui.showConsoleProgress": "true"}
     conf = engine_spark_conf(_settings(tmp_path, log_format="json", spark_conf=wanted))

@@ -88,15 +88,16 @@ def engine_spark_conf(
         # Sessions sharing an engine run at once, each in a pool of its own (the engine sets
         # spark.scheduler.pool per session): a long query does not starve the others.
         "spark.scheduler.mode": "FAIR",
+        # Spark's console progress bar redraws itself with carriage returns on the engine's
+        # standard error, which is its log file (where the bars run into the log's lines),
+        # and its thread wakes every 200 ms even when nothing runs: 0.12 % of a core of an
+        # idle engine (per-thread /proc ticks, 60 s). A query's progress is in its record.
+        "spark.ui.showConsoleProgress": "false",
         # As Spark's own Connect server: each session's files, packages, archives and jars
         # are its own. PySpark turns this off for the classic driver it starts, and one
         # session's upload then broke every Python task of the engine (engine.artifacts).
         **isolation_conf(),
     }
-    if settings.log_format == "json":
-        # Spark's console progress bar redraws itself with carriage returns on the engine's
-        # standard error, which is its log file: the bars would run into the JSON lines.
-        conf["spark.ui.showConsoleProgress"] = "false"
     if engine_id is not None:
         conf["spark.ui.proxyBase"] = ui_proxy_base(engine_id)
     if settings.catalog == "hive":
