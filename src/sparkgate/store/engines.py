@@ -52,18 +52,8 @@ def _shared_with_room(keyed: bool) -> sa.Select[Any]:
     )
 
 
-_T = engines.c.heartbeat_at.type
-# An engine's heartbeat, every 2 s of its life: built once too.
-_BEAT = (
-    engines.update()
-    .where(engines.c.id == sa.bindparam("engine_id"), engines.c.state.in_(_LIVE))
-    .values(
-        heartbeat_at=sa.bindparam("beat_at", type_=_T),
-        host=sa.func.coalesce(sa.bindparam("beat_host", type_=engines.c.host.type), engines.c.host),
-    )
-)
-_STATE_OF = sa.select(engines.c.state).where(engines.c.id == sa.bindparam("engine_id"))
 _SHARED_WITH_ROOM = {keyed: _shared_with_room(keyed) for keyed in (False, True)}
+_T = engines.c.heartbeat_at.type
 _STALE = (
     sa.select(engines)
     .where(engines.c.state.in_(_LIVE))
@@ -81,6 +71,16 @@ _STALE = (
     )
     .order_by(engines.c.id)
 )
+# An engine's heartbeat, every 2 s of its life: built once too.
+_BEAT = (
+    engines.update()
+    .where(engines.c.id == sa.bindparam("engine_id"), engines.c.state.in_(_LIVE))
+    .values(
+        heartbeat_at=sa.bindparam("beat_at", type_=_T),
+        host=sa.func.coalesce(sa.bindparam("beat_host", type_=engines.c.host.type), engines.c.host),
+    )
+)
+_STATE_OF = sa.select(engines.c.state).where(engines.c.id == sa.bindparam("engine_id"))
 
 
 class Engines:
