@@ -207,7 +207,7 @@ class SparkgateError(Exception):
 
 # -- errors only ever recorded -------------------------------------------------------------
 # Each is built with its message (and parameters) where it happens and kept in a record:
-#     Orphaned(f"Engine {engine_id} of query {query_id} is lost.").to_dict()
+#     Orphaned(f"Engine {engine_id} of query {query_id} is lost.").recorded()
 
 
 class Failed(SparkgateError):

@@ -94,7 +94,7 @@ def reap_idle_sessions(store: Store, settings: Settings, *, now: float) -> list[
         error = SessionTimedOut(
             f"Session {session.id} was idle for more than "
             f"{timeout:.0f}s and was ended to free its resources."
-        ).to_dict()
+        ).recorded()
         moved = store.transitions.session(
             session.id, SessionState.DEAD, now=now, expected=[SessionState.IDLE], error=error
         )

@@ -249,7 +249,7 @@ class Placement:
                 engine.id,
                 EngineState.FAILED,
                 now=self.clock(),
-                error=EngineLaunchFailed(str(exc)).to_dict(),
+                error=EngineLaunchFailed(str(exc)).recorded(),
             )
             raise
         log.info("launched %s engine %s", engine.kind.value, engine.id)

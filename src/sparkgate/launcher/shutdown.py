@@ -88,7 +88,7 @@ def stop_home(
                 EngineState.STOPPED,
                 now=clock(),
                 expected=LIVE_ENGINE_STATES,
-                error=EngineTerminated("did not stop when asked").to_dict(),
+                error=EngineTerminated("did not stop when asked").recorded(),
             )
             report.terminated.append(engine.id)
     finally:

@@ -256,7 +256,7 @@ class Queries:
                     StatementState.CANCELLED,
                     now=now,
                     expected=[StatementState.WAITING],
-                    error=Cancelled(f"Query {query_id} was cancelled.").to_dict(),
+                    error=Cancelled(f"Query {query_id} was cancelled.").recorded(),
                 )
                 if moved.applied:
                     self._end_batch_without_work(statement.session_id)

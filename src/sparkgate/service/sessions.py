@@ -255,12 +255,12 @@ class Sessions:
             # Engines of its placement keep failing NO_EXECUTORS: the session says so, and
             # when the next may start, rather than waiting on a launch that would fail again.
             log.warning("session %s not placed: %s", session.id, exc)
-            error = exc.to_dict()
+            error = exc.recorded()
         except Exception as exc:
             log.exception("placing session %s failed", session.id)
             error = EngineLaunchFailed(
                 f"No engine could be started for session {session.id}: {exc}"
-            ).to_dict()
+            ).recorded()
         now = self.clock()
         with self.store.db.begin() as conn:
             self.store.transitions.session(
@@ -294,7 +294,7 @@ class Sessions:
                 now=now,
                 expected=ACTIVE_SESSION_STATES,
                 conn=conn,
-                error=SessionKilled(f"Session {session_id} was killed.").to_dict(),
+                error=SessionKilled(f"Session {session_id} was killed.").recorded(),
             )
             if killed.applied:
                 self._cancel_statements_of(session_id, now, conn)
@@ -305,7 +305,7 @@ class Sessions:
         return self.store.sessions.get(session_id)
 
     def _cancel_statements_of(self, session_id: int, now: float, conn: Connection) -> None:
-        error = Cancelled(f"Session {session_id} was killed.").to_dict()
+        error = Cancelled(f"Session {session_id} was killed.").recorded()
         self.store.transitions.statements_of_session(
             session_id,
             StatementState.CANCELLED,
