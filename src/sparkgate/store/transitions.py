@@ -23,22 +23,9 @@ from sqlalchemy.engine import Connection
 
 from sparkgate.recorded import RecordedError
 from sparkgate.states import (
-    DEPLOYMENT_TRANSITIONS,
-    ENGINE_TRANSITIONS,
-    INACTIVE_STREAM_JOB_STATES,
-    INACTIVE_STREAM_QUERY_STATES,
-    JOB_RUN_TRANSITIONS,
-    SESSION_TRANSITIONS,
-    STATEMENT_TRANSITIONS,
-    STREAM_JOB_TRANSITIONS,
-    STREAM_QUERY_TRANSITIONS,
-    TABLE_TXN_TRANSITIONS,
-    TERMINAL_DEPLOYMENT_STATES,
     TERMINAL_ENGINE_STATES,
-    TERMINAL_JOB_RUN_STATES,
     TERMINAL_SESSION_STATES,
     TERMINAL_STATEMENT_STATES,
-    TERMINAL_TABLE_TXN_STATES,
     DeploymentState,
     EngineState,
     JobRunState,
@@ -47,11 +34,22 @@ from sparkgate.states import (
     StreamJobState,
     StreamQueryState,
     TableTxnState,
-    sources_of,
 )
 from sparkgate.store import schema
 from sparkgate.store.database import Database
 from sparkgate.store.hints import ENGINE_CHANGED, NODES, engine_channel
+from sparkgate.store.machines import (
+    DEPLOYMENT,
+    ENGINE,
+    JOB_RUN,
+    SESSION,
+    STATEMENT,
+    STREAM_JOB,
+    STREAM_QUERY,
+    TABLE_TXN,
+    Machine,
+    stored,
+)
 
 S = TypeVar("S", bound=Enum)
 
@@ -66,101 +64,6 @@ class Outcome(Generic[S]):
     @property
     def missing(self) -> bool:
         return self.state is None
-
-
-@dataclass(frozen=True)
-class _Machine(Generic[S]):
-    table: sa.Table
-    transitions: Mapping[S, frozenset[S]]
-    enum: type[S]
-    started: frozenset[S]  # entering these sets started_at (once)
-    terminal: frozenset[S]  # entering these sets finished_at
-
-    def allowed_sources(self, to: S, expected: Iterable[S] | None) -> list[str]:
-        allowed = sources_of(self.transitions, to)
-        if expected is not None:
-            wanted = frozenset(expected)
-            if not wanted <= allowed:
-                bad = ", ".join(sorted(s.value for s in wanted - allowed))
-                raise ValueError(f"{self.table.name}: {bad} -> {to.value} is not a legal move")
-            allowed = wanted
-        return sorted(s.value for s in allowed)
-
-    def values_for(self, to: S, now: Any, extra: Mapping[str, Any]) -> dict[str, Any]:
-        table = self.table
-        values: dict[str, Any] = {
-            "state": to.value,
-            "updated_at": now,
-            "version": table.c.version + 1,
-            **{name: _stored(value) for name, value in extra.items()},
-        }
-        if to in self.started and "started_at" not in extra:
-            values["started_at"] = sa.func.coalesce(table.c.started_at, now)
-        if to in self.terminal and "finished_at" not in extra:
-            values["finished_at"] = now
-        return values
-
-
-def _stored(value: Any) -> Any:
-    """A column's value as written: an ``error=`` given as a ``RecordedError`` is kept as its
-    JSON, so the engine side passes errors typed and this is the one place they become JSON."""
-    return value.to_json() if isinstance(value, RecordedError) else value
-
-
-_STATEMENT = _Machine(
-    schema.statements,
-    STATEMENT_TRANSITIONS,
-    StatementState,
-    frozenset({StatementState.RUNNING}),
-    TERMINAL_STATEMENT_STATES,
-)
-_SESSION = _Machine(
-    schema.sessions,
-    SESSION_TRANSITIONS,
-    SessionState,
-    frozenset({SessionState.IDLE}),
-    TERMINAL_SESSION_STATES,
-)
-_ENGINE = _Machine(
-    schema.engines,
-    ENGINE_TRANSITIONS,
-    EngineState,
-    frozenset({EngineState.RUNNING}),
-    TERMINAL_ENGINE_STATES,
-)
-
-_TABLE_TXN = _Machine(
-    schema.table_transactions,
-    TABLE_TXN_TRANSITIONS,
-    TableTxnState,
-    frozenset(),
-    TERMINAL_TABLE_TXN_STATES,
-)
-_STREAM_JOB = _Machine(
-    schema.stream_jobs,
-    STREAM_JOB_TRANSITIONS,
-    StreamJobState,
-    frozenset({StreamJobState.RUNNING}),
-    INACTIVE_STREAM_JOB_STATES,
-)
-_STREAM_QUERY = _Machine(
-    schema.stream_queries,
-    STREAM_QUERY_TRANSITIONS,
-    StreamQueryState,
-    frozenset({StreamQueryState.RUNNING}),
-    INACTIVE_STREAM_QUERY_STATES,
-)
-
-_DEPLOYMENT = _Machine(
-    schema.deployments,
-    DEPLOYMENT_TRANSITIONS,
-    DeploymentState,
-    frozenset(),
-    TERMINAL_DEPLOYMENT_STATES,
-)
-_JOB_RUN = _Machine(
-    schema.job_runs, JOB_RUN_TRANSITIONS, JobRunState, frozenset(), TERMINAL_JOB_RUN_STATES
-)
 
 
 class Transitions:
@@ -180,9 +83,7 @@ class Transitions:
         **values: Any,
     ) -> Outcome[StatementState]:
         """Move one statement to ``to``; e.g. ``statement(7, RUNNING, now=t)``."""
-        return self._one(
-            _STATEMENT, statement_id, to, now, expected, expected_version, conn, values
-        )
+        return self._one(STATEMENT, statement_id, to, now, expected, expected_version, conn, values)
 
     def session(
         self,
@@ -195,7 +96,7 @@ class Transitions:
         expected_version: int | None = None,
         **values: Any,
     ) -> Outcome[SessionState]:
-        return self._one(_SESSION, session_id, to, now, expected, expected_version, conn, values)
+        return self._one(SESSION, session_id, to, now, expected, expected_version, conn, values)
 
     def engine(
         self,
@@ -208,7 +109,7 @@ class Transitions:
         expected_version: int | None = None,
         **values: Any,
     ) -> Outcome[EngineState]:
-        return self._one(_ENGINE, engine_id, to, now, expected, expected_version, conn, values)
+        return self._one(ENGINE, engine_id, to, now, expected, expected_version, conn, values)
 
     def table_txn(
         self,
@@ -222,7 +123,7 @@ class Transitions:
         **values: Any,
     ) -> Outcome[TableTxnState]:
         """Move a two-phase table write; e.g. ``table_txn(4, ABORTED, now=t, error=...)``."""
-        return self._one(_TABLE_TXN, txn_id, to, now, expected, expected_version, conn, values)
+        return self._one(TABLE_TXN, txn_id, to, now, expected, expected_version, conn, values)
 
     def stream_job(
         self,
@@ -236,7 +137,7 @@ class Transitions:
         **values: Any,
     ) -> Outcome[StreamJobState]:
         """Move a stream job; e.g. ``stream_job(3, STOPPING, now=t, expected=[RUNNING])``."""
-        return self._one(_STREAM_JOB, job_id, to, now, expected, expected_version, conn, values)
+        return self._one(STREAM_JOB, job_id, to, now, expected, expected_version, conn, values)
 
     def stream_query(
         self,
@@ -253,7 +154,7 @@ class Transitions:
         """Move a streaming query. ``guard`` adds equality conditions: an engine passes
         ``{"session_id": its session}`` so a superseded run can never move the row."""
         return self._one(
-            _STREAM_QUERY, query_id, to, now, expected, expected_version, conn, values, guard
+            STREAM_QUERY, query_id, to, now, expected, expected_version, conn, values, guard
         )
 
     def deployment(
@@ -269,7 +170,7 @@ class Transitions:
     ) -> Outcome[DeploymentState]:
         """End a deploy; e.g. ``deployment(5, FAILED, now=t, error=...)``."""
         return self._one(
-            _DEPLOYMENT, deployment_id, to, now, expected, expected_version, conn, values
+            DEPLOYMENT, deployment_id, to, now, expected, expected_version, conn, values
         )
 
     def job_run(
@@ -284,7 +185,7 @@ class Transitions:
         **values: Any,
     ) -> Outcome[JobRunState]:
         """End a batch job's run; e.g. ``job_run(3, SUCCEEDED, now=t)``."""
-        return self._one(_JOB_RUN, run_id, to, now, expected, expected_version, conn, values)
+        return self._one(JOB_RUN, run_id, to, now, expected, expected_version, conn, values)
 
     def stream_queries_of_job(
         self,
@@ -297,7 +198,7 @@ class Transitions:
         **values: Any,
     ) -> list[int]:
         """Move every query of a stream job that may move to ``to``; the ids moved."""
-        return self._many(_STREAM_QUERY, "job_id", job_id, to, now, expected, conn, values)
+        return self._many(STREAM_QUERY, "job_id", job_id, to, now, expected, conn, values)
 
     def stream_queries_of_session(
         self,
@@ -310,11 +211,11 @@ class Transitions:
         **values: Any,
     ) -> list[int]:
         """Move every query run by a session that may move to ``to``; the ids moved."""
-        return self._many(_STREAM_QUERY, "session_id", session_id, to, now, expected, conn, values)
+        return self._many(STREAM_QUERY, "session_id", session_id, to, now, expected, conn, values)
 
     def _many(
         self,
-        machine: _Machine[S],
+        machine: Machine[S],
         column: str,
         key: int,
         to: S,
@@ -345,7 +246,7 @@ class Transitions:
         **values: Any,
     ) -> list[int]:
         """Move every statement of a session that may move to ``to``; the ids moved."""
-        machine = _STATEMENT
+        machine = STATEMENT
         table = machine.table
         stmt = (
             table.update()
@@ -395,7 +296,7 @@ class Transitions:
         **values: Any,
     ) -> list[int]:
         """Move every session hosted by an engine that may move to ``to``; the ids moved."""
-        machine = _SESSION
+        machine = SESSION
         table = machine.table
         stmt = (
             table.update()
@@ -409,7 +310,7 @@ class Transitions:
 
     def _one(
         self,
-        machine: _Machine[S],
+        machine: Machine[S],
         row_id: int,
         to: S,
         now: float,
@@ -429,7 +330,7 @@ class Transitions:
         if expected_version is not None:
             params["expected_version"] = expected_version
         params.update({f"guard_{column}": value for column, value in guard.items()})
-        params.update({f"set_{name}": _stored(value) for name, value in values.items()})
+        params.update({f"set_{name}": stored(value) for name, value in values.items()})
         with self._conn(conn) as c:
             if c.execute(stmt, params).rowcount == 1:
                 self._wake(c, machine, row_id, to, values)
@@ -439,7 +340,7 @@ class Transitions:
 
     def _update(
         self,
-        machine: _Machine[S],
+        machine: Machine[S],
         to: S,
         sources: tuple[str, ...],
         versioned: bool,
@@ -468,20 +369,20 @@ class Transitions:
         return stmt
 
     def _wake(
-        self, conn: Connection, machine: _Machine[Any], row_id: int, to: Any, values: Any
+        self, conn: Connection, machine: Machine[Any], row_id: int, to: Any, values: Any
     ) -> None:
         """Hint whoever must act on this move (see ``store.hints``), in its transaction."""
-        if machine is _STATEMENT:
+        if machine is STATEMENT:
             if to in TERMINAL_STATEMENT_STATES:
                 self._db.hint(conn, NODES, row_id)  # long polls waiting for it
             elif to is StatementState.CANCELLING:
                 wake_engine_of(self._db, conn, statement_id=row_id)
-        elif machine is _SESSION:
+        elif machine is SESSION:
             if values.get("engine_id") is not None:
                 self._db.hint(conn, engine_channel(values["engine_id"]), row_id)  # placed
             elif to in TERMINAL_SESSION_STATES:
                 wake_engine_of(self._db, conn, session_id=row_id)  # ended: it lets go
-        elif machine is _ENGINE and (to is EngineState.STOPPING or to in TERMINAL_ENGINE_STATES):
+        elif machine is ENGINE and (to is EngineState.STOPPING or to in TERMINAL_ENGINE_STATES):
             self._db.hint(conn, engine_channel(row_id), ENGINE_CHANGED)
 
     def _conn(self, conn: Connection | None) -> AbstractContextManager[Connection]:
