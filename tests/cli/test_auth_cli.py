@@ -439,7 +439,8 @@ def test_loopback() -> None:
 
 @pytest.fixture
 def no_start(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
-    """What uvicorn.run was called with; nothing is started.
+    """What the node's HTTP server (``http.serving.serve``, uvicorn's) was called with;
+    nothing is started.
 
     The command's logging setup is undone afterwards: ``logs.configure`` puts a handler on the
     root logger bound to the CliRunner's stderr, which is closed once the command returns, and
@@ -452,11 +453,11 @@ def no_start(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[dict[str, Any]]]:
     fake_app.create_app = lambda settings: ("app", settings)  # type: ignore[attr-defined]
     fake_metastore = types.ModuleType("sparkgate.catalog.metastore")
     fake_metastore.java_executable = lambda: "java"  # type: ignore[attr-defined]
-    fake_uvicorn = types.ModuleType("uvicorn")
-    fake_uvicorn.run = lambda app, **kwargs: calls.append({"app": app, **kwargs})  # type: ignore[attr-defined]
+    fake_serving = types.ModuleType("sparkgate.http.serving")
+    fake_serving.serve = lambda app, **kwargs: calls.append({"app": app, **kwargs})  # type: ignore[attr-defined]
     monkeypatch.setitem(sys.modules, "sparkgate.server", fake_app)
     monkeypatch.setitem(sys.modules, "sparkgate.catalog.metastore", fake_metastore)
-    monkeypatch.setitem(sys.modules, "uvicorn", fake_uvicorn)
+    monkeypatch.setitem(sys.modules, "sparkgate.http.serving", fake_serving)
     yield calls
     for handler in [h for h in root.handlers if h.get_name() == "sparkgate"]:
         root.removeHandler(handler)
