@@ -265,7 +265,7 @@ class ConnectDoor:
                 error = engine_error(exc)
                 with _answering(context):
                     self.connect.finish(
-                        statement_id, error=error.to_json(), cancelled=error.code in _CANCEL_CLASSES
+                        statement_id, error=error, cancelled=error.code in _CANCEL_CLASSES
                     )
             _relay_error(context, exc)
         if statement_id is None:

@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from sqlalchemy.exc import IntegrityError
 
@@ -26,7 +26,7 @@ from sparkgate.auth.access import CODE, SQL
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.errors import EngineLost, EngineUnreachable, NotSupported, SessionNotActive
-from sparkgate.recorded import ErrorCode
+from sparkgate.recorded import ErrorCode, RecordedError
 from sparkgate.service.queries import Queries
 from sparkgate.service.sessions import Sessions
 from sparkgate.settings import Settings
@@ -272,7 +272,11 @@ class ConnectService:
         return self.store.connect.statement_of(target.session.id, operation_id)
 
     def finish(
-        self, statement_id: int, *, error: dict[str, Any] | None = None, cancelled: bool = False
+        self,
+        statement_id: int,
+        *,
+        error: RecordedError | None = None,
+        cancelled: bool = False,
     ) -> None:
         """An operation ended: its query succeeded, failed, or (cancelled, or asked to be)
         was cancelled. Ending an ended query changes nothing."""

@@ -245,7 +245,7 @@ class Deployer:
                 now=now,
                 expected=[DeploymentState.RUNNING],
                 conn=conn,
-                error=None if error is None else error.to_json(),
+                error=error,
             )
             if moved.applied:
                 self.store.deployments.skip_unfinished(

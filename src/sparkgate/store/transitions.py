@@ -15,8 +15,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping
 from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
-from enum import Enum
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -48,10 +47,9 @@ from sparkgate.store.machines import (
     STREAM_QUERY,
     TABLE_TXN,
     Machine,
+    S,
     stored,
 )
-
-S = TypeVar("S", bound=Enum)
 
 
 @dataclass(frozen=True)
