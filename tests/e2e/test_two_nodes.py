@@ -21,7 +21,9 @@ ONCE = "SELECT 'once' AS once"
 pytestmark = pytest.mark.postgres
 
 
-def test_two_nodes_serve_as_one(make_server: Any, pg_url: str, tmp_path: Any) -> None:
+def test_two_nodes_serve_as_one(pg_url: str, make_server: Any, tmp_path: Any) -> None:
+    # pg_url first: its schema is dropped after make_server has stopped the nodes and their
+    # engines (teardown runs in reverse; the other way round, the engines outlived the test).
     home = tmp_path / "shared-home"  # results and warehouse on storage both nodes see
     # No metastore URI: the nodes start the embedded one, and the second reuses the first's.
     common = {
