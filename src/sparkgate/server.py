@@ -53,9 +53,10 @@ def create_app(settings: Settings) -> FastAPI:
         # The HiveServer2 door: the same calls over HTTP (/cliservice) and binary TCP.
         app.state.hive2 = Door(HiveService(node.service))
         binary = BinaryServer(app.state.hive2, node.users, node.settings)
-        node.start()
         connect = None
         try:
+            # Every door listens before the node's duties start: a port taken ends the start
+            # before placement has launched an engine that would outlive the node.
             if settings.connect_port:
                 connect = _start_connect(node, settings)
             if settings.thrift_port:
@@ -67,6 +68,7 @@ def create_app(settings: Settings) -> FastAPI:
                         f"{settings.thrift_port}: {exc}. Choose another port with "
                         "SPARKGATE_THRIFT_PORT or --thrift-port (0 turns it off)."
                     ) from exc
+            node.start()
             yield
         finally:
             if connect is not None:

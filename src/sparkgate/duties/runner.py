@@ -61,7 +61,8 @@ class DutyRunner:
 
     def stop(self) -> None:
         self._stop.set()
-        self._thread.join(timeout=10)
+        if self._thread.ident is not None:  # started (a node whose doors failed never is)
+            self._thread.join(timeout=10)
         for duty in self.duties:
             try:
                 self.store.leases.release(duty.name, self.node_id)

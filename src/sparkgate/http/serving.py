@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
 import sys
 from types import FrameType
 from typing import Any
@@ -21,6 +22,8 @@ _TICK = 1.0  # seconds: the Date header's resolution, and how often the loop loo
 # uvicorn renews the Date header on every tenth of its 0.1 s ticks; each of ours is a tenth.
 _TICKS_PER_SECOND = 10
 _STARTUP_FAILURE = 3  # uvicorn's exit status when it could not start (a port taken, say)
+
+log = logging.getLogger("sparkgate.server")
 
 
 class _Server(uvicorn.Server):
@@ -55,7 +58,19 @@ def serve(app: Any, **options: Any) -> None:
     process without reload; exits with uvicorn's status 3 if the server could not start."""
     config = uvicorn.Config(app, **options)
     server = _Server(config)
+    # The port is taken before the app starts, not after (uvicorn's order): a node that cannot
+    # listen exits with status 3 here, before its duties launch engines that would outlive it.
+    try:
+        socket = config.bind_socket()
+    except SystemExit:  # uvicorn logged the OSError alone; say which port, as the other doors do
+        log.error(
+            "cannot listen for HTTP clients on %s:%s. Choose another port with SPARKGATE_PORT "
+            "or --port.",
+            config.host,
+            config.port,
+        )
+        raise
     with contextlib.suppress(KeyboardInterrupt):
-        server.run()
+        server.run(sockets=[socket])
     if not server.started:
         sys.exit(_STARTUP_FAILURE)
