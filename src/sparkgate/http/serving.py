@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
+import socket
 import sys
 from types import FrameType
 from typing import Any
@@ -45,6 +46,11 @@ class _Server(uvicorn.Server):
                 await asyncio.wait_for(self._wake.wait(), _TICK)
             should_exit = await self.on_tick(counter)
 
+    async def startup(self, sockets: list[socket.socket] | None = None) -> None:
+        await super().startup(sockets)
+        if sockets is not None:  # uvicorn announces only the sockets it bound itself
+            self._log_started_message(sockets)
+
     def handle_exit(self, sig: int, frame: FrameType | None) -> None:
         super().handle_exit(sig, frame)
         # Runs in the signal handler, between two steps of the loop: the loop is told through
@@ -53,24 +59,36 @@ class _Server(uvicorn.Server):
             self._loop.call_soon_threadsafe(self._wake.set)
 
 
+def _bind(config: uvicorn.Config) -> socket.socket:
+    """The HTTP port, bound before the app starts rather than after it (uvicorn's order), so
+    that a node that cannot listen exits before its duties launch engines that would outlive
+    it. uvicorn's own ``Config.bind_socket`` would do the same but announce the server as
+    running while the app is still starting (the embedded metastore alone takes seconds)."""
+    family = socket.AF_INET6 if ":" in config.host else socket.AF_INET
+    bound = socket.socket(family=family)
+    bound.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds it
+    try:
+        bound.bind((config.host, config.port))
+    except OSError as exc:
+        bound.close()
+        log.error(
+            "cannot listen for HTTP clients on %s:%s: %s. Choose another port with "
+            "SPARKGATE_PORT or --port.",
+            config.host,
+            config.port,
+            exc,
+        )
+        sys.exit(_STARTUP_FAILURE)
+    return bound
+
+
 def serve(app: Any, **options: Any) -> None:
     """Serve ``app`` until a signal stops it, as ``uvicorn.run(app, **options)`` does for one
     process without reload; exits with uvicorn's status 3 if the server could not start."""
     config = uvicorn.Config(app, **options)
     server = _Server(config)
-    # The port is taken before the app starts, not after (uvicorn's order): a node that cannot
-    # listen exits with status 3 here, before its duties launch engines that would outlive it.
-    try:
-        socket = config.bind_socket()
-    except SystemExit:  # uvicorn logged the OSError alone; say which port, as the other doors do
-        log.error(
-            "cannot listen for HTTP clients on %s:%s. Choose another port with SPARKGATE_PORT "
-            "or --port.",
-            config.host,
-            config.port,
-        )
-        raise
+    bound = _bind(config)
     with contextlib.suppress(KeyboardInterrupt):
-        server.run(sockets=[socket])
+        server.run(sockets=[bound])
     if not server.started:
         sys.exit(_STARTUP_FAILURE)
