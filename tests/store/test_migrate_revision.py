@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+import importlib
 from pathlib import Path
+from typing import Any
 
+import pytest
 import sqlalchemy as sa
 
 from sparkgate.store import Store
+
+# The module, not the function that sparkgate.store exports under the same name.
+migrate_module = importlib.import_module("sparkgate.store.migrate")
 
 
 def _revision(store: Store) -> str:
@@ -37,5 +43,42 @@ def test_a_node_on_a_schema_before_idempotency_keys_sees_none(tmp_path: Path) ->
         assert not store.idempotency.available()
         store.migrate()
         assert store.idempotency.available()
+    finally:
+        store.close()
+
+
+class _Deadlock(Exception):
+    sqlstate = "40P01"  # what psycopg's DeadlockDetected carries
+
+
+def test_a_migration_chosen_to_break_a_deadlock_runs_again(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """PostgreSQL breaks a deadlock between a node's migration and the writes of nodes and
+    engines still on the schema before by rolling the migration back (the chaos suite met it);
+    the migration, transactional, runs again. Another error is not retried."""
+    real = migrate_module.command.upgrade
+    calls: list[str] = []
+
+    def upgrade(config: Any, revision: str) -> None:
+        calls.append(revision)
+        if len(calls) == 1:
+            raise sa.exc.OperationalError("CREATE TABLE ...", {}, _Deadlock())
+        real(config, revision)
+
+    monkeypatch.setattr(migrate_module, "_BACKOFF", 0.0)
+    monkeypatch.setattr(migrate_module.command, "upgrade", upgrade)
+    store = Store.open(f"sqlite:///{tmp_path / 'store.db'}")
+    try:
+        store.migrate()
+        assert calls == ["head", "head"]
+        assert _revision(store) == "0011_statement_tables"
+
+        def broken(config: Any, revision: str) -> None:
+            raise sa.exc.OperationalError("CREATE TABLE ...", {}, ValueError("no"))
+
+        monkeypatch.setattr(migrate_module.command, "upgrade", broken)
+        with pytest.raises(sa.exc.OperationalError):
+            store.migrate()
     finally:
         store.close()
