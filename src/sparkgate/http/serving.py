@@ -18,11 +18,11 @@ from types import FrameType
 from typing import Any
 
 import uvicorn
+from uvicorn.config import STARTUP_FAILURE  # its exit status when it could not start
 
 _TICK = 1.0  # seconds: the Date header's resolution, and how often the loop looks at limits
 # uvicorn renews the Date header on every tenth of its 0.1 s ticks; each of ours is a tenth.
 _TICKS_PER_SECOND = 10
-_STARTUP_FAILURE = 3  # uvicorn's exit status when it could not start (a port taken, say)
 
 log = logging.getLogger("sparkgate.server")
 
@@ -78,7 +78,7 @@ def _bind(config: uvicorn.Config) -> socket.socket:
             config.port,
             exc,
         )
-        sys.exit(_STARTUP_FAILURE)
+        sys.exit(STARTUP_FAILURE)
     return bound
 
 
@@ -91,4 +91,4 @@ def serve(app: Any, **options: Any) -> None:
     with contextlib.suppress(KeyboardInterrupt):
         server.run(sockets=[bound])
     if not server.started:
-        sys.exit(_STARTUP_FAILURE)
+        sys.exit(STARTUP_FAILURE)
