@@ -32,6 +32,7 @@ LAYERS: list[set[str]] = [
         "processes",
         "procfs",
         "credentials",
+        "units",
         "logs",
     },
     {"results", "store"},

@@ -28,6 +28,7 @@ from sparkgate.api.routes import (
     streams,
     table_data,
     tables,
+    usage,
     users,
 )
 from sparkgate.hive2 import http as hive2_http
@@ -96,6 +97,7 @@ def create_app(settings: Settings) -> FastAPI:
         jobs.router,
         users.router,
         audit.router,
+        usage.router,
         access.router,
         table_data.router,
         tables.router,

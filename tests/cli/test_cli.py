@@ -84,6 +84,18 @@ def test_sql_in_a_session_and_json(server: ServerProcess) -> None:
     )
     assert shown["state"] == "success"
     assert "success" in sparkgate(server, "queries", "show", str(shown["id"])).stdout
+    counted = sparkgate(
+        server, "sql", "--session", sid, "--json", "SELECT count(*) FROM range(900)"
+    )
+    query_id = json.loads(counted.stdout)["query"]["id"]
+    shown_text = sparkgate(server, "queries", "show", str(query_id)).stdout
+    assert "B (900 rows) read" in shown_text, shown_text  # what its Spark tasks cost
+    report = json.loads(sparkgate(server, "usage", "--json").stdout)
+    assert report["group_by"] == "user" and report["rows"][0]["tasks"] >= 1, report
+    daily = sparkgate(server, "usage", "--by-day", "--since", "7d")
+    ended_on = json.loads(counted.stdout)["query"]["finished_at"][:10]
+    assert daily.returncode == 0 and ended_on in daily.stdout, daily.stdout
+    assert "--since" in sparkgate(server, "usage", "--since", "soon").stderr
 
     sessions = json.loads(sparkgate(server, "sessions", "list", "--state", "idle", "--json").stdout)
     assert session["id"] in [s["id"] for s in sessions["sessions"]]

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from typing import Any
 
+import httpx
 import pytest
 
 from sparkgate.client import Client
@@ -51,3 +52,20 @@ def wait_idle(sg: Client, session_id: int) -> None:
         timeout=30,
         what=f"session {session_id} back to idle",
     )
+
+
+def livy_output(api: httpx.Client, session_id: int, code: str) -> str:
+    """Run ``code`` in a Livy session (PySpark's); what it printed."""
+    answer = api.post(f"/sessions/{session_id}/statements", json={"code": code})
+    assert answer.status_code == 201, answer.text
+    statement_id = answer.json()["id"]
+
+    def done() -> dict[str, Any] | None:
+        statement: dict[str, Any] = api.get(
+            f"/sessions/{session_id}/statements/{statement_id}"
+        ).json()
+        return statement if statement["state"] == "available" else None
+
+    output = eventually(done, timeout=240, what="the statement's output")["output"]
+    assert output["status"] == "ok", output
+    return str(output["data"]["text/plain"])

@@ -660,6 +660,25 @@ def test_the_livy_client_works_with_basic_auth(env: Env) -> None:
     assert any(e["detail"].get("kind") == "pyspark" for e in events["events"])
 
 
+def test_usage_is_ones_own_and_admins_see_everyones(
+    env: Env, alice_objects: dict[str, Any]
+) -> None:
+    with env.client("alice") as alice:
+        mine = alice.get("/v1/usage").json()["rows"]
+        asked = alice.get("/v1/usage", params={"user": "carol", "bucket": "day"}).json()["rows"]
+        by_tag = alice.get("/v1/usage", params={"group_by": "tag:team"})
+        backwards = alice.get("/v1/usage", params={"since": 100, "until": 50})
+    assert [r["user"] for r in mine] == ["alice"] and mine[0]["tasks"] > 0, mine
+    assert {r["user"] for r in asked} == {"alice"}  # another's: one's own, as every list
+    assert by_tag.status_code == 422 and "group_by" in by_tag.text
+    assert backwards.status_code == 422 and "until" in backwards.text
+    with env.client("carol") as carol:
+        everyone = {r["user"] for r in carol.get("/v1/usage").json()["rows"]}
+        alices = carol.get("/v1/usage", params={"user": "alice"}).json()["rows"]
+    assert "alice" in everyone
+    assert [r["user"] for r in alices] == ["alice"]
+
+
 def test_only_admins_stop_engines_and_read_the_audit(env: Env) -> None:
     with env.client("alice") as alice:
         engines = alice.get("/v1/engines").json()["engines"]

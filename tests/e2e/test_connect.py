@@ -29,6 +29,7 @@ from sparkgate_dev import (
     local_test_settings,
     user_files,
 )
+from tests.e2e.conftest import livy_output
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -350,6 +351,15 @@ def test_each_run_is_one_query_and_its_rows_are_the_clients(env: Env) -> None:
     assert error["code"] == "RESULT_NOT_AVAILABLE", error
     assert "Spark Connect client" in error["message"], error
     assert "Python" not in error["message"], error
+    # What its Spark tasks cost, recorded by the engine once the operation ended.
+    refs = next(q for q in queries if f"'{tag}-refs'" in q["query"])
+    with env.api("alice") as api:
+        cost = eventually(
+            lambda: api.get(f"/v1/queries/{refs['id']}").json()["cost"],
+            timeout=30,
+            what="the Connect query's cost",
+        )
+    assert cost["tasks"] > 0 and cost["input_records"] == 4, cost
 
 
 def test_a_sql_only_user_is_refused_code_streams_and_denied_settings(env: Env) -> None:
@@ -673,22 +683,6 @@ def test_a_sessions_files_go_with_it(env: Env, tmp_path: Path) -> None:
         _own(_values(later), "later", {"released", "killed", "first", "second", "carol's"})
 
 
-def _livy(api: httpx.Client, session_id: int, code: str) -> str:
-    answer = api.post(f"/sessions/{session_id}/statements", json={"code": code})
-    assert answer.status_code == 201, answer.text
-    statement_id = answer.json()["id"]
-
-    def done() -> dict[str, Any] | None:
-        statement: dict[str, Any] = api.get(
-            f"/sessions/{session_id}/statements/{statement_id}"
-        ).json()
-        return statement if statement["state"] == "available" else None
-
-    output = eventually(done, timeout=240, what="the statement's output")["output"]
-    assert output["status"] == "ok", output
-    return str(output["data"]["text/plain"])
-
-
 def test_classic_sessions_beside_connect_ones_keep_their_own_files(
     env: Env, tmp_path: Path
 ) -> None:
@@ -708,7 +702,9 @@ def test_classic_sessions_beside_connect_ones_keep_their_own_files(
                     what="the Livy session idle",
                 )
                 plain = "spark.range(3).select(udf(lambda x: x * 3, 'long')('id')).collect()"
-                assert "=6)" in _livy(api, livy, f"from pyspark.sql.functions import udf\n{plain}")
+                assert "=6)" in livy_output(
+                    api, livy, f"from pyspark.sql.functions import udf\n{plain}"
+                )
                 package = _package(tmp_path / "livy", "livy")
                 code = (
                     f"sc.addPyFile({package!r})\n"
@@ -720,7 +716,7 @@ def test_classic_sessions_beside_connect_ones_keep_their_own_files(
                     "print(spark.range(1).select(udf(value, 'string')('id')).first()[0])\n"
                     "print(sc.parallelize([0]).map(value).collect()[0])"
                 )
-                assert _livy(api, livy, code).split() == ["livy", "livy", "livy"]
+                assert livy_output(api, livy, code).split() == ["livy", "livy", "livy"]
             finally:
                 api.delete(f"/sessions/{livy}")
         assert _values(first)["udf"] == "first"

@@ -174,6 +174,7 @@ def test_pyhive_types_paging_and_the_same_query_in_v1(env: Env) -> None:
     with env.api() as api:
         query = api.get(f"/v1/queries/{query_id}").json()
         assert query["state"] == "success"
+        assert query["cost"]["input_records"] == 2500, query["cost"]  # its tasks' metrics
         listed = api.get("/v1/queries", params={"limit": 50}).json()["queries"]
         assert query_id in [q["id"] for q in listed]
         page = api.get(f"/v1/queries/{query_id}/result", params={"offset": 1000, "limit": 3})

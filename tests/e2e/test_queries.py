@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import http.client
+import json
 import time
 import uuid
 from typing import Any
@@ -11,8 +12,9 @@ import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
 from sparkgate.client import Client
+from sparkgate.schemas.common import iso
 from sparkgate_dev import ServerProcess, eventually
-from tests.e2e.conftest import run, wait_idle
+from tests.e2e.conftest import livy_output, run, wait_idle
 
 
 def test_submit_long_poll_and_read(sg: Client, interactive: Any) -> None:
@@ -343,3 +345,113 @@ def test_schemas_are_created_and_dropped(sg: Client, interactive: Any) -> None:
         assert done["state"] == "success", (sql, done)
     shown = run(sg, "SHOW SCHEMAS LIKE 'e2e_*'", session)
     assert sg.result(shown["id"])["rows"] == []
+
+
+# A Python statement that reads Spark's own figures for a statement's jobs (by its job tag)
+# from the driver's status store, as Spark's UI and REST API show them, and prints them.
+_SPARKS_OWN_COST = """
+import json
+context = spark.sparkContext._jsc.sc()
+context.listenerBus().waitUntilEmpty()  # the status store's queue has delivered every event
+status = context.statusStore()
+
+def items(seq):
+    return [seq.apply(i) for i in range(seq.size())]
+
+stage_ids = set()
+for job in items(status.jobsList(None)):
+    if "sparkgate-statement-%d" in items(job.jobTags()):
+        stage_ids.update(items(job.stageIds()))
+own = dict.fromkeys(%r, 0)
+quantiles = getattr(status, "stageList$default$4")()
+for stage in items(status.stageList(None, False, False, quantiles, None)):
+    if stage.stageId() not in stage_ids or stage.status().toString() == "SKIPPED":
+        continue  # another job of the query ran it
+    own["tasks"] += stage.numCompleteTasks() + stage.numFailedTasks() + stage.numKilledTasks()
+    own["executor_run_time_ms"] += stage.executorRunTime()
+    own["executor_cpu_time_ns"] += stage.executorCpuTime()
+    own["input_bytes"] += stage.inputBytes()
+    own["input_records"] += stage.inputRecords()
+    own["output_bytes"] += stage.outputBytes()
+    own["output_records"] += stage.outputRecords()
+    own["shuffle_read_bytes"] += stage.shuffleReadBytes()
+    own["shuffle_write_bytes"] += stage.shuffleWriteBytes()
+    own["memory_bytes_spilled"] += stage.memoryBytesSpilled()
+    own["disk_bytes_spilled"] += stage.diskBytesSpilled()
+    for task in items(status.taskList(stage.stageId(), stage.attemptId(), 1000000)):
+        if task.taskMetrics().isDefined():
+            peak = task.taskMetrics().get().peakExecutionMemory()
+            own["peak_execution_memory"] = max(own["peak_execution_memory"], peak)
+print(json.dumps(own))
+"""
+
+_COST_FIGURES = (
+    "tasks",
+    "executor_run_time_ms",
+    "executor_cpu_time_ns",
+    "input_bytes",
+    "input_records",
+    "output_bytes",
+    "output_records",
+    "shuffle_read_bytes",
+    "shuffle_write_bytes",
+    "memory_bytes_spilled",
+    "disk_bytes_spilled",
+    "peak_execution_memory",
+)
+
+
+def test_an_ended_query_says_what_its_spark_tasks_cost_as_spark_counts_it(
+    sg: Client, interactive: Any
+) -> None:
+    """A query's cost (``GET /v1/queries/{id}``) equals Spark's own figures for its jobs,
+    read from the same driver's status store: a shuffle, a table written, a table read, and
+    a query that failed in its tasks. Lists leave it out."""
+    session = interactive()["id"]
+    livy = httpx.Client(base_url=sg.server, timeout=60)
+    reader = livy.post("/sessions", json={"kind": "pyspark"}).json()["id"]
+    try:
+        eventually(
+            lambda: livy.get(f"/sessions/{reader}").json()["state"] == "idle",
+            timeout=240,
+            what="the PySpark session idle",
+        )
+        queries = {
+            "shuffle": "SELECT id % 7 AS k, count(*) AS n FROM range(200000) GROUP BY k",
+            "write": "CREATE TABLE e2e_costs USING parquet AS "
+            "SELECT id, id * 2 AS twice FROM range(50000)",
+            "read": "SELECT sum(twice) FROM e2e_costs WHERE id > 10",
+            "failed": "SELECT assert_true(id < 10) FROM range(100)",
+        }
+        began = time.time()
+        ended = {name: run(sg, sql, session) for name, sql in queries.items()}
+        assert [q["state"] for q in ended.values()] == ["success"] * 3 + ["failed"], ended
+        costs = {name: sg.query(query["id"])["cost"] for name, query in ended.items()}
+        for name, query in ended.items():
+            code = _SPARKS_OWN_COST % (query["id"], _COST_FIGURES)
+            assert costs[name] == json.loads(livy_output(livy, reader, code)), name
+            assert costs[name]["tasks"] > 0, name
+        assert costs["shuffle"]["shuffle_write_bytes"] > 0
+        assert costs["shuffle"]["executor_cpu_time_ns"] > 0
+        assert costs["shuffle"]["input_records"] == 200000
+        assert costs["write"]["output_records"] == 50000 and costs["write"]["output_bytes"] > 0
+        assert costs["read"]["input_bytes"] > 0
+        # A listing shows none (one store read per page, not one per query).
+        listed = sg.queries(session_id=session)["queries"]
+        assert listed and all(q["cost"] is None for q in listed)
+        # Usage since then: exactly the sum of the costs of the queries that ended since.
+        # (A query's cost is recorded at its end, in the transaction that sets finished_at.)
+        shown = [sg.query(q["id"]) for q in sg.queries(limit=1000)["queries"]]
+        start = iso(began)
+        assert start is not None
+        covered = [q["cost"] for q in shown if q["cost"] and q["finished_at"] >= start]
+        assert len(covered) >= len(queries)
+        rows = sg.usage(since=began)["rows"]
+        assert len(rows) == 1  # one user: this server has no authentication
+        for figure in ("tasks", "executor_cpu_time_ns", "input_bytes", "shuffle_write_bytes"):
+            assert rows[0][figure] == sum(c[figure] for c in covered), figure
+        assert rows[0]["queries"] == len(covered)
+    finally:
+        run(sg, "DROP TABLE IF EXISTS e2e_costs", session)
+        livy.delete(f"/sessions/{reader}")
+        livy.close()

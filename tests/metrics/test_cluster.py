@@ -9,8 +9,9 @@ import sqlalchemy as sa
 from prometheus_client.metrics_core import Metric
 
 from sparkgate.metrics.cluster import ClusterCollector
-from sparkgate.states import EngineKind, StatementKind
+from sparkgate.states import EngineKind, SessionKind, StatementKind
 from sparkgate.store import Store, schema
+from sparkgate.store.statement_costs import StatementCost
 from tests.conftest import NOW, force_state
 
 
@@ -65,6 +66,27 @@ def test_queries_engines_and_their_histograms(
     assert get(found, age, engine=str(live.id), kind="shared") == 3.0
     assert len([k for k in found if k[0] == age]) == 1
     assert get(found, "sparkgate_sessions", kind="interactive", state="idle") == 1
+
+
+def test_what_queries_cost_by_user(store: Store) -> None:
+    """Counters of executor CPU and run seconds by user: the sums of their queries' costs."""
+    for owner, cpu_ns, run_ms in (("alice", 1_500_000_000, 2000), ("alice", 250_000_000, 500)):
+        session = store.sessions.add(SessionKind.BATCH, now=NOW, owner=owner)
+        statement = store.statements.add(session.id, "SELECT 1", now=NOW)
+        figures = dict.fromkeys(StatementCost.__dataclass_fields__, 0)
+        figures.update(tasks=1, executor_cpu_time_ns=cpu_ns, executor_run_time_ms=run_ms)
+        store.statement_costs.add(statement.id, StatementCost(**figures), now=NOW)
+
+    found = samples(list(ClusterCollector(store, clock=lambda: NOW).collect()))
+
+    assert get(found, "sparkgate_query_executor_cpu_seconds_total", user="alice") == 1.75
+    assert get(found, "sparkgate_query_executor_run_seconds_total", user="alice") == 2.5
+    assert [k for k in found if "executor_cpu" in k[0]] == [
+        (
+            "sparkgate_query_executor_cpu_seconds_total",
+            frozenset({"scope": "cluster", "user": "alice"}.items()),
+        )
+    ]
 
 
 def test_streams_and_deploy_decisions(store: Store, make_session: Any) -> None:

@@ -54,6 +54,8 @@ def test_a_query_appears_and_finishes_without_a_reload(
     # Open it and page through its result.
     page.locator(f"#q-{submitted['id']}").click()
     expect(page.get_by_test_id("query-state")).to_have_text("success")
+    # What its Spark tasks cost: range(250) read by its tasks.
+    expect(page.get_by_test_id("query-cost")).to_contain_text("0 B, 250 rows")
     result = page.locator("#result-page")
     expect(result.locator(".count")).to_contain_text(f"250 rows, 1{DASH}100 shown", timeout=SLOW)
     expect(result.locator("tbody tr")).to_have_count(100)

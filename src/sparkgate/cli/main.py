@@ -1,6 +1,6 @@
 """The ``sparkgate`` command: ``server``, ``sql``, ``deploy``, ``queries``, ``sessions``,
 ``streams``, ``jobs``, ``engines``, ``stop``, ``login``, ``logout``, ``whoami``, ``tokens``,
-``users``, ``audit``, ``access``, ``load``, ``tables``."""
+``users``, ``audit``, ``usage``, ``access``, ``load``, ``tables``."""
 
 from __future__ import annotations
 
@@ -13,6 +13,7 @@ from sparkgate.cli.deploy import deploy
 from sparkgate.cli.load import load
 from sparkgate.cli.server import server
 from sparkgate.cli.sql import sql
+from sparkgate.cli.usage import usage
 
 app = typer.Typer(
     cls=Sparkgate,  # the connection options, before the command and after it
@@ -37,6 +38,7 @@ app.command()(auth.whoami)
 app.add_typer(auth.app, name="tokens")
 app.add_typer(users.app, name="users")
 app.command()(audit)
+app.command()(usage)
 app.add_typer(access.app, name="access")
 app.add_typer(tables.app, name="tables")
 

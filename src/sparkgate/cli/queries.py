@@ -17,7 +17,7 @@ from sparkgate.cli.common import (
     print_json,
     show_page,
 )
-from sparkgate.cli.render import describe_error, output_text, queries_table
+from sparkgate.cli.render import cost_lines, describe_error, output_text, queries_table
 
 app = typer.Typer(help="Queries: list, show, cancel.", no_args_is_help=True)
 
@@ -38,7 +38,7 @@ def list_queries(
 
 @app.command("show")
 def show_query(query_id: int, as_json: JsonOption = False) -> None:
-    """One query: state, times, error or result shape."""
+    """One query: state, times, error or result shape, and what its Spark tasks cost."""
     with client() as sg:
         query = sg.query(query_id)
     if as_json:
@@ -67,6 +67,8 @@ def show_query(query_id: int, as_json: JsonOption = False) -> None:
     if query["result"]:
         columns = ", ".join(f"{c['name']} {c['type']}" for c in query["result"]["schema"])
         print_field("result", f"{query['result']['row_count']} rows ({columns})")
+    for name, text in cost_lines(query["cost"]) if query.get("cost") else ():
+        print_field(name, text)
 
 
 @app.command("cancel")

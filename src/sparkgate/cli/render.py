@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderResult
 from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
+
+from sparkgate.units import byte_size
 
 Cell = str | Text  # a str is Rich markup (a styled outcome); a Text is shown as it is
 
@@ -155,6 +157,33 @@ def describe_error(error: dict[str, Any] | None) -> str:
 def short_error(error: dict[str, Any] | None) -> str:
     """An error's first line, cut to fit a table cell on a terminal; "" for none."""
     return Shortened(describe_error(error).splitlines()[0], 80) if error else ""
+
+
+def cost_lines(cost: Mapping[str, int]) -> list[tuple[str, str]]:
+    """A query's cost (``GET /v1/queries/{id}``'s ``cost``) as ``name: value`` lines."""
+    return [
+        (
+            "executor time",
+            f"{cost['executor_cpu_time_ns'] / 1e9:.3f} s CPU, "
+            f"{cost['executor_run_time_ms'] / 1e3:.3f} s run, {cost['tasks']} tasks",
+        ),
+        (
+            "input/output",
+            f"{byte_size(cost['input_bytes'])} ({cost['input_records']} rows) read, "
+            f"{byte_size(cost['output_bytes'])} ({cost['output_records']} rows) written",
+        ),
+        (
+            "shuffle",
+            f"{byte_size(cost['shuffle_read_bytes'])} read, "
+            f"{byte_size(cost['shuffle_write_bytes'])} written",
+        ),
+        (
+            "memory",
+            f"{byte_size(cost['peak_execution_memory'])} peak (one task's), "
+            f"{byte_size(cost['memory_bytes_spilled'])} spilled, "
+            f"{byte_size(cost['disk_bytes_spilled'])} to disk",
+        ),
+    ]
 
 
 def output_text(output: dict[str, Any] | None) -> str:

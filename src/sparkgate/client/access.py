@@ -54,6 +54,19 @@ class AccessCalls(Transport):
         }
         return self._call("GET", "/v1/audit", params=paging(offset, limit, after, None, **filters))
 
+    def usage(
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        bucket: str | None = None,
+        user: str | None = None,
+    ) -> dict[str, Any]:
+        """What queries that ended in ``[since, until)`` (epoch seconds) cost, by user and,
+        with ``bucket="day"``, by day; yours, or (admins) everyone's or ``user``'s."""
+        params = given(since=since, until=until, bucket=bucket, user=user)
+        return self._call("GET", "/v1/usage", params=params)
+
     def explain_access(self, user: str, privilege: str, table: str) -> dict[str, Any]:
         """Why ``user`` may or may not use ``privilege`` on ``table`` (admins only)."""
         return self._call(

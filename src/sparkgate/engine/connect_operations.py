@@ -75,6 +75,25 @@ class ConnectOperations:
         except Exception:
             log.exception("cancelling the jobs of Connect query %s failed", statement)
 
+    def record_costs(self) -> None:
+        """What the Connect operations that ended since the last beat cost (their Spark
+        tasks' metrics, summed by the engine's listener as they ended), with their queries:
+        the node that relays an operation's end records the end, only the engine its cost."""
+        shared = self._shared
+        if shared.connect_secret is None or shared.spark is None:
+            return
+        if not shared.store.statement_costs.available():
+            return
+        from sparkgate.engine.spark import connect_costs
+
+        for ended in connect_costs(shared.spark):
+            statement_id = shared.store.connect.statement_of_client(
+                ended.user, ended.session, ended.operation
+            )
+            if statement_id is None:  # not one sparkgate relayed (none is), or forgotten
+                continue
+            shared.store.statement_costs.add(statement_id, ended.cost, now=shared.clock())
+
     def end_gone_operations(self) -> None:
         """End the queries of Spark Connect operations this engine's Connect service no longer
         holds. A node records an operation's end as it relays it; when no node sees the end

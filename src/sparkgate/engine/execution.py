@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from sparkgate.runtime.session import OpenSession
 from sparkgate.store.records import StatementRecord
+from sparkgate.store.statement_costs import StatementCost
 
 
 @dataclass
@@ -31,6 +32,8 @@ class Execution:
     wake_after: bool = False
     # The tables it read and wrote ({"read": [...], "written": [...]}), recorded with its end.
     touched: dict[str, list[str]] | None = None
+    # What its Spark tasks cost, recorded with its end; None if it ran none.
+    cost: StatementCost | None = None
 
     @property
     def done(self) -> bool:

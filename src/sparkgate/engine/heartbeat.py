@@ -61,6 +61,10 @@ class Heartbeat:
                 self._connect.end_gone_operations()
             except Exception:  # never at the cost of the heartbeat
                 log.exception("ending gone Connect operations failed")
+            try:
+                self._connect.record_costs()
+            except Exception:
+                log.exception("recording what Connect operations cost failed")
             shared.stop_now.wait(self._beat_interval(interval))
 
     def _beat_interval(self, interval: float) -> float:

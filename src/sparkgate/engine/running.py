@@ -21,6 +21,7 @@ from sparkgate.engine.shared import Shared
 from sparkgate.runtime import hooks, identity, statement_thread
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.states import StatementKind
+from sparkgate.store.statement_costs import StatementCost
 
 log = logging.getLogger("sparkgate.engine")
 
@@ -84,11 +85,22 @@ class StatementRunner:
             outcome = exc
             hooks.fail(ctx, exc)  # e.g. abort a two-phase table
         finally:
-            # Taken whatever the outcome, so that the thread's next statement starts clean.
-            touched = jvm_thread.end(jsc)
+            # Taken whatever the outcome, so that the thread's next statement starts clean:
+            # what its plans touched (a line of JSON), then what its tasks cost.
+            touched, cost = jvm_thread.end(jsc, execution.tag).split("\n", 1)
         if shared.authz is not None:
             self._record_touched(execution, outcome, touched)
+        self._record_cost(execution, cost)
         self._reporter.report(execution, outcome)
+
+    def _record_cost(self, execution: Execution, cost_json: str) -> None:
+        """What its Spark tasks cost, recorded with its end whatever the outcome (a failed
+        or cancelled query's tasks ran too)."""
+        try:
+            if self._shared.store.statement_costs.available():
+                execution.cost = StatementCost.from_json(cost_json)
+        except Exception:
+            log.exception("reading what statement %s cost failed", execution.statement.id)
 
     def _record_touched(
         self, execution: Execution, outcome: ExecResult | BaseException, touched_json: str

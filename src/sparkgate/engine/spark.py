@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import os
 import time
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sparkgate.engine.artifacts import isolation_conf, share_root
-from sparkgate.engine.authz.build import EXTENSION_CLASS, ensure_jar
+from sparkgate.engine.authz.build import COSTS_LISTENER_CLASS, EXTENSION_CLASS, ensure_jar
 from sparkgate.recorded import ErrorCode
 from sparkgate.settings import Settings
 from sparkgate.states import EngineKind
+from sparkgate.store.statement_costs import StatementCost
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -130,6 +133,10 @@ def engine_spark_conf(
         conf["spark.driver.extraClassPath"] = _joined(
             conf.get("spark.driver.extraClassPath"), authz_jar, os.pathsep
         )
+        # Each statement's cost, from its tasks' metrics as they end (QueryCosts.scala).
+        conf["spark.extraListeners"] = _joined(
+            conf.get("spark.extraListeners"), COSTS_LISTENER_CLASS, ","
+        )
     # Whoever turned the UI on, it is reached through sparkgate only, and cannot kill jobs.
     conf["spark.ui.killEnabled"] = "false"
     if ui_enabled(conf) and not _is_local(conf["spark.master"]):
@@ -240,6 +247,29 @@ def connect_job_tag(spark: SparkSession, user_id: str, session_id: str, operatio
     """The tag Spark's Connect service gives every Spark job of an operation."""
     tags = _scala_object(spark, "org.apache.spark.sql.connect.service.ExecuteJobTag")
     return str(tags.apply(user_id, session_id, operation_id))
+
+
+@dataclass(frozen=True)
+class ConnectCost:
+    """A Spark Connect operation that ended, named as Spark's Connect service names it, and
+    what its Spark tasks cost."""
+
+    user: str
+    session: str
+    operation: str
+    cost: StatementCost
+
+
+def connect_costs(spark: SparkSession) -> list[ConnectCost]:
+    """The Connect operations that ended since the last call, with their costs (the engine's
+    listener, QueryCosts.scala, keeps them until asked)."""
+    lines = str(_scala_object(spark, COSTS_LISTENER_CLASS).connectCosts())
+    found = []
+    for line in lines.splitlines():
+        ended = json.loads(line)
+        cost = StatementCost.of(ended["cost"])
+        found.append(ConnectCost(ended["user"], ended["session"], ended["operation"], cost))
+    return found
 
 
 def build_spark(

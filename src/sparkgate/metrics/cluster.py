@@ -27,6 +27,7 @@ from sparkgate.states import (
     TERMINAL_STATEMENT_STATES,
 )
 from sparkgate.store import Store, schema
+from sparkgate.store.usage import UsageReports
 
 SCOPE = "cluster"
 
@@ -45,6 +46,10 @@ class ClusterCollector(Collector):
         self.store = store
         self.clock = clock
 
+    def _costs(self, conn: Connection) -> Iterator[Metric]:
+        if self.store.statement_costs.available():  # a node on a schema before the costs
+            yield from _costs_by_user(conn)
+
     def collect(self) -> Iterator[Metric]:
         # One read transaction for the scrape, ended before the exposition text is written.
         with self.store.db.read() as conn:
@@ -55,6 +60,7 @@ class ClusterCollector(Collector):
                 _heartbeat_ages(conn, now),
                 *_streams(conn),
                 _deploy_decisions(conn),
+                *self._costs(conn),
             ]
         return iter(families)
 
@@ -74,6 +80,25 @@ def _count_by_kind_and_state(table: sa.Table) -> sa.Select[Any]:
     return sa.select(table.c.kind, table.c.state, sa.func.count()).group_by(
         table.c.kind, table.c.state
     )
+
+
+def _costs_by_user(conn: Connection) -> Iterator[Metric]:
+    """What users' queries cost, as their engines recorded it: executor CPU and run seconds
+    by user (no tags: their values are unbounded, each a series of its own)."""
+    cpu = CounterMetricFamily(
+        "sparkgate_query_executor_cpu_seconds",
+        "Executor CPU time of ended queries' Spark tasks, by user",
+        labels=["scope", "user"],
+    )
+    run = CounterMetricFamily(
+        "sparkgate_query_executor_run_seconds",
+        "Executor run time of ended queries' Spark tasks, by user",
+        labels=["scope", "user"],
+    )
+    for user, cpu_ns, run_ms in UsageReports.by_user(conn):
+        cpu.add_metric([SCOPE, user or ""], cpu_ns / 1e9)
+        run.add_metric([SCOPE, user or ""], run_ms / 1e3)
+    yield from (cpu, run)
 
 
 def _queries(conn: Connection) -> Iterator[Metric]:

@@ -10,6 +10,7 @@ from sparkgate.schemas.common import Body, OptionalTimestamp, Paging, SparkConf,
 from sparkgate.schemas.errors import RecordedError
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
 from sparkgate.store.records import SessionRecord, StatementRecord
+from sparkgate.store.statement_costs import StatementCost
 
 
 class Session(Body):
@@ -63,6 +64,23 @@ class QueryAccepted(Body):
         return cls.model_validate(statement)
 
 
+# What a query's Spark tasks cost: Spark's own task metrics, summed over its tasks by its engine
+# when it ended (``QueryCosts.scala``); the names and units of Spark's REST API.
+class QueryCost(Body):
+    tasks: int
+    executor_run_time_ms: int
+    executor_cpu_time_ns: int
+    input_bytes: int
+    input_records: int
+    output_bytes: int
+    output_records: int
+    shuffle_read_bytes: int
+    shuffle_write_bytes: int
+    memory_bytes_spilled: int
+    disk_bytes_spilled: int
+    peak_execution_memory: int = Field(description="The largest of one task's, in bytes.")
+
+
 class Query(Body):
     id: int
     session_id: int
@@ -79,12 +97,19 @@ class Query(Body):
     output: dict[str, Any] | None = Field(
         description="What the statement printed and how sparkgate ran it (free-form)."
     )
+    cost: QueryCost | None = Field(
+        default=None,
+        description="What its Spark tasks cost, once it has ended (null if it ran none); "
+        "given by `GET /v1/queries/{id}`, null in lists.",
+    )
 
     @classmethod
-    def of(cls, statement: StatementRecord) -> Query:
+    def of(cls, statement: StatementRecord, cost: StatementCost | None = None) -> Query:
         # ``output``: what the statement printed (a pyspark statement's {"data": ...}, a batch
         # file's log) and how sparkgate ran it (e.g. "ctas": {"path": ...}); None when neither.
-        return cls.from_record(statement, query=statement.code, result=statement.result_info)
+        return cls.from_record(
+            statement, query=statement.code, result=statement.result_info, cost=cost
+        )
 
 
 # A page of a query's result: the service's ``ResultPage``, read as it is.

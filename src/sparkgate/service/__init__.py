@@ -37,6 +37,7 @@ from sparkgate.service.queries import Queries
 from sparkgate.service.sessions import Sessions
 from sparkgate.service.stream_jobs import Streams
 from sparkgate.service.streams import StreamService
+from sparkgate.service.usage import UsageService
 from sparkgate.service.watcher import StatementWatcher
 from sparkgate.settings import Settings
 from sparkgate.store import Store
@@ -67,6 +68,7 @@ class Service:
         self.streams = StreamService(settings, store, users, sessions, self.queries, streams)
         self.jobs = JobService(store, users, deployer, job_runner)
         self.accounts = Accounts(store, users)
+        self.usage = UsageService(store)
         self.data_access = DataAccess(store, users)
         self.catalog = Catalog(store, self.queries)
         self.loads = Loads(settings, users, self.queries)

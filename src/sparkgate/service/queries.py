@@ -36,6 +36,7 @@ from sparkgate.store import Store
 from sparkgate.store.idempotency import KeyClaim
 from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
 from sparkgate.store.session_attributes import SessionAttributes
+from sparkgate.store.statement_costs import StatementCost
 
 log = logging.getLogger("sparkgate.service.queries")
 
@@ -293,6 +294,12 @@ class Queries:
     def get(self, query_id: int, *, user: Principal) -> StatementRecord:
         """The query, if the user may see it; else QueryNotFound, as for a missing id."""
         return self._with_session(query_id, user)[0]
+
+    def cost(self, statement: StatementRecord) -> StatementCost | None:
+        """What an ended query's Spark tasks cost (its engine records it with its end)."""
+        if statement.state not in TERMINAL_STATEMENT_STATES:
+            return None
+        return self.store.statement_costs.of(statement.id)
 
     def _with_session(
         self, query_id: int, user: Principal

@@ -18,6 +18,7 @@ from sparkgate.store.jobs import Deployments, JobRuns, Jobs
 from sparkgate.store.leases import Leases
 from sparkgate.store.migrate import migrate
 from sparkgate.store.sessions import Sessions
+from sparkgate.store.statement_costs import StatementCosts
 from sparkgate.store.statement_tables import StatementTables
 from sparkgate.store.statements import Statements
 from sparkgate.store.stream_jobs import StreamJobs
@@ -26,6 +27,7 @@ from sparkgate.store.table_access import TableAccess
 from sparkgate.store.table_transactions import TableTransactions
 from sparkgate.store.tokens import Tokens
 from sparkgate.store.transitions import Outcome, Transitions
+from sparkgate.store.usage import UsageReports
 
 
 class Store:
@@ -48,6 +50,8 @@ class Store:
         self.idempotency = IdempotencyKeys(db)
         self.table_access = TableAccess(db)
         self.statement_tables = StatementTables(db)
+        self.statement_costs = StatementCosts(db)
+        self.usage = UsageReports(db, self.statement_costs)
 
     @classmethod
     def open(cls, url: str, *, hints: bool = True) -> Store:

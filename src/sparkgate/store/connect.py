@@ -101,6 +101,23 @@ class ConnectMaps:
         with self._db.read() as conn:
             return conn.execute(query).scalar()
 
+    def statement_of_client(self, owner: str, client_session: str, operation_id: str) -> int | None:
+        """The query of a client's operation, by the names Spark's Connect service knows."""
+        query = (
+            sa.select(connect_operations.c.statement_id)
+            .join(
+                connect_sessions,
+                connect_sessions.c.session_id == connect_operations.c.session_id,
+            )
+            .where(
+                connect_sessions.c.owner == owner,
+                connect_sessions.c.client_session == client_session,
+                connect_operations.c.operation_id == operation_id,
+            )
+        )
+        with self._db.read() as conn:
+            return conn.execute(query).scalar()
+
     def records_operation(self, statement_id: int) -> bool:
         """Whether a query records a Connect operation (whose rows went to its client)."""
         query = sa.select(connect_operations.c.statement_id).where(

@@ -2,9 +2,9 @@
 
 Declared by resource, a module each: ``schema_sessions`` (engines, sessions, statements,
 leases, idempotency keys), ``schema_streams``, ``schema_jobs``, ``schema_users`` (tokens, the
-audit log), ``schema_connect`` and ``schema_catalog`` (two-phase writes, table owners and
-grants, the tables statements used); all in one ``metadata`` (``schema_metadata``, with the
-column types they share).
+audit log), ``schema_connect``, ``schema_catalog`` (two-phase writes, table owners and
+grants, the tables statements used) and ``schema_costs`` (what statements cost); all in one
+``metadata`` (``schema_metadata``, with the column types they share).
 
 This module imports every one of them, so that ``metadata`` holds every table once it is
 imported (Alembic's environment and the test that compares the models with the migrations read
@@ -20,6 +20,7 @@ from sparkgate.store.schema_catalog import (
     table_transactions,
 )
 from sparkgate.store.schema_connect import connect_operations, connect_sessions, engine_connect
+from sparkgate.store.schema_costs import statement_costs
 from sparkgate.store.schema_jobs import deployments, job_decisions, job_runs, job_versions, jobs
 from sparkgate.store.schema_metadata import ID_MAX, Json, Time, metadata
 from sparkgate.store.schema_sessions import (
@@ -55,6 +56,7 @@ __all__ = [
     "leases",
     "metadata",
     "sessions",
+    "statement_costs",
     "statement_tables",
     "statements",
     "stream_jobs",

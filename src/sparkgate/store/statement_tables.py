@@ -9,8 +9,6 @@ statements through the index on (table_name, at), never by scanning statements' 
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
@@ -19,6 +17,7 @@ from sqlalchemy.engine import Connection
 
 from sparkgate.states import StatementState
 from sparkgate.store.database import Database
+from sparkgate.store.presence import TablePresence
 from sparkgate.store.schema import sessions, statement_tables, statements
 from sparkgate.store.sessions import in_scope
 
@@ -26,8 +25,6 @@ READ, WRITE = "read", "write"
 # The lists the engine's check gives ("read", "written") and how each is stored.
 _ACCESS = {"read": READ, "written": WRITE}
 _NAME_MAX = 767  # the column's width: a longer name (no catalog keeps one) is not recorded
-# How often an engine on a schema without the table asks again whether it came.
-_RECHECK = 60.0
 
 
 @dataclass(frozen=True)
@@ -44,25 +41,11 @@ class TableUse:
 class StatementTables:
     def __init__(self, db: Database) -> None:
         self._db = db
-        self._lock = threading.Lock()
-        self._present = False
-        self._asked_at: float | None = None
+        self._present = TablePresence(db, statement_tables)
 
     def available(self) -> bool:
-        """Whether the store's schema has the table: an engine of a node pinned to an older
-        revision (``Settings.store_revision``) records nothing until a migration adds it."""
-        with self._lock:
-            if self._present:
-                return True
-            now = time.monotonic()
-            if self._asked_at is not None and now - self._asked_at < _RECHECK:
-                return False
-            self._asked_at = now
-        with self._db.read() as conn:
-            present = sa.inspect(conn).has_table(statement_tables.name)
-        with self._lock:
-            self._present = self._present or present
-            return present
+        """Whether the store's schema has the table (``presence``)."""
+        return self._present()
 
     def add(
         self,

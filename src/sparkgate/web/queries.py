@@ -85,7 +85,8 @@ def queries_page(
 
 @router.get("/queries/{query_id}")
 def query_page(request: Request, query_id: Id, service: ServiceDep, user: UserDep) -> HTMLResponse:
-    query = Query.of(service.queries.get(query_id, user=user))
+    statement = service.queries.get(query_id, user=user)
+    query = Query.of(statement, service.queries.cost(statement))
     return render(request, "query.html", query=query)
 
 
@@ -96,7 +97,8 @@ def query_state(
     """The query's state, timeline, progress and error; polled while it runs. When it turns
     final, the fragment also replaces the SQL (to mark an error's position) and loads the
     result, out of band."""
-    query = Query.of(service.queries.get(query_id, user=user))
+    statement = service.queries.get(query_id, user=user)
+    query = Query.of(statement, service.queries.cost(statement))
     return render(request, "_query_state.html", query=query, changed=was != query.state)
 
 

@@ -26,6 +26,7 @@ from sparkgate.states import (
     TERMINAL_SESSION_STATES,
     TERMINAL_STATEMENT_STATES,
 )
+from sparkgate.units import byte_size
 
 _env = Environment(
     loader=PackageLoader("sparkgate.web", "templates"),
@@ -213,5 +214,12 @@ def pygments_css() -> str:
     return str(_FORMATTER.get_style_defs(".code"))  # type: ignore[no-untyped-call]
 
 
-_env.filters.update(when=when, ago=ago, between=between, duration=duration, first_line=first_line)
+_env.filters.update(
+    when=when,
+    ago=ago,
+    between=between,
+    duration=duration,
+    first_line=first_line,
+    size=byte_size,
+)
 _env.globals.update(code_html=code_html, final=FINAL)

@@ -150,11 +150,13 @@ async def get_query(
     user: UserDep,
     wait: Wait = 0,
 ) -> bodies.Query:
-    """The query's state; ``?wait=30`` holds the answer until it is final or 30 s pass."""
+    """The query's state and, once it has ended, what its Spark tasks cost; ``?wait=30``
+    holds the answer until it is final or 30 s pass."""
     statement = await asyncio.to_thread(service.queries.get, query_id, user=user)
     if wait > 0:
         statement = await service.queries.wait(statement, wait)
-    return bodies.Query.of(statement)
+    cost = await asyncio.to_thread(service.queries.cost, statement)
+    return bodies.Query.of(statement, cost)
 
 
 @router.get(

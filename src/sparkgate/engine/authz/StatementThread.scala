@@ -54,9 +54,10 @@ object StatementThread {
     try target.getClass.getMethod(method).invoke(target)
     catch { case e: InvocationTargetException if e.getCause != null => throw e.getCause }
 
-  /** Clear the statement's job tags; what its plans read and wrote (Authz.takeTouched). */
-  def end(jsc: JavaSparkContext): String = {
+  /** Clear the statement's job tags; what its plans read and wrote (Authz.takeTouched), a
+   *  line, and what its Spark tasks cost (QueryCosts.take: JSON, or null if none ran). */
+  def end(jsc: JavaSparkContext, tag: String): String = {
     jsc.sc.clearJobTags()
-    Authz.takeTouched()
+    s"${Authz.takeTouched()}\n${QueryCosts.take(jsc.sc, tag)}"
   }
 }

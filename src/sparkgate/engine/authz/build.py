@@ -22,6 +22,7 @@ log = logging.getLogger("sparkgate.engine")
 
 HERE = Path(__file__).parent
 EXTENSION_CLASS = "sparkgate.authz.Extensions"
+COSTS_LISTENER_CLASS = "sparkgate.authz.QueryCosts"
 
 
 def _pyspark_jars() -> Path:

@@ -1,0 +1,76 @@
+"""``sparkgate usage``: what queries cost, by user and day."""
+
+from __future__ import annotations
+
+import time
+from typing import Annotated
+
+import typer
+
+from sparkgate.cli.common import JsonOption, client, console, err_console, fail, print_json
+from sparkgate.cli.render import table
+from sparkgate.sql.durations import parse_duration
+from sparkgate.units import byte_size
+
+
+def _ago(option: str, value: str | None) -> float | None:
+    if value is None:
+        return None
+    try:
+        return time.time() - parse_duration(value)
+    except ValueError as exc:
+        fail(f"{option}: {exc}")
+
+
+def usage(
+    since: Annotated[
+        str | None, typer.Option("--since", help="Queries that ended in the last while: 7d.")
+    ] = None,
+    until: Annotated[
+        str | None, typer.Option("--until", help="...and before this long ago: 1d.")
+    ] = None,
+    by_day: Annotated[bool, typer.Option("--by-day", help="A row per user and day (UTC).")] = False,
+    user: Annotated[
+        str | None, typer.Option("--user", help="Only this user's (admins; else your own).")
+    ] = None,
+    as_json: JsonOption = False,
+) -> None:
+    """What queries cost (executor CPU and run time, bytes), by user; yours, or for admins
+    everyone's.
+
+    Example: sparkgate usage --since 7d --by-day
+    """
+    with client() as sg:
+        report = sg.usage(
+            since=_ago("--since", since),
+            until=_ago("--until", until),
+            bucket="day" if by_day else None,
+            user=user,
+        )
+    if as_json:
+        print_json(report)
+        return
+    columns = ("user", *(("day",) if by_day else ()), "queries", "tasks", "CPU s", "run s")
+    rows = [
+        (
+            row["user"] or "",
+            *((row["bucket"][:10],) if by_day else ()),
+            str(row["queries"]),
+            str(row["tasks"]),
+            f"{row['executor_cpu_time_ns'] / 1e9:.3f}",
+            f"{row['executor_run_time_ms'] / 1e3:.3f}",
+        )
+        for row in report["rows"]
+    ]
+    wide = ("read", "written", "shuffled")
+    sizes = [
+        (
+            byte_size(row["input_bytes"]),
+            byte_size(row["output_bytes"]),
+            byte_size(row["shuffle_write_bytes"]),
+        )
+        for row in report["rows"]
+    ]
+    console.print(table((*columns, *wide), [(*r, *s) for r, s in zip(rows, sizes, strict=True)]))
+    if not rows:
+        err_console.print("no queries with a cost in that span", highlight=False)

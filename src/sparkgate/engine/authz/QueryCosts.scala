@@ -1,0 +1,183 @@
+package sparkgate.authz
+
+import java.util.Properties
+import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, CountDownLatch, TimeUnit}
+
+import org.apache.spark.SparkContext
+import org.apache.spark.executor.TaskMetrics
+import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerStageSubmitted, SparkListenerTaskEnd}
+import org.apache.spark.sparkgate.{Barrier, ListenerBus}
+import org.apache.spark.sql.connect.service.{SparkListenerConnectOperationCanceled, SparkListenerConnectOperationClosed, SparkListenerConnectOperationFailed, SparkListenerConnectOperationFinished, SparkListenerConnectOperationStarted}
+
+/** What one query's Spark tasks cost, summed from Spark's own task metrics as Spark's status
+ *  store sums a stage's (AppStatusListener): the same counters, so that the figures equal
+ *  what Spark's UI and REST API show for the same jobs. The peak execution memory is the
+ *  largest of one task's (Spark's stage figure sums them, which measures nothing). */
+final class Cost {
+  private var tasks = 0L
+  private var runMs = 0L
+  private var cpuNs = 0L
+  private var inputBytes = 0L
+  private var inputRecords = 0L
+  private var outputBytes = 0L
+  private var outputRecords = 0L
+  private var shuffleReadBytes = 0L
+  private var shuffleWriteBytes = 0L
+  private var memorySpilled = 0L
+  private var diskSpilled = 0L
+  private var peakMemory = 0L
+
+  def add(m: TaskMetrics): Unit = synchronized {
+    tasks += 1
+    runMs += m.executorRunTime
+    cpuNs += m.executorCpuTime
+    inputBytes += m.inputMetrics.bytesRead
+    inputRecords += m.inputMetrics.recordsRead
+    outputBytes += m.outputMetrics.bytesWritten
+    outputRecords += m.outputMetrics.recordsWritten
+    shuffleReadBytes += m.shuffleReadMetrics.totalBytesRead
+    shuffleWriteBytes += m.shuffleWriteMetrics.bytesWritten
+    memorySpilled += m.memoryBytesSpilled
+    diskSpilled += m.diskBytesSpilled
+    peakMemory = math.max(peakMemory, m.peakExecutionMemory)
+  }
+
+  def json: String = synchronized {
+    Seq(
+      "tasks" -> tasks,
+      "executor_run_time_ms" -> runMs,
+      "executor_cpu_time_ns" -> cpuNs,
+      "input_bytes" -> inputBytes,
+      "input_records" -> inputRecords,
+      "output_bytes" -> outputBytes,
+      "output_records" -> outputRecords,
+      "shuffle_read_bytes" -> shuffleReadBytes,
+      "shuffle_write_bytes" -> shuffleWriteBytes,
+      "memory_bytes_spilled" -> memorySpilled,
+      "disk_bytes_spilled" -> diskSpilled,
+      "peak_execution_memory" -> peakMemory
+    ).map { case (k, v) => s""""$k":$v""" }.mkString("{", ",", "}")
+  }
+}
+
+/** A Spark Connect operation that ended, with its cost: its user and session name the
+ *  sparkgate session that holds it. */
+final case class ConnectCost(user: String, session: String, operation: String, cost: String)
+
+/** The engine's listener of Spark's scheduler (spark.extraListeners): the cost of each
+ *  sparkgate statement, by the job tag the statement's thread gives its jobs
+ *  (StatementThread.begin), and of each Spark Connect operation, by the tag Spark's Connect
+ *  service gives its jobs. A task is counted for the tags of the job that submitted its
+ *  stage (the stage's properties), so a stage one query computed and another reuses is
+ *  counted once, for the first. Pushed by Spark as tasks end; nothing polls. */
+class QueryCosts extends SparkListener {
+  private val stageTags = new ConcurrentHashMap[(Int, Int), Array[String]]()
+  private val costs = new ConcurrentHashMap[String, Cost]()
+  // Connect operations started and not yet ended, by job tag: (user, session, operation).
+  private val operations = new ConcurrentHashMap[String, (String, String, String)]()
+  private val ended = new ConcurrentLinkedQueue[ConnectCost]()
+  QueryCosts.current = this
+
+  override def onStageSubmitted(event: SparkListenerStageSubmitted): Unit = {
+    val tags = QueryCosts.counted(event.properties)
+    if (tags.nonEmpty) {
+      stageTags.put((event.stageInfo.stageId, event.stageInfo.attemptNumber()), tags)
+    }
+  }
+
+  override def onTaskEnd(event: SparkListenerTaskEnd): Unit = {
+    val tags = stageTags.get((event.stageId, event.stageAttemptId))
+    if (tags == null || event.taskMetrics == null) return
+    tags.foreach { tag =>
+      if (costs.size < QueryCosts.MaxKept || costs.containsKey(tag)) {
+        costs.computeIfAbsent(tag, _ => new Cost).add(event.taskMetrics)
+      }
+    }
+  }
+
+  override def onOtherEvent(event: SparkListenerEvent): Unit = event match {
+    case barrier: Barrier => barrier.latch.countDown()
+    case e: SparkListenerConnectOperationStarted =>
+      if (operations.size < QueryCosts.MaxKept) {
+        operations.put(e.jobTag, (e.userId, e.sessionId, e.operationId))
+      }
+    // Its jobs are over when it finished or failed (their ends were posted before); when
+    // cancelled, what its interrupted tasks had done by then.
+    case e: SparkListenerConnectOperationFinished => connectEnded(e.jobTag)
+    case e: SparkListenerConnectOperationFailed => connectEnded(e.jobTag)
+    case e: SparkListenerConnectOperationCanceled => connectEnded(e.jobTag)
+    case e: SparkListenerConnectOperationClosed => connectEnded(e.jobTag)
+    case _ =>
+  }
+
+  private def connectEnded(tag: String): Unit = {
+    val operation = operations.remove(tag)
+    val cost = take(tag)
+    if (operation != null && cost != null) {
+      val (user, session, id) = operation
+      ended.add(ConnectCost(user, session, id, cost))
+    }
+  }
+
+  /** The Connect operations that ended since the last call, with their costs (JSON lines:
+   *  {"user", "session", "operation", "cost"}); the engine records them. */
+  def takeConnectCosts(): String = {
+    val lines = new StringBuilder
+    var next = ended.poll()
+    while (next != null) {
+      val fields = new java.util.LinkedHashMap[String, AnyRef]()
+      fields.put("user", next.user)
+      fields.put("session", next.session)
+      fields.put("operation", next.operation)
+      fields.put("cost", QueryCosts.json.readTree(next.cost))
+      lines.append(QueryCosts.json.writeValueAsString(fields)).append('\n')
+      next = ended.poll()
+    }
+    lines.toString
+  }
+
+  /** The tag's cost (JSON), forgotten here with its stages; null if none of its tasks ran. */
+  def take(tag: String): String = {
+    stageTags.values.removeIf(tags => tags.contains(tag))
+    val cost = costs.remove(tag)
+    if (cost == null) null else cost.json
+  }
+}
+
+object QueryCosts {
+  // The tags counted: a statement's (claims.py) and a Spark Connect operation's (Spark's
+  // ExecuteJobTag). Jobs of other tags (a user's spark.addTag) are not, or nothing would
+  // ever take their costs.
+  val Prefixes = Seq("sparkgate-statement-", "SparkConnect_OperationTag_")
+  private val json = new com.fasterxml.jackson.databind.ObjectMapper()
+  // Costs never taken (a statement's thread that died between its jobs and its end) stop
+  // being added past this many, so a leak stays bounded.
+  val MaxKept = 10000
+  // How long a statement's end waits for the listener bus to deliver its tasks' ends.
+  val BarrierTimeoutMs = 2000L
+
+  @volatile private[authz] var current: QueryCosts = null
+
+  private def counted(properties: Properties): Array[String] = {
+    if (properties == null) return Array.empty
+    val tags = Option(properties.getProperty("spark.job.tags")).getOrElse("")
+    tags.split(",").filter(tag => Prefixes.exists(tag.startsWith))
+  }
+
+  /** The cost of the statement tagged `tag`, once the listener has received every task end
+   *  posted so far (its jobs are over: their ends were posted before they returned). */
+  def take(sc: SparkContext, tag: String): String = {
+    val listener = current
+    if (listener == null) return null
+    val barrier = new Barrier(new CountDownLatch(1))
+    ListenerBus.post(sc, barrier)
+    barrier.latch.await(BarrierTimeoutMs, TimeUnit.MILLISECONDS) // late: what it has so far
+    listener.take(tag)
+  }
+
+  /** `QueryCosts.takeConnectCosts` of the engine's listener ("" without one). */
+  def connectCosts(): String = {
+    val listener = current
+    if (listener == null) "" else listener.takeConnectCosts()
+  }
+}

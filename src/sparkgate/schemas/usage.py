@@ -1,0 +1,39 @@
+"""Usage reports: ``GET /v1/usage``."""
+
+from __future__ import annotations
+
+from pydantic import Field
+
+from sparkgate.schemas.common import Body, OptionalTimestamp
+from sparkgate.store.usage import Usage
+
+
+class UsageRow(Body):
+    user: str | None = Field(description="The queries' owner (null: without authentication).")
+    bucket: OptionalTimestamp = Field(description="The bucket's start (UTC); null: no buckets.")
+    queries: int = Field(description="Ended queries whose Spark tasks ran.")
+    tasks: int
+    executor_run_time_ms: int
+    executor_cpu_time_ns: int
+    input_bytes: int
+    input_records: int
+    output_bytes: int
+    output_records: int
+    shuffle_read_bytes: int
+    shuffle_write_bytes: int
+    memory_bytes_spilled: int
+    disk_bytes_spilled: int
+
+    @classmethod
+    def of(cls, usage: Usage) -> UsageRow:
+        return cls.model_validate(usage)
+
+
+class UsageReport(Body):
+    """What queries that ended in ``[since, until)`` cost, summed from their recorded costs."""
+
+    group_by: str
+    bucket: str | None
+    since: OptionalTimestamp
+    until: OptionalTimestamp
+    rows: list[UsageRow]

@@ -1,0 +1,36 @@
+"""The tables of what queries cost: each statement's Spark task metrics, summed by its engine
+when it ends. Part of ``schema``, which names every table.
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+
+from sparkgate.store.schema_metadata import Time, metadata
+
+# The figures of a statement that ran Spark tasks (a statement that ran none has no row), as
+# Spark's task metrics count them: run time in milliseconds, CPU time in nanoseconds, the rest
+# in bytes and rows. ``at``: when the statement ended (usage reads by time).
+COST_COLUMNS = (
+    "tasks",
+    "executor_run_time_ms",
+    "executor_cpu_time_ns",
+    "input_bytes",
+    "input_records",
+    "output_bytes",
+    "output_records",
+    "shuffle_read_bytes",
+    "shuffle_write_bytes",
+    "memory_bytes_spilled",
+    "disk_bytes_spilled",
+    "peak_execution_memory",
+)
+
+statement_costs = sa.Table(
+    "statement_costs",
+    metadata,
+    sa.Column("statement_id", sa.Integer, sa.ForeignKey("statements.id"), primary_key=True),
+    sa.Column("at", Time, nullable=False),
+    *(sa.Column(name, sa.BigInteger, nullable=False) for name in COST_COLUMNS),
+    sa.Index(None, "at"),
+)

@@ -1,0 +1,83 @@
+"""What each statement's Spark tasks cost: the engine adds it when it records the statement's
+end (in the same transaction), summed from Spark's task metrics (``QueryCosts.scala``).
+
+    store.statement_costs.add(7, StatementCost(tasks=2, executor_run_time_ms=40, ...),
+                              now=time.time(), conn=conn)
+    store.statement_costs.of(7)  # -> StatementCost | None (None: it ran no Spark task)
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import asdict, dataclass, fields
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from sparkgate.store.database import Database
+from sparkgate.store.presence import TablePresence
+from sparkgate.store.schema import statement_costs
+from sparkgate.store.schema_costs import COST_COLUMNS
+
+
+@dataclass(frozen=True)
+class StatementCost:
+    """Spark's own counters, summed over a statement's tasks (the peak: the largest task's)."""
+
+    tasks: int
+    executor_run_time_ms: int
+    executor_cpu_time_ns: int
+    input_bytes: int
+    input_records: int
+    output_bytes: int
+    output_records: int
+    shuffle_read_bytes: int
+    shuffle_write_bytes: int
+    memory_bytes_spilled: int
+    disk_bytes_spilled: int
+    peak_execution_memory: int
+
+    @classmethod
+    def from_json(cls, text: str) -> StatementCost | None:
+        """The engine's JSON (``Cost.json``); None for its ``null`` (no task ran)."""
+        found = json.loads(text)
+        return None if found is None else cls.of(found)
+
+    @classmethod
+    def of(cls, figures: Mapping[str, int]) -> StatementCost:
+        """From the engine's figures, by name."""
+        return cls(**{name: int(figures[name]) for name in COST_COLUMNS})
+
+
+# The dataclass and the table name the same figures (checked once, at import).
+assert tuple(f.name for f in fields(StatementCost)) == COST_COLUMNS
+
+
+class StatementCosts:
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        self._present = TablePresence(db, statement_costs)
+
+    def available(self) -> bool:
+        """Whether the store's schema has the table (``presence``)."""
+        return self._present()
+
+    def add(
+        self, statement_id: int, cost: StatementCost, *, now: float, conn: Connection | None = None
+    ) -> None:
+        with self._db.within(conn) as c:
+            c.execute(
+                statement_costs.insert().values(statement_id=statement_id, at=now, **asdict(cost))
+            )
+
+    def of(self, statement_id: int) -> StatementCost | None:
+        """The statement's cost; None if it ran no Spark task, or has not ended."""
+        if not self.available():
+            return None
+        query = sa.select(*(statement_costs.c[name] for name in COST_COLUMNS)).where(
+            statement_costs.c.statement_id == statement_id
+        )
+        with self._db.read() as conn:
+            row = conn.execute(query).first()
+        return None if row is None else StatementCost(*(int(value) for value in row))

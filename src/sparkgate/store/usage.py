@@ -1,0 +1,151 @@
+"""Usage: what queries cost, summed by user and by day, from the costs their engines recorded
+(``statement_costs``), in one SQL aggregate: a report's totals are exactly the sum of the
+queries it covers, on SQLite and PostgreSQL alike.
+
+    store.usage.report(since=t0, until=t1, owner="bob", bucket=DAY)
+    store.usage.by_user(conn)  # every user's totals, for the metrics' counters
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import SQLCompiler
+from sqlalchemy.sql.functions import FunctionElement
+
+from sparkgate.store.database import Database
+from sparkgate.store.schema import sessions, statement_costs, statements
+from sparkgate.store.statement_costs import StatementCosts
+
+DAY = 86400.0
+
+# The figures a report sums (the peak is no sum: left out).
+SUMMED = (
+    "tasks",
+    "executor_run_time_ms",
+    "executor_cpu_time_ns",
+    "input_bytes",
+    "input_records",
+    "output_bytes",
+    "output_records",
+    "shuffle_read_bytes",
+    "shuffle_write_bytes",
+    "memory_bytes_spilled",
+    "disk_bytes_spilled",
+)
+
+
+class _Floor(FunctionElement[float]):
+    """floor() of a positive number: PostgreSQL's own; SQLite's integer cast (it truncates,
+    which for a positive number is the floor, and needs no math extension)."""
+
+    type = sa.Float()
+    inherit_cache = True
+
+
+@compiles(_Floor)
+def _floor(element: _Floor, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"floor({compiler.process(element.clauses, **kw)})"
+
+
+@compiles(_Floor, "sqlite")
+def _floor_sqlite(element: _Floor, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"CAST({compiler.process(element.clauses, **kw)} AS INTEGER)"
+
+
+@dataclass(frozen=True)
+class Usage:
+    """One row of a report: a user's queries that ended in one bucket (or the whole span)."""
+
+    user: str | None  # None: queries made without authentication
+    bucket: float | None  # the bucket's start (epoch seconds, UTC), None without buckets
+    queries: int
+    tasks: int
+    executor_run_time_ms: int
+    executor_cpu_time_ns: int
+    input_bytes: int
+    input_records: int
+    output_bytes: int
+    output_records: int
+    shuffle_read_bytes: int
+    shuffle_write_bytes: int
+    memory_bytes_spilled: int
+    disk_bytes_spilled: int
+
+
+class UsageReports:
+    def __init__(self, db: Database, costs: StatementCosts) -> None:
+        self._db = db
+        self._costs = costs
+
+    def report(
+        self,
+        *,
+        since: float | None = None,
+        until: float | None = None,
+        owner: str | None = None,
+        bucket: float | None = None,
+    ) -> list[Usage]:
+        """What the queries that ended in [since, until) cost, by user (only ``owner``'s if
+        given) and, with ``bucket`` (seconds), by bucket of their end time; by user, then
+        bucket. Nothing before the store has costs."""
+        if not self._costs.available():
+            return []
+        sc = statement_costs
+        start = (_Floor(sc.c.at / bucket) * bucket).label("bucket") if bucket else None
+        keys: list[Any] = [sessions.c.owner, *([start] if start is not None else [])]
+        query = (
+            sa.select(
+                *keys,
+                sa.func.count().label("queries"),
+                *(sa.func.sum(sc.c[name]).label(name) for name in SUMMED),
+            )
+            .select_from(
+                sc.join(statements, statements.c.id == sc.c.statement_id).join(
+                    sessions, sessions.c.id == statements.c.session_id
+                )
+            )
+            .group_by(*keys)
+            .order_by(*keys)
+        )
+        if since is not None:
+            query = query.where(sc.c.at >= since)
+        if until is not None:
+            query = query.where(sc.c.at < until)
+        if owner is not None:
+            query = query.where(sessions.c.owner == owner)
+        with self._db.read() as conn:
+            rows = conn.execute(query).all()
+        return [
+            Usage(
+                user=row.owner,
+                bucket=float(row.bucket) if start is not None else None,
+                queries=int(row.queries),
+                **{name: int(getattr(row, name) or 0) for name in SUMMED},
+            )
+            for row in rows
+        ]
+
+    @staticmethod
+    def by_user(conn: Connection) -> list[tuple[str | None, int, int]]:
+        """Every user's executor CPU (ns) and run time (ms) over all their queries: one
+        aggregate, for the metrics' counters (a store without costs: a caller's to check)."""
+        sc = statement_costs
+        query = (
+            sa.select(
+                sessions.c.owner,
+                sa.func.sum(sc.c.executor_cpu_time_ns),
+                sa.func.sum(sc.c.executor_run_time_ms),
+            )
+            .select_from(
+                sc.join(statements, statements.c.id == sc.c.statement_id).join(
+                    sessions, sessions.c.id == statements.c.session_id
+                )
+            )
+            .group_by(sessions.c.owner)
+        )
+        return [(row[0], int(row[1] or 0), int(row[2] or 0)) for row in conn.execute(query)]

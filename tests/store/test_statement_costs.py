@@ -1,0 +1,131 @@
+"""What each statement's Spark tasks cost (``store.statement_costs``): recorded with the
+statement's end, read back by id; a store before the table records nothing."""
+
+from __future__ import annotations
+
+import pytest
+import sqlalchemy as sa
+
+from sparkgate.states import SessionKind
+from sparkgate.store import Store
+from sparkgate.store.statement_costs import StatementCost
+from sparkgate.store.usage import Usage
+from tests.conftest import NOW
+
+_LARGE = 3 * 2**40  # a terabyte-scale figure: the columns are 64-bit on both stores
+
+
+def _cost(**figures: int) -> StatementCost:
+    base = dict.fromkeys(StatementCost.__dataclass_fields__, 0)
+    return StatementCost(**{**base, **figures})
+
+
+def test_a_cost_is_recorded_and_read_back(store: Store) -> None:
+    session = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner="bob")
+    ran, idle = (store.statements.add(session.id, "SELECT 1", now=NOW) for _ in range(2))
+    cost = _cost(tasks=3, executor_cpu_time_ns=_LARGE, input_bytes=_LARGE + 1, input_records=7)
+    with store.db.begin() as conn:
+        store.statement_costs.add(ran.id, cost, now=NOW, conn=conn)
+    assert store.statement_costs.of(ran.id) == cost
+    assert store.statement_costs.of(idle.id) is None  # it ran no task
+    with pytest.raises(sa.exc.IntegrityError):  # one cost per statement
+        store.statement_costs.add(ran.id, cost, now=NOW)
+
+
+def test_the_engines_figures_are_read_as_written() -> None:
+    text = (
+        '{"tasks":2,"executor_run_time_ms":40,"executor_cpu_time_ns":31000000,'
+        '"input_bytes":0,"input_records":100,"output_bytes":0,"output_records":0,'
+        '"shuffle_read_bytes":118,"shuffle_write_bytes":118,"memory_bytes_spilled":0,'
+        '"disk_bytes_spilled":0,"peak_execution_memory":262144}'
+    )
+    cost = StatementCost.from_json(text)
+    assert cost == _cost(
+        tasks=2,
+        executor_run_time_ms=40,
+        executor_cpu_time_ns=31_000_000,
+        input_records=100,
+        shuffle_read_bytes=118,
+        shuffle_write_bytes=118,
+        peak_execution_memory=262144,
+    )
+    assert StatementCost.from_json("null") is None
+
+
+def test_a_store_before_the_table_records_nothing(store: Store) -> None:
+    store.migrate("0011_statement_tables")
+    with store.db.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE statement_costs")
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0011_statement_tables'")
+    fresh = Store(store.db)
+    assert not fresh.statement_costs.available()
+    assert fresh.statement_costs.of(1) is None  # no table: no cost, and no error
+    fresh.migrate()
+    assert Store(store.db).statement_costs.available()
+
+
+def test_usage_sums_exactly_the_queries_it_covers_by_user_and_day(store: Store) -> None:
+    """Totals equal the sum over the queries of each user and day; ``since`` and ``until``
+    bound by end time, ``owner`` keeps one user's."""
+    day = 86400.0
+    start = (NOW // day) * day  # a day's first second
+    ended: list[tuple[str, float, StatementCost]] = []
+    for number, (owner, at) in enumerate(
+        [
+            ("alice", start + 10),
+            ("alice", start + 20.5),
+            ("bob", start + 30),
+            ("alice", start + day + 1),
+            ("bob", start + 2 * day - 0.25),
+        ]
+    ):
+        session = store.sessions.add(SessionKind.BATCH, now=NOW, owner=owner)
+        statement = store.statements.add(session.id, "SELECT 1", now=NOW)
+        cost = _cost(
+            tasks=number + 1,
+            executor_cpu_time_ns=_LARGE + number,
+            executor_run_time_ms=1000 * number,
+            input_bytes=7 * number,
+        )
+        store.statement_costs.add(statement.id, cost, now=at)
+        ended.append((owner, at, cost))
+
+    def expected(owner: str, since: float, until: float) -> tuple[int, int, int, int]:
+        mine = [c for o, at, c in ended if o == owner and since <= at < until]
+        return (
+            len(mine),
+            sum(c.tasks for c in mine),
+            sum(c.executor_cpu_time_ns for c in mine),
+            sum(c.input_bytes for c in mine),
+        )
+
+    def figures(usage: Usage) -> tuple[int, int, int, int]:
+        return (usage.queries, usage.tasks, usage.executor_cpu_time_ns, usage.input_bytes)
+
+    whole = store.usage.report()
+    assert [(u.user, u.bucket) for u in whole] == [("alice", None), ("bob", None)]
+    assert [figures(u) for u in whole] == [
+        expected("alice", 0, 1e12),
+        expected("bob", 0, 1e12),
+    ]
+    daily = store.usage.report(bucket=day)
+    assert [(u.user, u.bucket) for u in daily] == [
+        ("alice", start),
+        ("alice", start + day),
+        ("bob", start),
+        ("bob", start + day),
+    ]
+    for usage in daily:
+        assert usage.user is not None and usage.bucket is not None
+        assert figures(usage) == expected(usage.user, usage.bucket, usage.bucket + day)
+    bobs = store.usage.report(owner="bob", since=start + 30, until=start + 2 * day - 0.25)
+    assert [figures(u) for u in bobs] == [expected("bob", start + 30, start + 2 * day - 0.25)]
+    with store.db.read() as conn:
+        by_user = store.usage.by_user(conn)
+    assert sorted(by_user) == [
+        ("alice", *(sum(getattr(c, f) for o, _, c in ended if o == "alice") for f in _TIMES)),
+        ("bob", *(sum(getattr(c, f) for o, _, c in ended if o == "bob") for f in _TIMES)),
+    ]
+
+
+_TIMES = ("executor_cpu_time_ns", "executor_run_time_ms")
