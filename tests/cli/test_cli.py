@@ -91,7 +91,7 @@ def test_sql_in_a_session_and_json(server: ServerProcess) -> None:
     shown_text = sparkgate(server, "queries", "show", str(query_id)).stdout
     assert "B (900 rows) read" in shown_text, shown_text  # what its Spark tasks cost
     report = json.loads(sparkgate(server, "usage", "--json").stdout)
-    assert report["group_by"] == "user" and report["rows"][0]["tasks"] >= 1, report
+    assert report["group_by"] == "user" and report["rows"][0]["cost"]["tasks"] >= 1, report
     daily = sparkgate(server, "usage", "--by-day", "--since", "7d")
     ended_on = json.loads(counted.stdout)["query"]["finished_at"][:10]
     assert daily.returncode == 0 and ended_on in daily.stdout, daily.stdout

@@ -668,7 +668,7 @@ def test_usage_is_ones_own_and_admins_see_everyones(
         asked = alice.get("/v1/usage", params={"user": "carol", "bucket": "day"}).json()["rows"]
         by_tag = alice.get("/v1/usage", params={"group_by": "tag:team"})
         backwards = alice.get("/v1/usage", params={"since": 100, "until": 50})
-    assert [r["user"] for r in mine] == ["alice"] and mine[0]["tasks"] > 0, mine
+    assert [r["user"] for r in mine] == ["alice"] and mine[0]["cost"]["tasks"] > 0, mine
     assert {r["user"] for r in asked} == {"alice"}  # another's: one's own, as every list
     assert by_tag.status_code == 422 and "group_by" in by_tag.text
     assert backwards.status_code == 422 and "until" in backwards.text

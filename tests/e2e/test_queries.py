@@ -13,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 from sparkgate.client import Client
 from sparkgate.schemas.common import iso
+from sparkgate.store.schema_costs import COST_COLUMNS
 from sparkgate_dev import ServerProcess, eventually
 from tests.e2e.conftest import livy_output, run, wait_idle
 
@@ -385,21 +386,6 @@ for stage in items(status.stageList(None, False, False, quantiles, None)):
 print(json.dumps(own))
 """
 
-_COST_FIGURES = (
-    "tasks",
-    "executor_run_time_ms",
-    "executor_cpu_time_ns",
-    "input_bytes",
-    "input_records",
-    "output_bytes",
-    "output_records",
-    "shuffle_read_bytes",
-    "shuffle_write_bytes",
-    "memory_bytes_spilled",
-    "disk_bytes_spilled",
-    "peak_execution_memory",
-)
-
 
 def test_an_ended_query_says_what_its_spark_tasks_cost_as_spark_counts_it(
     sg: Client, interactive: Any
@@ -428,7 +414,7 @@ def test_an_ended_query_says_what_its_spark_tasks_cost_as_spark_counts_it(
         assert [q["state"] for q in ended.values()] == ["success"] * 3 + ["failed"], ended
         costs = {name: sg.query(query["id"])["cost"] for name, query in ended.items()}
         for name, query in ended.items():
-            code = _SPARKS_OWN_COST % (query["id"], _COST_FIGURES)
+            code = _SPARKS_OWN_COST % (query["id"], COST_COLUMNS)
             assert costs[name] == json.loads(livy_output(livy, reader, code)), name
             assert costs[name]["tasks"] > 0, name
         assert costs["shuffle"]["shuffle_write_bytes"] > 0
@@ -449,7 +435,7 @@ def test_an_ended_query_says_what_its_spark_tasks_cost_as_spark_counts_it(
         rows = sg.usage(since=began)["rows"]
         assert len(rows) == 1  # one user: this server has no authentication
         for figure in ("tasks", "executor_cpu_time_ns", "input_bytes", "shuffle_write_bytes"):
-            assert rows[0][figure] == sum(c[figure] for c in covered), figure
+            assert rows[0]["cost"][figure] == sum(c[figure] for c in covered), figure
         assert rows[0]["queries"] == len(covered)
     finally:
         run(sg, "DROP TABLE IF EXISTS e2e_costs", session)

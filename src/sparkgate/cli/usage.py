@@ -56,18 +56,18 @@ def usage(
             row["user"] or "",
             *((row["bucket"][:10],) if by_day else ()),
             str(row["queries"]),
-            str(row["tasks"]),
-            f"{row['executor_cpu_time_ns'] / 1e9:.3f}",
-            f"{row['executor_run_time_ms'] / 1e3:.3f}",
+            str(row["cost"]["tasks"]),
+            f"{row['cost']['executor_cpu_time_ns'] / 1e9:.3f}",
+            f"{row['cost']['executor_run_time_ms'] / 1e3:.3f}",
         )
         for row in report["rows"]
     ]
     wide = ("read", "written", "shuffled")
     sizes = [
         (
-            byte_size(row["input_bytes"]),
-            byte_size(row["output_bytes"]),
-            byte_size(row["shuffle_write_bytes"]),
+            byte_size(row["cost"]["input_bytes"]),
+            byte_size(row["cost"]["output_bytes"]),
+            byte_size(row["cost"]["shuffle_write_bytes"]),
         )
         for row in report["rows"]
     ]

@@ -64,23 +64,6 @@ class QueryAccepted(Body):
         return cls.model_validate(statement)
 
 
-# What a query's Spark tasks cost: Spark's own task metrics, summed over its tasks by its engine
-# when it ended (``QueryCosts.scala``); the names and units of Spark's REST API.
-class QueryCost(Body):
-    tasks: int
-    executor_run_time_ms: int
-    executor_cpu_time_ns: int
-    input_bytes: int
-    input_records: int
-    output_bytes: int
-    output_records: int
-    shuffle_read_bytes: int
-    shuffle_write_bytes: int
-    memory_bytes_spilled: int
-    disk_bytes_spilled: int
-    peak_execution_memory: int = Field(description="The largest of one task's, in bytes.")
-
-
 class Query(Body):
     id: int
     session_id: int
@@ -97,10 +80,11 @@ class Query(Body):
     output: dict[str, Any] | None = Field(
         description="What the statement printed and how sparkgate ran it (free-form)."
     )
-    cost: QueryCost | None = Field(
+    cost: StatementCost | None = Field(
         default=None,
-        description="What its Spark tasks cost, once it has ended (null if it ran none); "
-        "given by `GET /v1/queries/{id}`, null in lists.",
+        description="What its Spark tasks cost, once it has ended (null if it ran none), "
+        "summed from Spark's task metrics, in their names and units (the peak: the largest "
+        "task's); given by `GET /v1/queries/{id}`, null in lists.",
     )
 
     @classmethod

@@ -5,6 +5,7 @@ from __future__ import annotations
 from pydantic import Field
 
 from sparkgate.schemas.common import Body, OptionalTimestamp
+from sparkgate.store.statement_costs import StatementCost
 from sparkgate.store.usage import Usage
 
 
@@ -12,17 +13,7 @@ class UsageRow(Body):
     user: str | None = Field(description="The queries' owner (null: without authentication).")
     bucket: OptionalTimestamp = Field(description="The bucket's start (UTC); null: no buckets.")
     queries: int = Field(description="Ended queries whose Spark tasks ran.")
-    tasks: int
-    executor_run_time_ms: int
-    executor_cpu_time_ns: int
-    input_bytes: int
-    input_records: int
-    output_bytes: int
-    output_records: int
-    shuffle_read_bytes: int
-    shuffle_write_bytes: int
-    memory_bytes_spilled: int
-    disk_bytes_spilled: int
+    cost: StatementCost = Field(description="Their costs summed (the peak: the largest).")
 
     @classmethod
     def of(cls, usage: Usage) -> UsageRow:

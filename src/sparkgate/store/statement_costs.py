@@ -9,7 +9,7 @@ end (in the same transaction), summed from Spark's task metrics (``QueryCosts.sc
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, fields
 
 import sqlalchemy as sa
@@ -40,14 +40,17 @@ class StatementCost:
 
     @classmethod
     def from_json(cls, text: str) -> StatementCost | None:
-        """The engine's JSON (``Cost.json``); None for its ``null`` (no task ran)."""
+        """The engine's JSON (``Cost.json``): its figures in the order of ``COST_COLUMNS``;
+        None for its ``null`` (no task ran)."""
         found = json.loads(text)
         return None if found is None else cls.of(found)
 
     @classmethod
-    def of(cls, figures: Mapping[str, int]) -> StatementCost:
-        """From the engine's figures, by name."""
-        return cls(**{name: int(figures[name]) for name in COST_COLUMNS})
+    def of(cls, figures: Sequence[int | None]) -> StatementCost:
+        """From figures in the order of ``COST_COLUMNS`` (None, as SQL's sum of no rows: 0)."""
+        if len(figures) != len(COST_COLUMNS):
+            raise ValueError(f"{len(COST_COLUMNS)} figures expected, not {len(figures)}")
+        return cls(*(int(value or 0) for value in figures))
 
 
 # The dataclass and the table name the same figures (checked once, at import).
@@ -80,4 +83,4 @@ class StatementCosts:
         )
         with self._db.read() as conn:
             row = conn.execute(query).first()
-        return None if row is None else StatementCost(*(int(value) for value in row))
+        return None if row is None else StatementCost.of([int(value) for value in row])

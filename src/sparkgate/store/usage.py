@@ -19,24 +19,10 @@ from sqlalchemy.sql.functions import FunctionElement
 
 from sparkgate.store.database import Database
 from sparkgate.store.schema import sessions, statement_costs, statements
-from sparkgate.store.statement_costs import StatementCosts
+from sparkgate.store.schema_costs import COST_COLUMNS
+from sparkgate.store.statement_costs import StatementCost, StatementCosts
 
 DAY = 86400.0
-
-# The figures a report sums (the peak is no sum: left out).
-SUMMED = (
-    "tasks",
-    "executor_run_time_ms",
-    "executor_cpu_time_ns",
-    "input_bytes",
-    "input_records",
-    "output_bytes",
-    "output_records",
-    "shuffle_read_bytes",
-    "shuffle_write_bytes",
-    "memory_bytes_spilled",
-    "disk_bytes_spilled",
-)
 
 
 class _Floor(FunctionElement[float]):
@@ -59,22 +45,18 @@ def _floor_sqlite(element: _Floor, compiler: SQLCompiler, **kw: Any) -> str:
 
 @dataclass(frozen=True)
 class Usage:
-    """One row of a report: a user's queries that ended in one bucket (or the whole span)."""
+    """One row of a report: a user's queries that ended in one bucket (or the whole span),
+    and their costs summed (the peak: the largest)."""
 
     user: str | None  # None: queries made without authentication
     bucket: float | None  # the bucket's start (epoch seconds, UTC), None without buckets
     queries: int
-    tasks: int
-    executor_run_time_ms: int
-    executor_cpu_time_ns: int
-    input_bytes: int
-    input_records: int
-    output_bytes: int
-    output_records: int
-    shuffle_read_bytes: int
-    shuffle_write_bytes: int
-    memory_bytes_spilled: int
-    disk_bytes_spilled: int
+    cost: StatementCost
+
+
+def _total(name: str) -> sa.ColumnElement[int]:
+    column = statement_costs.c[name]
+    return sa.func.max(column) if name == "peak_execution_memory" else sa.func.sum(column)
 
 
 class UsageReports:
@@ -102,7 +84,7 @@ class UsageReports:
             sa.select(
                 *keys,
                 sa.func.count().label("queries"),
-                *(sa.func.sum(sc.c[name]).label(name) for name in SUMMED),
+                *(_total(name).label(name) for name in COST_COLUMNS),
             )
             .select_from(
                 sc.join(statements, statements.c.id == sc.c.statement_id).join(
@@ -125,7 +107,7 @@ class UsageReports:
                 user=row.owner,
                 bucket=float(row.bucket) if start is not None else None,
                 queries=int(row.queries),
-                **{name: int(getattr(row, name) or 0) for name in SUMMED},
+                cost=StatementCost.of([getattr(row, name) for name in COST_COLUMNS]),
             )
             for row in rows
         ]

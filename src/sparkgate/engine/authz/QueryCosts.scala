@@ -15,49 +15,39 @@ import org.apache.spark.sql.connect.service.{SparkListenerConnectOperationCancel
  *  largest of one task's (Spark's stage figure sums them, which measures nothing). */
 final class Cost {
   private var tasks = 0L
-  private var runMs = 0L
-  private var cpuNs = 0L
-  private var inputBytes = 0L
-  private var inputRecords = 0L
-  private var outputBytes = 0L
-  private var outputRecords = 0L
-  private var shuffleReadBytes = 0L
-  private var shuffleWriteBytes = 0L
-  private var memorySpilled = 0L
-  private var diskSpilled = 0L
+  private val sums = new Array[Long](Cost.Summed)
   private var peakMemory = 0L
 
   def add(m: TaskMetrics): Unit = synchronized {
     tasks += 1
-    runMs += m.executorRunTime
-    cpuNs += m.executorCpuTime
-    inputBytes += m.inputMetrics.bytesRead
-    inputRecords += m.inputMetrics.recordsRead
-    outputBytes += m.outputMetrics.bytesWritten
-    outputRecords += m.outputMetrics.recordsWritten
-    shuffleReadBytes += m.shuffleReadMetrics.totalBytesRead
-    shuffleWriteBytes += m.shuffleWriteMetrics.bytesWritten
-    memorySpilled += m.memoryBytesSpilled
-    diskSpilled += m.diskBytesSpilled
+    Cost.figures(m).zipWithIndex.foreach { case (value, i) => sums(i) += value }
     peakMemory = math.max(peakMemory, m.peakExecutionMemory)
   }
 
+  /** The figures as a JSON array, in the order of the store's columns
+   *  (sparkgate.store.schema_costs.COST_COLUMNS): tasks, the sums, the peak. */
   def json: String = synchronized {
-    Seq(
-      "tasks" -> tasks,
-      "executor_run_time_ms" -> runMs,
-      "executor_cpu_time_ns" -> cpuNs,
-      "input_bytes" -> inputBytes,
-      "input_records" -> inputRecords,
-      "output_bytes" -> outputBytes,
-      "output_records" -> outputRecords,
-      "shuffle_read_bytes" -> shuffleReadBytes,
-      "shuffle_write_bytes" -> shuffleWriteBytes,
-      "memory_bytes_spilled" -> memorySpilled,
-      "disk_bytes_spilled" -> diskSpilled,
-      "peak_execution_memory" -> peakMemory
-    ).map { case (k, v) => s""""$k":$v""" }.mkString("{", ",", "}")
+    ((tasks +: sums.toSeq) :+ peakMemory).mkString("[", ",", "]")
   }
+}
+
+object Cost {
+  // How many figures are summed: run and CPU time, input bytes and rows, output bytes and
+  // rows, shuffle bytes read and written, bytes spilled from memory and to disk.
+  val Summed = 10
+
+  /** A task's summed figures, in the store's order. */
+  def figures(m: TaskMetrics): Array[Long] = Array(
+    m.executorRunTime,
+    m.executorCpuTime,
+    m.inputMetrics.bytesRead,
+    m.inputMetrics.recordsRead,
+    m.outputMetrics.bytesWritten,
+    m.outputMetrics.recordsWritten,
+    m.shuffleReadMetrics.totalBytesRead,
+    m.shuffleWriteMetrics.bytesWritten,
+    m.memoryBytesSpilled,
+    m.diskBytesSpilled)
 }
 
 /** A Spark Connect operation that ended, with its cost: its user and session name the
