@@ -38,6 +38,8 @@ CLUSTER_FAMILIES = {
     "sparkgate_stream_restarts",
     "sparkgate_stream_restart_backoff_seconds",
     "sparkgate_deploy_decisions",
+    "sparkgate_query_executor_cpu_seconds",
+    "sparkgate_query_executor_run_seconds",
 }
 # Measured by the node itself, labelled node="<its id>".
 NODE_FAMILIES = {
