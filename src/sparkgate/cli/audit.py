@@ -2,21 +2,19 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated
 
 import typer
 
 from sparkgate.cli.common import (
     JsonOption,
+    ago,
     client,
     console,
     err_console,
-    fail,
     print_json,
 )
 from sparkgate.cli.render import cell, table
-from sparkgate.sql.durations import parse_duration
 
 
 def audit(
@@ -47,12 +45,7 @@ def audit(
 
     Example: sparkgate audit --outcome denied --since 1d
     """
-    since_epoch = None
-    if since is not None:
-        try:
-            since_epoch = time.time() - parse_duration(since)
-        except ValueError as exc:
-            fail(f"--since: {exc}")
+    since_epoch = ago("--since", since)
     with client() as sg:
         page = sg.audit(
             user=user,

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import sys
+import time
 from collections.abc import Callable, Iterable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -17,6 +18,7 @@ from rich.console import Console, RenderableType
 from sparkgate import credentials
 from sparkgate.client import DEFAULT_SERVER, Client, ClientError
 from sparkgate.credentials import CredentialsError
+from sparkgate.sql.durations import parse_duration
 
 console = Console()
 # Piped or redirected, what is printed goes out whole: without a terminal to ask, Rich would
@@ -52,6 +54,17 @@ connection = Connection()
 def fail(message: str, code: int = 1) -> NoReturn:
     err_console.print(f"[bold red]error:[/] {message}", highlight=False, soft_wrap=True)
     raise typer.Exit(code)
+
+
+def ago(option: str, value: str | None) -> float | None:
+    """The epoch seconds a ``--since 7d``-style option names (that long ago), or None; a
+    value that is no duration ends the command saying so."""
+    if value is None:
+        return None
+    try:
+        return time.time() - parse_duration(value)
+    except ValueError as exc:
+        fail(f"{option}: {exc}")
 
 
 def stdin_is_tty() -> bool:

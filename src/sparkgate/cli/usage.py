@@ -2,24 +2,13 @@
 
 from __future__ import annotations
 
-import time
 from typing import Annotated
 
 import typer
 
-from sparkgate.cli.common import JsonOption, client, console, err_console, fail, print_json
+from sparkgate.cli.common import JsonOption, ago, client, console, err_console, print_json
 from sparkgate.cli.render import table
-from sparkgate.sql.durations import parse_duration
 from sparkgate.units import byte_size
-
-
-def _ago(option: str, value: str | None) -> float | None:
-    if value is None:
-        return None
-    try:
-        return time.time() - parse_duration(value)
-    except ValueError as exc:
-        fail(f"{option}: {exc}")
 
 
 def usage(
@@ -42,8 +31,8 @@ def usage(
     """
     with client() as sg:
         report = sg.usage(
-            since=_ago("--since", since),
-            until=_ago("--until", until),
+            since=ago("--since", since),
+            until=ago("--until", until),
             bucket="day" if by_day else None,
             user=user,
         )

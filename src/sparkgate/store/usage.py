@@ -54,6 +54,12 @@ class Usage:
     cost: StatementCost
 
 
+# Each cost with its query's session, whose owner is the user it counts for.
+_WITH_OWNER = statement_costs.join(
+    statements, statements.c.id == statement_costs.c.statement_id
+).join(sessions, sessions.c.id == statements.c.session_id)
+
+
 def _total(name: str) -> sa.ColumnElement[int]:
     column = statement_costs.c[name]
     return sa.func.max(column) if name == "peak_execution_memory" else sa.func.sum(column)
@@ -86,11 +92,7 @@ class UsageReports:
                 sa.func.count().label("queries"),
                 *(_total(name).label(name) for name in COST_COLUMNS),
             )
-            .select_from(
-                sc.join(statements, statements.c.id == sc.c.statement_id).join(
-                    sessions, sessions.c.id == statements.c.session_id
-                )
-            )
+            .select_from(_WITH_OWNER)
             .group_by(*keys)
             .order_by(*keys)
         )
@@ -123,11 +125,7 @@ class UsageReports:
                 sa.func.sum(sc.c.executor_cpu_time_ns),
                 sa.func.sum(sc.c.executor_run_time_ms),
             )
-            .select_from(
-                sc.join(statements, statements.c.id == sc.c.statement_id).join(
-                    sessions, sessions.c.id == statements.c.session_id
-                )
-            )
+            .select_from(_WITH_OWNER)
             .group_by(sessions.c.owner)
         )
         return [(row[0], int(row[1] or 0), int(row[2] or 0)) for row in conn.execute(query)]
