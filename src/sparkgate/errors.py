@@ -380,6 +380,20 @@ class Forbidden(SparkgateError):
     code = ErrorCode.FORBIDDEN
 
 
+class NoResourceGroup(Forbidden):
+    """The access file has resource groups and none of its selectors matches the query."""
+
+    def __init__(self, user: str, source: str, query_type: str) -> None:
+        super().__init__(
+            f"No resource group takes this query: no selector of the access file's "
+            f"resource_groups matches user {user}, source {source} and queryType {query_type}. "
+            "Ask an admin to add a selector for it.",
+            user=user,
+            source=source,
+            query_type=query_type,
+        )
+
+
 class MissingRight(Forbidden):
     code = ErrorCode.ACCESS_DENIED
 
@@ -408,6 +422,18 @@ class DeniedSetting(Forbidden):
 
 class LimitExceeded(SparkgateError):
     code = ErrorCode.LIMIT_EXCEEDED
+
+
+class QueueFull(LimitExceeded):
+    """A resource group's queue holds its ``maxQueued`` (store.resource_groups)."""
+
+    def __init__(self, group: str, max_queued: int) -> None:
+        super().__init__(
+            f"Resource group {group} has {max_queued} queries queued, its maxQueued; "
+            "try again when some have run.",
+            resource_group=group,
+            max_queued=max_queued,
+        )
 
 
 class PayloadTooLarge(SparkgateError):

@@ -78,6 +78,8 @@ class ServerNode:
                 # Deployments whose node died end failed; batch job runs move step by step.
                 Duty("deployments", self.deployer.settle),
                 Duty("job-runs", self.job_runner.supervise),
+                # The queue's safety net: each end admits the next itself (service.admission).
+                Duty("queues", self.sessions.admission.settle, every=10.0),
             ],
             interval=self.settings.duty_interval,
             lease_ttl=self.settings.lease_ttl,

@@ -14,6 +14,7 @@ S = TypeVar("S", bound=Enum)
 
 
 class StatementState(StrEnum):
+    QUEUED = "queued"  # its resource group is full: it waits for a turn (store.resource_groups)
     WAITING = "waiting"
     RUNNING = "running"
     SUCCESS = "success"
@@ -149,6 +150,10 @@ ACTIVE_STREAM_QUERY_STATES = frozenset(StreamQueryState) - INACTIVE_STREAM_QUERY
 
 
 STATEMENT_TRANSITIONS: Mapping[StatementState, frozenset[StatementState]] = {
+    # waiting: admitted (a query of its group ended); failed: its session ended meanwhile
+    StatementState.QUEUED: frozenset(
+        {StatementState.WAITING, StatementState.CANCELLED, StatementState.FAILED}
+    ),
     StatementState.WAITING: frozenset(
         # failed: the session ended (engine lost, could not start) before the statement ran
         {StatementState.RUNNING, StatementState.CANCELLED, StatementState.FAILED}

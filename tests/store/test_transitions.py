@@ -46,7 +46,7 @@ def test_state_groups_split_the_enum(enum: Any, active: Any, terminal: Any, tabl
 
 def test_state_values_are_the_documented_strings() -> None:
     assert [s.value for s in StatementState] == [
-        "waiting", "running", "success", "failed", "cancelling", "cancelled",
+        "queued", "waiting", "running", "success", "failed", "cancelling", "cancelled",
     ]  # fmt: skip
     assert [s.value for s in SessionState] == [
         "not_started", "starting", "idle", "busy", "dead", "killed", "error",

@@ -16,6 +16,7 @@ the deny list of Spark settings is ``DEFAULT_CONF_DENY``.
     limits: {sessions_per_user: 10, running_queries_per_user: 20}
     tables: [...]               # table rules and schema owners (sparkgate.auth.tables)
     schemas: [...]
+    resource_groups: {...}      # Trino's resource groups (sparkgate.auth.resource_groups)
 """
 
 from __future__ import annotations
@@ -31,6 +32,8 @@ from typing import Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sparkgate.auth.resource_groups import ResourceGroups, ResourceGroupsFile
+from sparkgate.auth.resource_groups import build as build_groups
 from sparkgate.auth.tables import TableRules, _SchemaRule, _TableRule, build
 from sparkgate.errors import ConfigurationError, DeniedSetting
 
@@ -121,6 +124,7 @@ class _AccessFile(BaseModel):
     limits: _Limits = Field(default_factory=_Limits)
     tables: list[_TableRule] | None = None
     schemas: list[_SchemaRule] = Field(default_factory=list)
+    resource_groups: ResourceGroupsFile | None = None
 
 
 @dataclass(frozen=True)
@@ -136,6 +140,8 @@ class AccessRules:
     running_queries_per_user: int | None = None
     # Table rules: None (no ``tables:`` section) leaves every table open to ``sql``.
     tables: TableRules | None = None
+    # None (no ``resource_groups:``): no query waits for a turn.
+    resource_groups: ResourceGroups | None = None
 
     def groups_of(self, user: str, known: frozenset[str] = frozenset()) -> frozenset[str]:
         return known | {g for g, members in self.groups.items() if user in members}
@@ -199,6 +205,9 @@ def parse_access(text: str, source: str = "access file") -> AccessRules:
         sessions_per_user=parsed.limits.sessions_per_user,
         running_queries_per_user=parsed.limits.running_queries_per_user,
         tables=build(parsed.tables, parsed.schemas) if parsed.tables is not None else None,
+        resource_groups=(
+            None if parsed.resource_groups is None else build_groups(parsed.resource_groups)
+        ),
     )
 
 

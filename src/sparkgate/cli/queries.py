@@ -57,6 +57,10 @@ def show_query(query_id: int, as_json: JsonOption = False) -> None:
             "finished_at",
         ),
     )
+    if query.get("resource_group"):
+        turn = query.get("queue_position")
+        where = query["resource_group"] + (f" (queued: turn {turn})" if turn else "")
+        print_field("resource group", where)
     print_field("query", query["query"])
     if query["error"]:
         print_field("error", describe_error(query["error"]))
@@ -73,7 +77,7 @@ def show_query(query_id: int, as_json: JsonOption = False) -> None:
 
 @app.command("cancel")
 def cancel_query(query_id: int) -> None:
-    """Cancel a waiting or running query."""
+    """Cancel a queued, waiting or running query."""
     with client() as sg:
         query = sg.cancel(query_id)
     console.print(f"query {query_id}: {query['state']}")

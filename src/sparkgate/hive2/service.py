@@ -63,6 +63,7 @@ from sparkgate.store.session_attributes import SessionAttributes
 log = logging.getLogger("sparkgate.hive2")
 
 _OPERATION_STATES = {
+    StatementState.QUEUED: T.TOperationState.PENDING_STATE,  # HiveServer2 has no queued state
     StatementState.WAITING: T.TOperationState.PENDING_STATE,
     StatementState.RUNNING: T.TOperationState.RUNNING_STATE,
     StatementState.CANCELLING: T.TOperationState.RUNNING_STATE,

@@ -34,6 +34,7 @@ _INTERACTIVE: dict[SessionState, LivySessionState] = {
 }
 
 _STATEMENT: dict[StatementState, LivyStatementState] = {
+    StatementState.QUEUED: "waiting",  # Livy has no queue: waiting for its turn is waiting
     StatementState.WAITING: "waiting",
     StatementState.RUNNING: "running",
     # Livy's "available" means "has its output": success or failure, told by output.status.

@@ -10,6 +10,7 @@ from sparkgate.schemas.common import Body, OptionalTimestamp, Paging, SparkConf,
 from sparkgate.schemas.errors import RecordedError
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
 from sparkgate.store.records import SessionRecord, StatementRecord
+from sparkgate.store.resource_groups import GroupPlace
 from sparkgate.store.statement_costs import StatementCost
 
 
@@ -86,13 +87,33 @@ class Query(Body):
         "summed from Spark's task metrics, in their names and units (the peak: the largest "
         "task's); given by `GET /v1/queries/{id}`, null in lists.",
     )
+    resource_group: str | None = Field(
+        default=None,
+        description="The resource group it waits or ran in (the access file's "
+        "`resource_groups`); given by `GET /v1/queries/{id}`, null in lists.",
+    )
+    queue_position: int | None = Field(
+        default=None,
+        description="While `queued`: its turn in its resource group (1: it goes next), as the "
+        "turns stand now (users alternate); null otherwise.",
+    )
 
     @classmethod
-    def of(cls, statement: StatementRecord, cost: StatementCost | None = None) -> Query:
+    def of(
+        cls,
+        statement: StatementRecord,
+        cost: StatementCost | None = None,
+        place: GroupPlace | None = None,
+    ) -> Query:
         # ``output``: what the statement printed (a pyspark statement's {"data": ...}, a batch
         # file's log) and how sparkgate ran it (e.g. "ctas": {"path": ...}); None when neither.
         return cls.from_record(
-            statement, query=statement.code, result=statement.result_info, cost=cost
+            statement,
+            query=statement.code,
+            result=statement.result_info,
+            cost=cost,
+            resource_group=None if place is None else place.resource_group,
+            queue_position=None if place is None else place.queue_position,
         )
 
 

@@ -36,7 +36,14 @@ log = logging.getLogger("sparkgate.jobs")
 
 # A run whose session was never recorded (its node died while opening it) is failed after this.
 _OPEN_GRACE = 60.0
-_WAITING = frozenset({StatementState.WAITING, StatementState.RUNNING, StatementState.CANCELLING})
+_WAITING = frozenset(
+    {
+        StatementState.QUEUED,
+        StatementState.WAITING,
+        StatementState.RUNNING,
+        StatementState.CANCELLING,
+    }
+)
 
 
 class SessionControl(Protocol):

@@ -35,6 +35,7 @@ from sparkgate.states import TERMINAL_STATEMENT_STATES, SessionKind, StatementKi
 from sparkgate.store import Store
 from sparkgate.store.idempotency import KeyClaim
 from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
+from sparkgate.store.resource_groups import GroupPlace
 from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.store.statement_costs import StatementCost
 
@@ -175,9 +176,18 @@ class Queries:
         if session.proxy_user and session.owner != user.name:
             # The impersonator's statement runs with the proxied user's rights, too.
             self.users.require_statement(self.users.as_user(user, session.proxy_user), kind, code)
+        # Placed as its session's owner (a proxied user's session: the proxied user).
+        owner = session.owner or user.name
+        groups = user.groups if owner == user.name else frozenset(session.attributes.groups or ())
+        group = self.sessions.admission.group_for(owner, groups, session.kind, session.attributes)
         with self.store.db.begin() as conn:  # the statement, its audit and key: one transaction
             added = self.store.statements.add(
-                session_id, code, now=self.sessions.clock(), kind=kind, conn=conn
+                session_id,
+                code,
+                now=self.sessions.clock(),
+                kind=kind,
+                resource_group=group,
+                conn=conn,
             )
             statement = dataclasses.replace(added, owner=session.owner)
             self._record(user, session, statement, claim, conn)
@@ -251,12 +261,12 @@ class Queries:
             if statement.state is StatementState.CANCELLING:
                 return statement
             now = self.sessions.clock()
-            if statement.state is StatementState.WAITING:
+            if statement.state in (StatementState.QUEUED, StatementState.WAITING):
                 moved = self.store.transitions.statement(
                     query_id,
                     StatementState.CANCELLED,
                     now=now,
-                    expected=[StatementState.WAITING],
+                    expected=[statement.state],
                     error=Cancelled(f"Query {query_id} was cancelled.").recorded(),
                 )
                 if moved.applied:
@@ -300,6 +310,10 @@ class Queries:
         if statement.state not in TERMINAL_STATEMENT_STATES:
             return None
         return self.store.statement_costs.of(statement.id)
+
+    def place(self, statement: StatementRecord) -> GroupPlace | None:
+        """The resource group the query waits or ran in, and its turn while queued."""
+        return self.store.resource_groups.where(statement.id)
 
     def _with_session(
         self, query_id: int, user: Principal

@@ -26,6 +26,7 @@ from sparkgate.auth.users import Users
 from sparkgate.errors import EngineBackoff, MissingRight, SessionNotFound
 from sparkgate.launcher.placement import Placement
 from sparkgate.recorded import Cancelled, EngineLaunchFailed, SessionKilled
+from sparkgate.service.admission import Admission
 from sparkgate.service.idempotency import KeyedReplay
 from sparkgate.service.visibility import scope, sees_session
 from sparkgate.settings import Settings
@@ -57,8 +58,11 @@ class Sessions:
     clock: Callable[[], float] = field(default=time.time, kw_only=True)
     # Requests made once per Idempotency-Key: session creations here, submits in Queries.
     keys: KeyedReplay = field(init=False, repr=False)
+    # Which resource group a statement waits its turn in (service.admission).
+    admission: Admission = field(init=False, repr=False)
 
     def __post_init__(self) -> None:
+        self.admission = Admission(self.store, self.users)
         # A schema without the table (a node pinned to the release before): keys are ignored.
         self.keys = KeyedReplay(
             self.settings, self.store, enabled=self.store.idempotency.available()
@@ -196,6 +200,9 @@ class Sessions:
             share_key = owner_share_key(self.settings.share_level, owner)
         elif self.settings.share_level != "server":
             share_key = "system"  # ownerless internal sessions: only with each other
+        group = None
+        if first_statement is not None and user is not None:
+            group = self.admission.group_for(user.name, user.groups, kind, attributes)
         now = self.clock()
         statement = None
         # One transaction: the session, its first statement and what the audit says of them.
@@ -220,7 +227,12 @@ class Sessions:
             if first_statement is not None:
                 statement_kind, code = first_statement
                 statement = self.store.statements.add(
-                    session.id, code, now=now, kind=statement_kind, conn=conn
+                    session.id,
+                    code,
+                    now=now,
+                    kind=statement_kind,
+                    resource_group=group,
+                    conn=conn,
                 )
                 statement = dataclasses.replace(statement, owner=owner)
                 session = dataclasses.replace(session, statement_count=1)
@@ -270,7 +282,7 @@ class Sessions:
                 session.id,
                 StatementState.FAILED,
                 now=now,
-                expected=[StatementState.WAITING],
+                expected=[StatementState.QUEUED, StatementState.WAITING],
                 error=error,
                 conn=conn,
             )
@@ -310,7 +322,7 @@ class Sessions:
             session_id,
             StatementState.CANCELLED,
             now=now,
-            expected=[StatementState.WAITING],
+            expected=[StatementState.QUEUED, StatementState.WAITING],
             error=error,
             conn=conn,
         )

@@ -17,6 +17,7 @@ from sparkgate.store.idempotency import IdempotencyKeys
 from sparkgate.store.jobs import Deployments, JobRuns, Jobs
 from sparkgate.store.leases import Leases
 from sparkgate.store.migrate import migrate
+from sparkgate.store.resource_groups import ResourceGroups
 from sparkgate.store.sessions import Sessions
 from sparkgate.store.statement_costs import StatementCosts
 from sparkgate.store.statement_tables import StatementTables
@@ -34,11 +35,13 @@ class Store:
     def __init__(self, db: Database) -> None:
         self.db = db
         self.sessions = Sessions(db)
-        self.statements = Statements(db)
+        # The queue (store.resource_groups): statements enter it, transitions admit from it.
+        self.resource_groups = ResourceGroups(db)
+        self.statements = Statements(db, self.resource_groups)
         self.engines = Engines(db)
         self.leases = Leases(db)
         self.table_txns = TableTransactions(db)
-        self.transitions = Transitions(db)
+        self.transitions = Transitions(db, self.resource_groups)
         self.stream_jobs = StreamJobs(db)
         self.stream_queries = StreamQueries(db, self.transitions)
         self.jobs = Jobs(db)

@@ -3,7 +3,8 @@
 Declared by resource, a module each: ``schema_sessions`` (engines, sessions, statements,
 leases, idempotency keys), ``schema_streams``, ``schema_jobs``, ``schema_users`` (tokens, the
 audit log), ``schema_connect``, ``schema_catalog`` (two-phase writes, table owners and
-grants, the tables statements used) and ``schema_costs`` (what statements cost); all in one
+grants, the tables statements used), ``schema_costs`` (what statements cost) and
+``schema_queues`` (resource groups); all in one
 ``metadata`` (``schema_metadata``, with the column types they share).
 
 This module imports every one of them, so that ``metadata`` holds every table once it is
@@ -23,6 +24,7 @@ from sparkgate.store.schema_connect import connect_operations, connect_sessions,
 from sparkgate.store.schema_costs import statement_costs
 from sparkgate.store.schema_jobs import deployments, job_decisions, job_runs, job_versions, jobs
 from sparkgate.store.schema_metadata import ID_MAX, Json, Time, metadata
+from sparkgate.store.schema_queues import group_places, resource_groups
 from sparkgate.store.schema_sessions import (
     engines,
     idempotency_keys,
@@ -48,6 +50,7 @@ __all__ = [
     "deployments",
     "engine_connect",
     "engines",
+    "group_places",
     "idempotency_keys",
     "job_decisions",
     "job_runs",
@@ -55,6 +58,7 @@ __all__ = [
     "jobs",
     "leases",
     "metadata",
+    "resource_groups",
     "sessions",
     "statement_costs",
     "statement_tables",

@@ -61,6 +61,12 @@ _UNPLACED = (
 _IDLE_SINCE = (
     sa.select(sessions)
     .where(sessions.c.state == SessionState.IDLE.value)
+    # A session whose statement waits for its resource group's turn is not idle.
+    .where(
+        ~sa.exists()
+        .where(statements.c.session_id == sessions.c.id)
+        .where(statements.c.state == StatementState.QUEUED.value)
+    )
     .where(sessions.c.kind == sa.bindparam("kind"))
     .where(
         sessions.c.last_activity_at < sa.bindparam("cutoff", type_=sessions.c.last_activity_at.type)

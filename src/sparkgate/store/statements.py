@@ -20,6 +20,7 @@ from sparkgate.store.database import Database
 from sparkgate.store.hints import NEW_STATEMENT, engine_channel
 from sparkgate.store.pages import read_page
 from sparkgate.store.records import Page, SessionRecord, StatementRecord
+from sparkgate.store.resource_groups import ResourceGroups
 from sparkgate.store.schema import sessions, statements
 from sparkgate.store.sessions import in_scope
 
@@ -42,7 +43,7 @@ _BUMP = (
         statement_count=sessions.c.statement_count + 1,
         last_activity_at=sa.bindparam("now", type_=sessions.c.last_activity_at.type),
     )
-    .returning(sessions.c.statement_count, sessions.c.engine_id)
+    .returning(sessions.c.statement_count, sessions.c.engine_id, sessions.c.owner)
 )
 _INSERT = statements.insert().returning(*statements.c)
 # And these two each submit reads (its statement when waited on; its owner's limit).
@@ -67,8 +68,9 @@ _MOVE_CURSOR = (
 
 
 class Statements:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, groups: ResourceGroups | None = None) -> None:
         self._db = db
+        self._groups = groups or ResourceGroups(db)
 
     def add(
         self,
@@ -78,6 +80,7 @@ class Statements:
         now: float,
         kind: StatementKind = StatementKind.SQL,
         running: bool = False,
+        resource_group: str | None = None,
         conn: Connection | None = None,
     ) -> StatementRecord:
         """Queue a statement in its session, numbered after the session's previous ones.
@@ -89,6 +92,9 @@ class Statements:
         are checked in the same UPDATE that numbers the statement, so a session ending
         concurrently cannot gain a statement that nothing would ever run. With ``conn``, inside
         the caller's transaction.
+
+        ``resource_group``: the group it was placed in; it waits there (``queued``) while the
+        group is full (``store.resource_groups``; raises ``QueueFull`` when its queue is).
         """
         with self._db.within(conn) as c:
             bumped = c.execute(_BUMP, {"session_id": session_id, "now": now}).first()
@@ -108,12 +114,17 @@ class Statements:
                 if session["state"] in {s.value for s in ACTIVE_SESSION_STATES}:
                     raise BatchSessionUsed(session_id)
                 raise SessionNotActive(session_id, session["state"])
+            state = StatementState.RUNNING if running else StatementState.WAITING
+            if resource_group is not None and not running:
+                resource_group, state = self._groups.enter(c, resource_group, session_id)
+            else:
+                resource_group = None
             values = {
                 "session_id": session_id,
                 "seq": count - 1,
                 "kind": kind.value,
                 "code": code,
-                "state": (StatementState.RUNNING if running else StatementState.WAITING).value,
+                "state": state.value,
                 "progress": 0.0,
                 "version": 1,
                 "created_at": now,
@@ -121,9 +132,13 @@ class Statements:
                 "updated_at": now,
             }
             row = c.execute(_INSERT, values).mappings().one()
-            if not running and bumped is not None and bumped.engine_id is not None:
+            if resource_group is not None:
+                owner = "" if bumped is None else (bumped.owner or "")
+                self._groups.place(c, row["id"], session_id, owner, resource_group, state, now=now)
+            engine_id = None if bumped is None else bumped.engine_id
+            if state is StatementState.WAITING and engine_id is not None:
                 # Its engine runs it as soon as it looks: tell it to look now.
-                self._db.hint(c, engine_channel(bumped.engine_id), f"{NEW_STATEMENT}{row['id']}")
+                self._db.hint(c, engine_channel(engine_id), f"{NEW_STATEMENT}{row['id']}")
         return StatementRecord.from_row(row)
 
     def find(self, statement_id: int) -> StatementRecord | None:

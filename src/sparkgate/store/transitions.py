@@ -36,7 +36,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import schema
 from sparkgate.store.database import Database
-from sparkgate.store.hints import ENGINE_CHANGED, NODES, engine_channel
+from sparkgate.store.hints import ENGINE_CHANGED, NEW_STATEMENT, NODES, engine_channel
 from sparkgate.store.machines import (
     DEPLOYMENT,
     ENGINE,
@@ -50,6 +50,7 @@ from sparkgate.store.machines import (
     S,
     stored,
 )
+from sparkgate.store.resource_groups import ResourceGroups
 
 
 @dataclass(frozen=True)
@@ -65,9 +66,10 @@ class Outcome(Generic[S]):
 
 
 class Transitions:
-    def __init__(self, db: Database) -> None:
+    def __init__(self, db: Database, groups: ResourceGroups | None = None) -> None:
         self._db = db
         self._updates: dict[tuple[Any, ...], sa.Update] = {}
+        self._groups = groups or ResourceGroups(db)
 
     def statement(
         self,
@@ -258,6 +260,8 @@ class Transitions:
             if moved and to in TERMINAL_STATEMENT_STATES:
                 for statement_id in moved:
                     self._db.hint(c, NODES, statement_id)
+                for root in self._groups.end(c, moved):
+                    self.admit(root, now=now, conn=c)
             elif moved and to is StatementState.CANCELLING:
                 wake_engine_of(self._db, c, session_id=session_id)
             return moved
@@ -271,7 +275,7 @@ class Transitions:
             session_id,
             StatementState.FAILED,
             now=now,
-            expected=[StatementState.WAITING, StatementState.RUNNING],
+            expected=[StatementState.QUEUED, StatementState.WAITING, StatementState.RUNNING],
             error=error,
             conn=conn,
         )
@@ -332,6 +336,10 @@ class Transitions:
         with self._conn(conn) as c:
             if c.execute(stmt, params).rowcount == 1:
                 self._wake(c, machine, row_id, to, values)
+                if machine is STATEMENT and to in TERMINAL_STATEMENT_STATES:
+                    # An end gives its resource group's turn to the next (store.resource_groups).
+                    for root in self._groups.end(c, [row_id]):
+                        self.admit(root, now=now, conn=c)
                 return Outcome(True, to)
             current = c.execute(sa.select(table.c.state).where(table.c.id == row_id)).scalar()
         return Outcome(False, None if current is None else machine.enum(current))
@@ -375,6 +383,8 @@ class Transitions:
                 self._db.hint(conn, NODES, row_id)  # long polls waiting for it
             elif to is StatementState.CANCELLING:
                 wake_engine_of(self._db, conn, statement_id=row_id)
+            elif to is StatementState.WAITING:  # admitted from its queue: its engine runs it
+                wake_engine_of(self._db, conn, statement_id=row_id, new=True)
         elif machine is SESSION:
             if values.get("engine_id") is not None:
                 self._db.hint(conn, engine_channel(values["engine_id"]), row_id)  # placed
@@ -382,6 +392,33 @@ class Transitions:
                 wake_engine_of(self._db, conn, session_id=row_id)  # ended: it lets go
         elif machine is ENGINE and (to is EngineState.STOPPING or to in TERMINAL_ENGINE_STATES):
             self._db.hint(conn, engine_channel(row_id), ENGINE_CHANGED)
+
+    def admit(self, root: str, *, now: float, conn: Connection | None = None) -> list[int]:
+        """Admit the queued statements of ``root``'s resource-group tree whose turn it is, while
+        its groups have room (``store.resource_groups``); the ids admitted. Called in the
+        transaction of every end of a statement that held a turn, so the next is admitted when
+        the end commits, and by a node's duties as a safety net (a configuration that changed,
+        an end written by a release that did not admit)."""
+        admitted: list[int] = []
+        with self._conn(conn) as c:
+            tree = self._groups.tree(c, root)
+            while (statement_id := self._groups.next(tree, root)) is not None:
+                moved = self._one(
+                    STATEMENT,
+                    statement_id,
+                    StatementState.WAITING,
+                    now,
+                    [StatementState.QUEUED],
+                    None,
+                    c,
+                    {},
+                )
+                if not moved.applied:  # cannot happen under the tree's lock; never loop on it
+                    break
+                self._groups.admitted(c, statement_id)
+                admitted.append(statement_id)
+                tree = self._groups.tree(c, root, lock=False)
+        return admitted
 
     def _conn(self, conn: Connection | None) -> AbstractContextManager[Connection]:
         """The caller's transaction when given one, else a write transaction of our own."""
@@ -394,8 +431,10 @@ def wake_engine_of(
     *,
     session_id: int | None = None,
     statement_id: int | None = None,
+    new: bool = False,
 ) -> None:
-    """Hint the engine serving a session (or a statement's session), if it has one."""
+    """Hint the engine serving a session (or a statement's session), if it has one; ``new``:
+    the statement is new work for it (nothing else of the session changed)."""
     sessions, statements = schema.sessions, schema.statements
     query = sa.select(sessions.c.engine_id)
     if statement_id is not None:
@@ -406,4 +445,5 @@ def wake_engine_of(
         query = query.where(sessions.c.id == session_id)
     engine_id = conn.execute(query).scalar()
     if engine_id is not None:
-        db.hint(conn, engine_channel(engine_id), statement_id or session_id or "")
+        payload = statement_id or session_id or ""
+        db.hint(conn, engine_channel(engine_id), f"{NEW_STATEMENT}{payload}" if new else payload)

@@ -86,7 +86,7 @@ def queries_page(
 @router.get("/queries/{query_id}")
 def query_page(request: Request, query_id: Id, service: ServiceDep, user: UserDep) -> HTMLResponse:
     statement = service.queries.get(query_id, user=user)
-    query = Query.of(statement, service.queries.cost(statement))
+    query = Query.of(statement, service.queries.cost(statement), service.queries.place(statement))
     return render(request, "query.html", query=query)
 
 
@@ -98,7 +98,7 @@ def query_state(
     final, the fragment also replaces the SQL (to mark an error's position) and loads the
     result, out of band."""
     statement = service.queries.get(query_id, user=user)
-    query = Query.of(statement, service.queries.cost(statement))
+    query = Query.of(statement, service.queries.cost(statement), service.queries.place(statement))
     return render(request, "_query_state.html", query=query, changed=was != query.state)
 
 

@@ -156,7 +156,8 @@ async def get_query(
     if wait > 0:
         statement = await service.queries.wait(statement, wait)
     cost = await asyncio.to_thread(service.queries.cost, statement)
-    return bodies.Query.of(statement, cost)
+    place = await asyncio.to_thread(service.queries.place, statement)
+    return bodies.Query.of(statement, cost, place)
 
 
 @router.get(

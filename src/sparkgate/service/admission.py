@@ -1,0 +1,86 @@
+"""Admission: which resource group a query waits its turn in (the access file's
+``resource_groups:``, Trino's format: ``auth.resource_groups``), and the queue's safety net.
+
+The queue and the turns are the store's (``store.resource_groups``): a statement is placed in
+its group when it is recorded, and each end admits the next in the same transaction. This
+module places (selectors match the session's owner, their groups, the door and the kind of
+work), keeps the store's copy of the groups in step with the access file, and, on a slow timer,
+admits what an end did not (a limit raised, groups removed, an end written by a release before).
+"""
+
+from __future__ import annotations
+
+import logging
+
+from sparkgate.auth.resource_groups import ResourceGroups
+from sparkgate.auth.users import Users
+from sparkgate.errors import NoResourceGroup
+from sparkgate.states import SessionKind
+from sparkgate.store import Store
+from sparkgate.store.session_attributes import SessionAttributes
+
+log = logging.getLogger("sparkgate.service")
+
+
+def source_of(attributes: SessionAttributes) -> str:
+    """A selector's ``source``: the door that opened the session."""
+    if attributes.door is not None:
+        return attributes.door
+    return "livy" if attributes.livy is not None else "rest"
+
+
+def query_type_of(kind: SessionKind, attributes: SessionAttributes) -> str:
+    """A selector's ``queryType``: interactive, one-off, batch or stream."""
+    if kind is SessionKind.INTERACTIVE:
+        return "interactive"
+    if kind is SessionKind.STREAMING:
+        return "stream"
+    return "one-off" if attributes.isolation is not None else "batch"
+
+
+class Admission:
+    def __init__(self, store: Store, users: Users) -> None:
+        self.store = store
+        self.users = users
+        self._synced: ResourceGroups | bool | None = False  # False: never synced
+
+    def group_for(
+        self,
+        owner: str,
+        groups: frozenset[str],
+        kind: SessionKind,
+        attributes: SessionAttributes,
+    ) -> str | None:
+        """The group a statement of this session waits in; None without resource groups.
+        Raises ``NoResourceGroup`` when groups exist and no selector takes it (as Trino)."""
+        configured = self.sync()
+        if configured is None:
+            return None
+        source, query_type = source_of(attributes), query_type_of(kind, attributes)
+        known = self.users.rules().groups_of(owner, groups)
+        group = configured.place(owner, known, source=source, query_type=query_type)
+        if group is None:
+            raise NoResourceGroup(owner, source, query_type)
+        return group
+
+    def sync(self) -> ResourceGroups | None:
+        """The groups in force, written to the store when they changed since this node did."""
+        configured = self.users.rules().resource_groups
+        if configured is not self._synced:
+            specs = () if configured is None else configured.specs
+            with self.store.db.begin() as conn:
+                if self.store.resource_groups.sync(conn, specs):
+                    log.info("resource groups: %d group(s) in force", len(specs))
+            self._synced = configured
+        return configured
+
+    def settle(self, now: float) -> list[int]:
+        """Admit queued statements whose groups have room (a duty; see the module's doc)."""
+        self.sync()
+        admitted: list[int] = []
+        for root in self.store.resource_groups.queued_roots():
+            with self.store.db.begin() as conn:
+                admitted += self.store.transitions.admit(root, now=now, conn=conn)
+        if admitted:
+            log.info("admitted queued queries %s", admitted)
+        return admitted

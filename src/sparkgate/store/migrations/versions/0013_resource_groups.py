@@ -1,0 +1,60 @@
+"""resource groups: the groups' configuration, and each statement's place in a group
+
+Tables only: the release before runs on this schema unchanged (expand, then contract). It
+never sees a ``queued`` statement unless resource groups are configured.
+
+Revision ID: 0013_resource_groups
+Revises: 0012_statement_costs
+"""
+
+from __future__ import annotations
+
+import sqlalchemy as sa
+from alembic import op
+
+revision = "0013_resource_groups"
+down_revision = "0012_statement_costs"
+branch_labels = None
+depends_on = None
+
+
+def upgrade() -> None:
+    op.create_table(
+        "resource_groups",
+        sa.Column("name", sa.String(255), nullable=False),
+        sa.Column("hard_concurrency_limit", sa.Integer(), nullable=False),
+        sa.Column("max_queued", sa.Integer(), nullable=False),
+        sa.Column("scheduling_policy", sa.String(16), nullable=False),
+        sa.Column("scheduling_weight", sa.Integer(), nullable=False),
+        sa.Column("admissions", sa.BigInteger(), server_default="0", nullable=False),
+        sa.PrimaryKeyConstraint("name", name="pk_resource_groups"),
+    )
+    op.create_table(
+        "group_places",
+        sa.Column("statement_id", sa.Integer(), nullable=False),
+        sa.Column("session_id", sa.Integer(), nullable=False),
+        sa.Column("owner", sa.String(255), nullable=False),
+        sa.Column("resource_group", sa.String(255), nullable=False),
+        sa.Column("state", sa.String(8), nullable=False),
+        sa.Column("created_at", sa.Float(precision=53), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["statement_id"], ["statements.id"], name="fk_group_places_statement_id_statements"
+        ),
+        sa.PrimaryKeyConstraint("statement_id", name="pk_group_places"),
+    )
+    op.create_index(
+        "ix_group_places_state_resource_group",
+        "group_places",
+        ["state", "resource_group"],
+        unique=False,
+    )
+    op.create_index(
+        "ix_group_places_session_id_state", "group_places", ["session_id", "state"], unique=False
+    )
+
+
+def downgrade() -> None:
+    op.drop_index("ix_group_places_session_id_state", table_name="group_places")
+    op.drop_index("ix_group_places_state_resource_group", table_name="group_places")
+    op.drop_table("group_places")
+    op.drop_table("resource_groups")

@@ -1,0 +1,398 @@
+"""The queue: statements waiting for a turn in their resource group, and who goes next.
+
+A statement placed in a group (its ``group_places`` row names a dotted path such as
+``analysts.bob``) is *admitted* (``waiting``, then ``running``) when every group on its path has
+fewer admitted statements than its ``hard_concurrency_limit``; else it is ``queued``, unless its
+group already holds ``max_queued`` queued statements (``QueueFull``, 429). When an admitted
+statement ends, the transaction that ends it admits the next (``Transitions`` calls ``next``), so
+admission is pushed by the end, on whichever node or engine ends it: nothing polls, and a queued
+statement needs no node to stay alive for it.
+
+Who goes next, from the root down (Trino's rules): among subgroups with queued work and room,
+``fair`` takes the one with the fewest admitted statements, ``weighted`` the fewest per unit of
+``scheduling_weight``, the oldest queued statement breaking ties; in the group a statement was
+placed in, users take turns: the user with the fewest admitted statements there goes first, with
+their oldest queued statement. So alice's first query does not wait behind bob's tenth.
+
+Admissions of one tree are serialised by a write to its root group's row (PostgreSQL holds the
+row lock to the commit; SQLite's write transactions are serial already). The store work of one
+admission reads the admitted and queued statements of one tree, which the groups' limits bound
+(``hard_concurrency_limit`` plus ``max_queued`` per group), whatever else waits elsewhere.
+
+A session's statements run in order: a statement of a session that has one queued is queued
+behind it, in its group (``enter``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from functools import cache
+from typing import Any, NamedTuple
+
+import sqlalchemy as sa
+from sqlalchemy.engine import Connection
+
+from sparkgate.errors import QueueFull
+from sparkgate.states import StatementState
+from sparkgate.store.database import Database
+from sparkgate.store.presence import TablePresence
+from sparkgate.store.schema import group_places, resource_groups
+
+# A place's states: queued (the statement is ``queued``), admitted (it is waiting, running or
+# being cancelled: it holds a turn), over (it ended).
+_QUEUED, _ADMITTED, _OVER = "queued", "admitted", "over"
+_ACTIVE = [_QUEUED, _ADMITTED]
+
+
+@dataclass(frozen=True)
+class GroupSpec:
+    """One group of the configuration, as the access file declares it."""
+
+    name: str  # dotted from its root, templates unexpanded: ``analysts.${USER}``
+    hard_concurrency_limit: int
+    max_queued: int
+    scheduling_policy: str = "fair"  # or "weighted"
+    scheduling_weight: int = 1
+
+
+@dataclass(frozen=True)
+class GroupPlace:
+    """Where a statement waits or ran: its group and, while queued, its position (1: next)."""
+
+    resource_group: str
+    queue_position: int | None = None
+
+
+class _Count(NamedTuple):
+    group: str
+    owner: str
+    state: str
+    number: int
+    oldest: int  # the smallest statement id
+
+
+class _Tree:
+    """One root group's admitted and queued statements, counted by group, owner and state."""
+
+    def __init__(self, specs: Mapping[str, GroupSpec], counts: Iterable[_Count]) -> None:
+        self.specs = specs
+        self.counts = list(counts)
+
+    def admitted(self, path: str, owner: str | None = None) -> int:
+        return sum(
+            c.number
+            for c in self.counts
+            if c.state == _ADMITTED
+            and _within(c.group, path)
+            and (owner is None or c.owner == owner)
+        )
+
+    def oldest_queued(self, path: str) -> int | None:
+        found = [c.oldest for c in self.counts if c.state == _QUEUED and _within(c.group, path)]
+        return min(found) if found else None
+
+    def queued(self, path: str) -> int:
+        return sum(c.number for c in self.counts if c.state == _QUEUED and c.group == path)
+
+    def has_room(self, path: str) -> bool:
+        """Whether every group from the root to ``path`` admits one more."""
+        parts = path.split(".")
+        for depth in range(1, len(parts) + 1):
+            prefix = ".".join(parts[:depth])
+            spec = spec_of(self.specs, prefix)
+            if spec is not None and self.admitted(prefix) >= spec.hard_concurrency_limit:
+                return False
+        return True
+
+    def choose(self, path: str) -> tuple[str, str] | None:
+        """The (leaf group, owner) whose turn it is under ``path``, if any may go."""
+        spec = spec_of(self.specs, path)
+        if spec is not None and self.admitted(path) >= spec.hard_concurrency_limit:
+            return None
+        below = len(path) + 1
+        children = {
+            f"{path}.{c.group[below:].split('.')[0]}"
+            for c in self.counts
+            if c.state == _QUEUED and c.group.startswith(f"{path}.")
+        }
+        if any(c.state == _QUEUED and c.group == path for c in self.counts):
+            return self._owner_in(path)
+        weighted = spec is not None and spec.scheduling_policy == "weighted"
+
+        def order(child: str) -> tuple[float, int]:
+            weight = 1
+            if weighted:
+                child_spec = spec_of(self.specs, child)
+                weight = child_spec.scheduling_weight if child_spec is not None else 1
+            return (self.admitted(child) / weight, self.oldest_queued(child) or 0)
+
+        for child in sorted(children, key=order):
+            chosen = self.choose(child)
+            if chosen is not None:
+                return chosen
+        return None
+
+    def _owner_in(self, leaf: str) -> tuple[str, str]:
+        queued = [c for c in self.counts if c.state == _QUEUED and c.group == leaf]
+        first = min(queued, key=lambda c: (self.admitted(leaf, c.owner), c.oldest))
+        return leaf, first.owner
+
+
+def _within(group: str, path: str) -> bool:
+    return group == path or group.startswith(f"{path}.")
+
+
+def root_of(group: str) -> str:
+    return group.split(".", 1)[0]
+
+
+# ``${name}`` as re.escape writes it
+_ESCAPED_VARIABLE = re.compile(r"\\\$\\\{\w+\\\}")
+
+
+@cache
+def _template(name: str) -> re.Pattern[str]:
+    """A group name with ``${...}`` in it, as a pattern of the names it expands to."""
+    return re.compile(_ESCAPED_VARIABLE.sub(".+", re.escape(name)))
+
+
+def spec_of(specs: Mapping[str, GroupSpec], path: str) -> GroupSpec | None:
+    """The configuration of a concrete group (``analysts.bob`` finds ``analysts.${USER}``);
+    None for a group the configuration no longer has (nothing limits it then)."""
+    declared = ""
+    for part in path.split("."):
+        prefix = f"{declared}." if declared else ""
+        if f"{prefix}{part}" in specs:
+            declared = f"{prefix}{part}"
+            continue
+        templated = [
+            name
+            for name in specs
+            if name.startswith(prefix)
+            and "." not in name[len(prefix) :]
+            and "${" in name
+            and _template(name[len(prefix) :]).fullmatch(part)
+        ]
+        if not templated:
+            return None
+        declared = templated[0]
+    return specs.get(declared)
+
+
+_SPECS = sa.select(resource_groups)
+_LOCK = (
+    resource_groups.update()
+    .where(resource_groups.c.name == sa.bindparam("root"))
+    .values(admissions=resource_groups.c.admissions + 1)
+)
+_QUEUED_IN_SESSION = (
+    sa.select(group_places.c.resource_group)
+    .where(group_places.c.session_id == sa.bindparam("session_id"))
+    .where(group_places.c.state == _QUEUED)
+    .limit(1)
+)
+_PLACE = group_places.insert()
+# An end: its place is over; the same statement says which group got a turn back.
+_END = (
+    group_places.update()
+    .where(group_places.c.statement_id == sa.bindparam("ended"))
+    .where(group_places.c.state.in_(_ACTIVE))
+    .values(state=_OVER)
+    .returning(group_places.c.resource_group)
+)
+_ADMIT = (
+    group_places.update()
+    .where(group_places.c.statement_id == sa.bindparam("admitted"))
+    .values(state=_ADMITTED)
+)
+
+
+def _counts_query() -> sa.Select[Any]:
+    group = group_places.c.resource_group
+    # The root's subgroups: names from "root." up to "root/" ("/" sorts right after "."),
+    # a range the index on (state, resource_group) answers.
+    under = sa.and_(group > sa.bindparam("under"), group < sa.bindparam("past"))
+    return (
+        sa.select(
+            group,
+            group_places.c.owner,
+            group_places.c.state,
+            sa.func.count(),
+            sa.func.min(group_places.c.statement_id),
+        )
+        .where(group_places.c.state.in_(_ACTIVE))
+        .where(sa.or_(group == sa.bindparam("root"), under))
+        .group_by(group, group_places.c.owner, group_places.c.state)
+    )
+
+
+_COUNTS = _counts_query()
+
+
+class ResourceGroups:
+    """The groups' configuration in the store, and the queue's decisions on it."""
+
+    def __init__(self, db: Database) -> None:
+        self._db = db
+        # A node or engine of a release pinned to the schema before has no places to keep.
+        self.present = TablePresence(db, group_places)
+
+    def specs(self, conn: Connection) -> dict[str, GroupSpec]:
+        return {
+            row.name: GroupSpec(
+                row.name,
+                row.hard_concurrency_limit,
+                row.max_queued,
+                row.scheduling_policy,
+                row.scheduling_weight,
+            )
+            for row in conn.execute(_SPECS)
+        }
+
+    def sync(self, conn: Connection, specs: Iterable[GroupSpec]) -> bool:
+        """Make the stored configuration ``specs``; whether it changed."""
+        wanted = {spec.name: spec for spec in specs}
+        if self.specs(conn) == wanted:
+            return False
+        conn.execute(resource_groups.delete())
+        if wanted:
+            conn.execute(
+                resource_groups.insert(),
+                [
+                    {
+                        "name": s.name,
+                        "hard_concurrency_limit": s.hard_concurrency_limit,
+                        "max_queued": s.max_queued,
+                        "scheduling_policy": s.scheduling_policy,
+                        "scheduling_weight": s.scheduling_weight,
+                        "admissions": 0,
+                    }
+                    for s in wanted.values()
+                ],
+            )
+        return True
+
+    def tree(self, conn: Connection, root: str, *, lock: bool = True) -> _Tree:
+        if lock:
+            conn.execute(_LOCK, {"root": root})
+        rows = conn.execute(_COUNTS, {"root": root, "under": f"{root}.", "past": f"{root}/"})
+        return _Tree(
+            self.specs(conn),
+            (_Count._make(row) for row in rows),
+        )
+
+    def enter(self, conn: Connection, group: str, session_id: int) -> tuple[str, StatementState]:
+        """Where a new statement of ``session_id`` placed in ``group`` goes: the group (that of
+        a statement of its session queued before it, if any) and its first state, queued when
+        its group has no room. Raises ``QueueFull``."""
+        ahead = conn.execute(_QUEUED_IN_SESSION, {"session_id": session_id}).scalar()
+        if ahead is not None:
+            group = ahead
+        tree = self.tree(conn, root_of(group))
+        if ahead is None and tree.has_room(group):
+            return group, StatementState.WAITING
+        spec = spec_of(tree.specs, group)
+        if spec is not None and tree.queued(group) >= spec.max_queued:
+            raise QueueFull(group, spec.max_queued)
+        return group, StatementState.QUEUED
+
+    def place(
+        self,
+        conn: Connection,
+        statement_id: int,
+        session_id: int,
+        owner: str,
+        group: str,
+        state: StatementState,
+        *,
+        now: float,
+    ) -> None:
+        """Record the place ``enter`` chose, in the statement's own transaction."""
+        conn.execute(
+            _PLACE,
+            {
+                "statement_id": statement_id,
+                "session_id": session_id,
+                "owner": owner,
+                "resource_group": group,
+                "state": _QUEUED if state is StatementState.QUEUED else _ADMITTED,
+                "created_at": now,
+            },
+        )
+
+    def end(self, conn: Connection, statement_ids: Iterable[int]) -> list[str]:
+        """The places of statements that ended are over: the roots of the groups they held."""
+        if not self.present():
+            return []
+        roots = set()
+        for statement_id in statement_ids:
+            group = conn.execute(_END, {"ended": statement_id}).scalar()
+            if group is not None:
+                roots.add(root_of(group))
+        return sorted(roots)
+
+    def admitted(self, conn: Connection, statement_id: int) -> None:
+        conn.execute(_ADMIT, {"admitted": statement_id})
+
+    def next(self, tree: _Tree, root: str) -> int | None:
+        """The queued statement whose turn it is in ``root``'s tree, if one may go now."""
+        chosen = tree.choose(root)
+        if chosen is None:
+            return None
+        leaf, owner = chosen
+        return next(
+            c.oldest
+            for c in tree.counts
+            if c.state == _QUEUED and c.group == leaf and c.owner == owner
+        )
+
+    def queued_roots(self) -> list[str]:
+        """The root groups with queued statements (for the safety net's round)."""
+        if not self.present():
+            return []
+        query = (
+            sa.select(group_places.c.resource_group)
+            .where(group_places.c.state == _QUEUED)
+            .distinct()
+        )
+        with self._db.read() as conn:
+            return sorted({root_of(str(group)) for (group,) in conn.execute(query)})
+
+    def where(self, statement_id: int) -> GroupPlace | None:
+        """A statement's group and, queued, its position: 1 goes next in its group, 2 after
+        one, and so on, as the turns stand (users alternate, each in the order they
+        submitted). None for a statement placed in no group."""
+        if not self.present():
+            return None
+        with self._db.read() as conn:
+            found = conn.execute(
+                sa.select(group_places.c.resource_group, group_places.c.state).where(
+                    group_places.c.statement_id == statement_id
+                )
+            ).first()
+            if found is None:
+                return None
+            if found.state != _QUEUED:
+                return GroupPlace(found.resource_group)
+            rows = conn.execute(
+                sa.select(group_places.c.statement_id, group_places.c.owner, group_places.c.state)
+                .where(group_places.c.resource_group == found.resource_group)
+                .where(group_places.c.state.in_(_ACTIVE))
+                .order_by(group_places.c.statement_id)
+            ).all()
+        admitted: dict[str, int] = defaultdict(int)
+        rank: dict[str, int] = defaultdict(int)
+        for row in rows:
+            if row.state == _ADMITTED:
+                admitted[row.owner] += 1
+        turns: list[tuple[int, int]] = []
+        for row in rows:
+            if row.state == _QUEUED:
+                rank[row.owner] += 1
+                turns.append((admitted[row.owner] + rank[row.owner], row.statement_id))
+        mine = next((t for t in turns if t[1] == statement_id), None)
+        position = None if mine is None else 1 + sum(1 for t in turns if t < mine)
+        return GroupPlace(found.resource_group, position)

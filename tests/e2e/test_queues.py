@@ -1,0 +1,263 @@
+"""Resource groups end to end: a real server whose access file holds Trino's resource-group
+configuration, real engines, queries that take seconds.
+
+The ``analysts`` group runs 2 queries at once. bob submits 8 and alice 1: hers is queued with
+turn 1 and starts as soon as one of bob's ends, ahead of his other 6; never more than 2 run.
+Queued state and turn show in the API, the CLI, Livy (``waiting``) and HiveServer2 (pending);
+a queued query cancelled ends at once; a full queue answers 429 naming the group; a node
+killed while queries are queued: the next node serves them and each runs once.
+"""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from datetime import datetime
+from typing import Any
+
+import httpx
+import pytest
+from pyhive import hive
+from TCLIService.ttypes import TOperationState
+
+from sparkgate_dev import (
+    ServerProcess,
+    eventually,
+    free_port,
+    kill_engines,
+    local_test_settings,
+    user_files,
+)
+
+pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
+
+PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw", "carol": "carol-pw", "erin": "erin-pw"}
+ACCESS = """
+groups: {analysts: [alice, bob, carol]}
+resource_groups:
+  rootGroups:
+    - name: analysts
+      hardConcurrencyLimit: 2
+      maxQueued: 9
+      schedulingPolicy: fair
+    - {name: others, hardConcurrencyLimit: 4, maxQueued: 4}
+  selectors:
+    - {userGroup: analysts, group: analysts}
+    - {user: erin, queryType: one-off, group: others}
+"""
+SLEEP_MS = 4000
+# A query that holds its turn for SLEEP_MS, then answers 1.
+SLOW = f"SELECT length(reflect('java.lang.Thread', 'sleep', CAST({SLEEP_MS} AS BIGINT))) AS x"
+FINAL = {"success", "failed", "cancelled"}
+
+
+@pytest.fixture(scope="module")
+def server(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[ServerProcess]:
+    home = tmp_path_factory.mktemp("queues-home")
+    settings = local_test_settings(
+        home,
+        metastore_uri=metastore_uri,
+        auth="password",
+        thrift_port=free_port(),
+        # One engine for everyone: a turn given is a query started at once (with an engine
+        # per user, alice's turn would wait for her engine's JVM to start).
+        engine_share_level="server",
+        **user_files(home, PASSWORDS, ACCESS),
+    )
+    server = ServerProcess(settings).start()
+    server.wait_engines_running()
+    try:
+        yield server
+    finally:
+        server.stop()
+        kill_engines(settings)
+
+
+def _client(server: ServerProcess, user: str) -> httpx.Client:
+    return httpx.Client(base_url=server.url, auth=(user, PASSWORDS[user]), timeout=60)
+
+
+def _submit(api: httpx.Client, query: str = SLOW, **extra: Any) -> dict[str, Any]:
+    answer = api.post("/v1/queries", json={"query": query, **extra})
+    assert answer.status_code == 201, answer.text
+    return dict(answer.json())
+
+
+def _get(api: httpx.Client, query_id: int, wait: int = 0) -> dict[str, Any]:
+    answer = api.get(f"/v1/queries/{query_id}", params={"wait": wait})
+    assert answer.status_code == 200, answer.text
+    return dict(answer.json())
+
+
+def _final(api: httpx.Client, query_id: int) -> dict[str, Any]:
+    def done() -> dict[str, Any] | None:
+        query = _get(api, query_id, wait=10)
+        return query if query["state"] in FINAL else None
+
+    return eventually(done, timeout=300, what=f"query {query_id} final")
+
+
+def _cli(server: ServerProcess, user: str, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**server.env, "SPARKGATE_USER": user, "SPARKGATE_PASSWORD": PASSWORDS[user]}
+    return subprocess.run(
+        [sys.executable, "-m", "sparkgate.cli.main", *args, "--server", server.url],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+        env=env,
+    )
+
+
+def _most_at_once(queries: list[dict[str, Any]]) -> int:
+    """The most queries running at one moment, from their recorded start and end."""
+    events = sorted(
+        [(_ts(q["started_at"]), 1) for q in queries]
+        + [(_ts(q["finished_at"]), -1) for q in queries],
+        key=lambda e: (e[0], e[1]),  # an end before a start at the same instant
+    )
+    most = running = 0
+    for _, step in events:
+        running += step
+        most = max(most, running)
+    return most
+
+
+def _livy_session(api: httpx.Client) -> int:
+    opened = api.post("/sessions", json={"kind": "sql"})
+    assert opened.status_code == 201, opened.text
+    session_id = int(opened.json()["id"])
+    eventually(
+        lambda: api.get(f"/sessions/{session_id}").json()["state"] == "idle",
+        timeout=240,
+        what=f"Livy session {session_id} idle",
+    )
+    return session_id
+
+
+def _livy_output(api: httpx.Client, statement_url: str) -> dict[str, Any]:
+    def available() -> dict[str, Any] | None:
+        found: dict[str, Any] = api.get(statement_url).json()
+        return found if found["state"] == "available" else None
+
+    return eventually(available, timeout=300, what=f"Livy statement {statement_url}")
+
+
+def _ts(value: str) -> float:
+    return datetime.fromisoformat(value.replace("Z", "+00:00")).timestamp()
+
+
+def test_a_light_user_goes_ahead_of_a_heavy_users_queue_at_every_door(
+    server: ServerProcess,
+) -> None:
+    with (
+        _client(server, "bob") as bob,
+        _client(server, "alice") as alice,
+        _client(server, "carol") as carol,
+    ):
+        # carol's Livy session and HiveServer2 connection, open before the group fills
+        livy_id = _livy_session(carol)
+        hive2 = hive.connect(
+            "127.0.0.1",
+            port=server.settings.thrift_port,
+            username="carol",
+            password=PASSWORDS["carol"],
+            auth="CUSTOM",
+        )
+
+        bobs = [_submit(bob) for _ in range(8)]
+        assert [q["state"] for q in bobs[2:]] == ["queued"] * 6
+        mine = _submit(alice)
+        assert mine["state"] == "queued"
+        queued = _get(alice, mine["id"])
+        assert (queued["resource_group"], queued["queue_position"]) == ("analysts", 1)
+        assert _get(bob, bobs[2]["id"])["queue_position"] == 2
+        assert _get(bob, bobs[7]["id"])["queue_position"] == 7
+
+        shown = _cli(server, "alice", "queries", "show", str(mine["id"]))
+        assert shown.returncode == 0, shown.stderr
+        assert "analysts (queued: turn 1)" in shown.stdout, shown.stdout
+
+        # Livy: a queued statement is waiting; HiveServer2: pending
+        statement = carol.post(f"/sessions/{livy_id}/statements", json={"code": SLOW})
+        assert statement.status_code == 201, statement.text
+        livy_statement = statement.json()
+        assert livy_statement["state"] == "waiting"
+        cursor = hive2.cursor()
+        cursor.execute(SLOW, async_=True)
+        state = cursor.poll().operationState
+        assert state == TOperationState.PENDING_STATE
+
+        # The queue holds 9: a tenth is refused, naming the group; a cancelled one is gone
+        refused = carol.post("/v1/queries", json={"query": SLOW})
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["error"]["code"] == "LIMIT_EXCEEDED"
+        assert "Resource group analysts has 9 queries queued" in refused.json()["error"]["message"]
+        cancelled = bob.post(f"/v1/queries/{bobs[7]['id']}/cancel")
+        assert cancelled.status_code == 202, cancelled.text
+        assert cancelled.json()["state"] == "cancelled"
+        gone = _get(bob, bobs[7]["id"])
+        assert gone["state"] == "cancelled" and gone["started_at"] is None
+        assert gone["queue_position"] is None
+
+        ended = [_final(bob, q["id"]) for q in bobs[:7]]
+        hers = _final(alice, mine["id"])
+        assert hers["state"] == "success"
+        assert all(q["state"] == "success" for q in ended), ended
+        # Hers started once one of bob's first two ended, before any of his queued six.
+        first_end = min(_ts(q["finished_at"]) for q in ended[:2])
+        assert _ts(hers["started_at"]) >= first_end - 0.001
+        starts = [(q["id"], q["started_at"], q["finished_at"]) for q in ended]
+        assert all(_ts(hers["started_at"]) <= _ts(q["started_at"]) for q in ended[2:]), (
+            hers["started_at"],
+            starts,
+        )
+        livy_done = _livy_output(carol, f"/sessions/{livy_id}/statements/{livy_statement['id']}")
+        assert livy_done["output"]["status"] == "ok"
+        assert cursor.fetchall() == [(4,)]
+        hive2.close()
+        carol.delete(f"/sessions/{livy_id}")
+
+        assert _most_at_once([*ended, hers]) <= 2
+
+
+def test_a_user_no_selector_takes_is_refused_and_other_groups_are_apart(
+    server: ServerProcess,
+) -> None:
+    with _client(server, "erin") as erin:
+        # erin's one-off queries go to "others", which the analysts' queue does not touch
+        done = _final(erin, _submit(erin, "SELECT 1 AS one")["id"])
+        assert done["state"] == "success" and done["resource_group"] == "others"
+        # an interactive session of hers matches no selector: refused, as Trino does
+        session = erin.post("/v1/sessions", json={"kind": "interactive"})
+        assert session.status_code == 201, session.text
+        refused = erin.post(
+            "/v1/queries", json={"query": "SELECT 1", "session_id": session.json()["id"]}
+        )
+        assert refused.status_code == 403, refused.text
+        assert "No resource group takes this query" in refused.json()["error"]["message"]
+        erin.delete(f"/v1/sessions/{session.json()['id']}")
+
+
+def test_queued_queries_outlive_their_node(server: ServerProcess) -> None:
+    """Queued queries are rows in the store: with the node that admitted them killed, the
+    engine's ends admit the rest, and a new node serves their answers; each ran once."""
+    with _client(server, "bob") as bob:
+        queries = [_submit(bob) for _ in range(5)]
+        assert [q["state"] for q in queries[2:]] == ["queued"] * 3
+    server.stop(signal.SIGKILL)
+    try:
+        time.sleep(SLEEP_MS / 1000)  # an end comes while no node runs
+    finally:
+        server.start()
+    with _client(server, "bob") as bob:
+        ended = [_final(bob, q["id"]) for q in queries]
+        assert [q["state"] for q in ended] == ["success"] * 5, ended
+        # once: each ran a single time, from one start to one end, two at a time at most
+        assert _most_at_once(ended) <= 2
+        for query in ended:
+            result = bob.get(f"/v1/queries/{query['id']}/result").json()
+            assert result["rows"] == [[4]], result
