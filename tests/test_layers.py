@@ -33,6 +33,7 @@ LAYERS: list[set[str]] = [
         "procfs",
         "credentials",
         "units",
+        "tags",
         "logs",
     },
     {"results", "store"},

@@ -331,7 +331,9 @@ def test_each_run_is_one_query_and_its_rows_are_the_clients(env: Env) -> None:
         refs = spark.sql(
             f"SELECT id, '{tag}-refs' AS t FROM {{df}} WHERE id > 1", df=spark.range(4)
         )
+        spark.addTag("team=finance")  # Spark Connect's operation tags are the query's
         assert [r.id for r in refs.collect()] == [2, 3]
+        spark.clearTags()
     queries = [q for q in _queries(env) if tag in q["query"]]
 
     def recorded(words: str) -> list[tuple[str, str]]:
@@ -360,6 +362,9 @@ def test_each_run_is_one_query_and_its_rows_are_the_clients(env: Env) -> None:
             what="the Connect query's cost",
         )
     assert cost["tasks"] > 0 and cost["input_records"] == 4, cost
+    with env.api("alice") as api:
+        assert api.get(f"/v1/queries/{refs['id']}").json()["tags"] == {"team": "finance"}
+        assert api.get(f"/v1/queries/{selected['id']}").json()["tags"] == {}
 
 
 def test_a_sql_only_user_is_refused_code_streams_and_denied_settings(env: Env) -> None:

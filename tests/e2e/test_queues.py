@@ -14,7 +14,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import datetime
 from typing import Any
 
@@ -34,7 +34,13 @@ from sparkgate_dev import (
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
-PASSWORDS = {"alice": "alice-pw", "bob": "bob-pw", "carol": "carol-pw", "erin": "erin-pw"}
+PASSWORDS = {
+    "alice": "alice-pw",
+    "bob": "bob-pw",
+    "carol": "carol-pw",
+    "erin": "erin-pw",
+    "frank": "frank-pw",
+}
 ACCESS = """
 groups: {analysts: [alice, bob, carol]}
 resource_groups:
@@ -44,9 +50,12 @@ resource_groups:
       maxQueued: 9
       schedulingPolicy: fair
     - {name: others, hardConcurrencyLimit: 4, maxQueued: 4}
+    - {name: fast, hardConcurrencyLimit: 4, maxQueued: 4}
   selectors:
+    - {clientTags: [priority=high], group: fast}
     - {userGroup: analysts, group: analysts}
-    - {user: erin, queryType: one-off, group: others}
+    - {user: erin, group: others}
+    - {user: frank, queryType: one-off, group: others}
 """
 SLEEP_MS = 4000
 # A query that holds its turn for SLEEP_MS, then answers 1.
@@ -126,8 +135,8 @@ def _most_at_once(queries: list[dict[str, Any]]) -> int:
     return most
 
 
-def _livy_session(api: httpx.Client) -> int:
-    opened = api.post("/sessions", json={"kind": "sql"})
+def _livy_session(api: httpx.Client, conf: dict[str, str] | None = None) -> int:
+    opened = api.post("/sessions", json={"kind": "sql", "conf": conf or {}})
     assert opened.status_code == 201, opened.text
     session_id = int(opened.json()["id"])
     eventually(
@@ -227,19 +236,100 @@ def test_a_light_user_goes_ahead_of_a_heavy_users_queue_at_every_door(
 def test_a_user_no_selector_takes_is_refused_and_other_groups_are_apart(
     server: ServerProcess,
 ) -> None:
-    with _client(server, "erin") as erin:
-        # erin's one-off queries go to "others", which the analysts' queue does not touch
-        done = _final(erin, _submit(erin, "SELECT 1 AS one")["id"])
+    with _client(server, "frank") as frank:
+        # frank's one-off queries go to "others", which the analysts' queue does not touch
+        done = _final(frank, _submit(frank, "SELECT 1 AS one")["id"])
         assert done["state"] == "success" and done["resource_group"] == "others"
-        # an interactive session of hers matches no selector: refused, as Trino does
-        session = erin.post("/v1/sessions", json={"kind": "interactive"})
+        # an interactive session of his matches no selector: refused, as Trino does
+        session = frank.post("/v1/sessions", json={"kind": "interactive"})
         assert session.status_code == 201, session.text
-        refused = erin.post(
+        refused = frank.post(
             "/v1/queries", json={"query": "SELECT 1", "session_id": session.json()["id"]}
         )
         assert refused.status_code == 403, refused.text
         assert "No resource group takes this query" in refused.json()["error"]["message"]
-        erin.delete(f"/v1/sessions/{session.json()['id']}")
+        frank.delete(f"/v1/sessions/{session.json()['id']}")
+
+
+def test_tags_follow_queries_from_every_door_and_usage_sums_by_them(
+    server: ServerProcess,
+) -> None:
+    """Tags from a one-off query, a session (and its query's own, which win), a JDBC client's
+    sparkgate.tags and Livy's conf; a clientTags selector places by them; usage by tag, by
+    resource group and by group equals the sum of the queries' own costs."""
+    since = time.time()
+    scan = "SELECT count(*) AS n FROM range(1000)"
+    with _client(server, "erin") as erin:
+        one_off = _final(
+            erin, _submit(erin, scan, tags={"team": "finance", "priority": "high"})["id"]
+        )
+        assert one_off["tags"] == {"team": "finance", "priority": "high"}
+        assert one_off["resource_group"] == "fast"  # its tag chose the group
+        session = erin.post(
+            "/v1/sessions", json={"kind": "interactive", "tags": {"team": "growth"}}
+        )
+        assert session.status_code == 201, session.text
+        session_id = session.json()["id"]
+        mine = _final(
+            erin, _submit(erin, scan, session_id=session_id, tags={"project": "churn"})["id"]
+        )
+        assert mine["tags"] == {"team": "growth", "project": "churn"}
+        assert mine["resource_group"] == "others"
+        overridden = _submit(erin, scan, session_id=session_id, tags={"team": "finance"})
+        assert _final(erin, overridden["id"])["tags"] == {"team": "finance"}
+        erin.delete(f"/v1/sessions/{session_id}")
+        bad = erin.post("/v1/queries", json={"query": scan, "tags": {"no spaces": "x"}})
+        assert bad.status_code == 422, bad.text
+        assert "tag 'no spaces'" in bad.json()["error"]["message"]
+
+        hive2 = hive.connect(
+            "127.0.0.1",
+            port=server.settings.thrift_port,
+            username="erin",
+            password=PASSWORDS["erin"],
+            auth="CUSTOM",
+            configuration={"sparkgate.tags": "team=finance,project=churn"},
+        )
+        cursor = hive2.cursor()
+        cursor.execute(scan)
+        assert cursor.fetchall() == [(1000,)]
+        hive2.close()
+        livy_id = _livy_session(erin, conf={"sparkgate.tags": "team=growth"})
+        statement = erin.post(f"/sessions/{livy_id}/statements", json={"code": scan})
+        assert statement.status_code == 201, statement.text
+        _livy_output(erin, f"/sessions/{livy_id}/statements/{statement.json()['id']}")
+        erin.delete(f"/sessions/{livy_id}")
+
+        ours = [
+            _get(erin, q["id"])
+            for q in erin.get("/v1/queries", params={"limit": 50}).json()["queries"]
+            if q["query"] == scan and q["state"] == "success"
+        ]
+        assert len(ours) == 5, ours
+        hive2_query = next(q for q in ours if q["tags"] == {"team": "finance", "project": "churn"})
+        livy_query = next(q for q in ours if q["tags"] == {"team": "growth"})
+        assert hive2_query["resource_group"] == livy_query["resource_group"] == "others"
+
+        def summed(key: str) -> dict[str | None, tuple[int, int]]:
+            rows = erin.get("/v1/usage", params={"group_by": key, "since": since}).json()["rows"]
+            return {r["key"]: (r["queries"], r["cost"]["tasks"]) for r in rows}
+
+        def expected(
+            value_of: Callable[[dict[str, Any]], str | None],
+        ) -> dict[str | None, tuple[int, int]]:
+            sums: dict[str | None, tuple[int, int]] = {}
+            for query in ours:
+                key = value_of(query)
+                queries, tasks = sums.get(key, (0, 0))
+                sums[key] = (queries + 1, tasks + query["cost"]["tasks"])
+            return sums
+
+        assert all(q["cost"] and q["cost"]["tasks"] > 0 for q in ours), ours
+        assert summed("tag:team") == expected(lambda q: q["tags"].get("team"))
+        assert summed("tag:project") == expected(lambda q: q["tags"].get("project"))
+        assert summed("resource_group") == expected(lambda q: q["resource_group"])
+        assert summed("group") == {None: (5, sum(q["cost"]["tasks"] for q in ours))}
+        assert erin.get("/v1/usage", params={"group_by": "tag:"}).status_code == 422
 
 
 def test_queued_queries_outlive_their_node(server: ServerProcess) -> None:

@@ -8,8 +8,9 @@ import sqlalchemy as sa
 
 from sparkgate.states import SessionKind
 from sparkgate.store import Store
+from sparkgate.store.resource_groups import GroupSpec
 from sparkgate.store.statement_costs import StatementCost
-from sparkgate.store.usage import Usage
+from sparkgate.store.usage import RESOURCE_GROUP, Usage
 from tests.conftest import NOW
 
 _LARGE = 3 * 2**40  # a terabyte-scale figure: the columns are 64-bit on both stores
@@ -52,6 +53,7 @@ def test_the_engines_figures_are_read_as_written() -> None:
 def test_a_store_before_the_table_records_nothing(store: Store) -> None:
     store.migrate("0011_statement_tables")
     with store.db.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE statement_tags")
         conn.exec_driver_sql("DROP TABLE group_places")
         conn.exec_driver_sql("DROP TABLE resource_groups")
         conn.exec_driver_sql("DROP TABLE statement_costs")
@@ -103,21 +105,21 @@ def test_usage_sums_exactly_the_queries_it_covers_by_user_and_day(store: Store) 
         return (usage.queries, cost.tasks, cost.executor_cpu_time_ns, cost.input_bytes)
 
     whole = store.usage.report()
-    assert [(u.user, u.bucket) for u in whole] == [("alice", None), ("bob", None)]
+    assert [(u.key, u.bucket) for u in whole] == [("alice", None), ("bob", None)]
     assert [figures(u) for u in whole] == [
         expected("alice", 0, 1e12),
         expected("bob", 0, 1e12),
     ]
     daily = store.usage.report(bucket=day)
-    assert [(u.user, u.bucket) for u in daily] == [
+    assert [(u.key, u.bucket) for u in daily] == [
         ("alice", start),
         ("alice", start + day),
         ("bob", start),
         ("bob", start + day),
     ]
     for usage in daily:
-        assert usage.user is not None and usage.bucket is not None
-        assert figures(usage) == expected(usage.user, usage.bucket, usage.bucket + day)
+        assert usage.key is not None and usage.bucket is not None
+        assert figures(usage) == expected(usage.key, usage.bucket, usage.bucket + day)
     bobs = store.usage.report(owner="bob", since=start + 30, until=start + 2 * day - 0.25)
     assert [figures(u) for u in bobs] == [expected("bob", start + 30, start + 2 * day - 0.25)]
     with store.db.read() as conn:
@@ -129,3 +131,38 @@ def test_usage_sums_exactly_the_queries_it_covers_by_user_and_day(store: Store) 
 
 
 _TIMES = ("executor_cpu_time_ns", "executor_run_time_ms")
+
+
+def test_usage_sums_by_a_tags_value_and_by_resource_group(store: Store) -> None:
+    """Untagged queries and queries placed in no group count under no key (None)."""
+    with store.db.begin() as conn:
+        store.resource_groups.sync(conn, [GroupSpec("adhoc", 10, 10), GroupSpec("etl", 10, 10)])
+    placed = [
+        ({"team": "finance", "project": "churn"}, "adhoc", 3),
+        ({"team": "finance"}, "etl", 5),
+        ({"team": "growth"}, "adhoc", 7),
+        ({"project": "churn"}, None, 11),
+        ({}, None, 13),
+    ]
+    for tags, group, tasks in placed:
+        session = store.sessions.add(SessionKind.BATCH, now=NOW, owner="bob")
+        statement = store.statements.add(
+            session.id, "SELECT 1", now=NOW, tags=tags, resource_group=group
+        )
+        assert store.statements.tags_of(statement.id) == tags
+        store.statement_costs.add(statement.id, _cost(tasks=tasks), now=NOW)
+
+    def totals(rows: list[Usage]) -> dict[str | None, tuple[int, int]]:
+        return {u.key: (u.queries, u.cost.tasks) for u in rows}
+
+    assert totals(store.usage.report(by=("tag", "team"))) == {
+        None: (2, 24),
+        "finance": (2, 8),
+        "growth": (1, 7),
+    }
+    assert totals(store.usage.report(by=("tag", "project"))) == {None: (3, 25), "churn": (2, 14)}
+    assert totals(store.usage.report(by=RESOURCE_GROUP)) == {
+        None: (2, 24),
+        "adhoc": (2, 10),
+        "etl": (1, 5),
+    }

@@ -22,12 +22,16 @@ def usage(
     user: Annotated[
         str | None, typer.Option("--user", help="Only this user's (admins; else your own).")
     ] = None,
+    by: Annotated[
+        str,
+        typer.Option("--by", help="user, group, resource_group or tag:<key> (tag:team)."),
+    ] = "user",
     as_json: JsonOption = False,
 ) -> None:
-    """What queries cost (executor CPU and run time, bytes), by user; yours, or for admins
-    everyone's.
+    """What queries cost (executor CPU and run time, bytes), by user (or group, resource
+    group, a tag's value); yours, or for admins everyone's.
 
-    Example: sparkgate usage --since 7d --by-day
+    Example: sparkgate usage --since 7d --by-day --by tag:team
     """
     with client() as sg:
         report = sg.usage(
@@ -35,14 +39,15 @@ def usage(
             until=ago("--until", until),
             bucket="day" if by_day else None,
             user=user,
+            group_by=by,
         )
     if as_json:
         print_json(report)
         return
-    columns = ("user", *(("day",) if by_day else ()), "queries", "tasks", "CPU s", "run s")
+    columns = (by, *(("day",) if by_day else ()), "queries", "tasks", "CPU s", "run s")
     rows = [
         (
-            row["user"] or "",
+            row["key"] or "",
             *((row["bucket"][:10],) if by_day else ()),
             str(row["queries"]),
             str(row["cost"]["tasks"]),

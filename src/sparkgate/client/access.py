@@ -61,10 +61,12 @@ class AccessCalls(Transport):
         until: float | None = None,
         bucket: str | None = None,
         user: str | None = None,
+        group_by: str | None = None,
     ) -> dict[str, Any]:
-        """What queries that ended in ``[since, until)`` (epoch seconds) cost, by user and,
-        with ``bucket="day"``, by day; yours, or (admins) everyone's or ``user``'s."""
-        params = given(since=since, until=until, bucket=bucket, user=user)
+        """What queries that ended in ``[since, until)`` (epoch seconds) cost, by ``group_by``
+        (``user``, ``group``, ``resource_group``, ``tag:<key>``) and, with ``bucket="day"``, by
+        day; yours, or (admins) everyone's or ``user``'s."""
+        params = given(since=since, until=until, bucket=bucket, user=user, group_by=group_by)
         return self._call("GET", "/v1/usage", params=params)
 
     def explain_access(self, user: str, privilege: str, table: str) -> dict[str, Any]:

@@ -11,6 +11,7 @@ engine's secret -> hand the engine's answers back as they come, unparsed.
 
 from __future__ import annotations
 
+import dataclasses
 import itertools
 import logging
 import time
@@ -42,6 +43,7 @@ from sparkgate.errors import (
 )
 from sparkgate.recorded import RecordedError
 from sparkgate.service.connect import ConnectService, ConnectTarget, Operation
+from sparkgate.tags import from_words
 
 log = logging.getLogger("sparkgate.connect")
 
@@ -121,7 +123,10 @@ class ConnectDoor:
         statement_id: int | None = None
         pending: _Pending | None = None
         with _answering(context):
-            operation = read_plan(request.plan)
+            # The client's spark.addTag()s are the query's tags (``team=finance``).
+            operation = dataclasses.replace(
+                read_plan(request.plan), tags=from_words(request.tags, "the operation's tags")
+            )
             if operation.analysed_only:
                 self.connect.admit(user, target, operation)
                 pending = _Pending(user, request.operation_id, operation, self.connect.clock())

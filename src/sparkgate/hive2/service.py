@@ -59,6 +59,7 @@ from sparkgate.states import (
 )
 from sparkgate.store.records import SessionRecord, StatementRecord
 from sparkgate.store.session_attributes import SessionAttributes
+from sparkgate.tags import SETTING as TAGS_SETTING
 
 log = logging.getLogger("sparkgate.hive2")
 
@@ -478,13 +479,13 @@ def _session_settings(
     for key, value in configuration.items():
         if key.startswith("set:hiveconf:"):
             name = key.removeprefix("set:hiveconf:")
-            if name.startswith("spark."):
+            if name.startswith("spark.") or name == TAGS_SETTING:
                 conf[name] = value
         elif key.startswith("set:hivevar:"):
             setup.append(f"SET {key.removeprefix('set:hivevar:')}={value}")
         elif key == "hive.server2.proxy.user" and value:
             proxy_user = value
-        elif key.startswith("spark."):
+        elif key.startswith("spark.") or key == TAGS_SETTING:
             conf[key] = value
     database = configuration.get("use:database")
     if database and database.lower() != "default":

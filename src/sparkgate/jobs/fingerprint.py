@@ -15,8 +15,8 @@ A job has three fingerprints (``job_fingerprints``), one per kind of change:
   version with clean state.
 - **config**: how it runs: ``properties``, ``trigger`` and ``sink-options``. A change restarts
   the query from the state it saved.
-- **supervision**: ``description`` and ``retry``. A change is recorded without touching the
-  running query; it applies from the query's next start.
+- **supervision**: ``description``, ``retry`` and ``tags``. A change is recorded without
+  touching the running query; it applies from the query's next start.
 """
 
 from __future__ import annotations
@@ -164,6 +164,8 @@ def job_fingerprints(manifest: Manifest, used: Sequence[Definition]) -> Fingerpr
         f"description:{manifest.description}",
         "retry:" + _sorted_json(manifest.retry.options()) if streaming else "",
     ]
+    if manifest.tags:  # only when given: a job declared before tags keeps its fingerprint
+        supervision.append("tags:" + _sorted_json(manifest.tags))
     return Fingerprints(digest(*query), digest(*config), digest(*supervision))
 
 

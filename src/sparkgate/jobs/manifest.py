@@ -38,10 +38,12 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from sparkgate.errors import InvalidRequest
 from sparkgate.jobs.files import ManifestError, SourceFile
 from sparkgate.jobs.manifest_checks import check_fields
 from sparkgate.jobs.yaml_lines import KeyLines, parse_yaml
 from sparkgate.sql.durations import format_duration, parse_duration
+from sparkgate.tags import checked as checked_tags
 
 NAME_PATTERN = re.compile(r"[A-Za-z][A-Za-z0-9_-]{0,62}")
 MANIFEST_SUFFIXES = (".yaml", ".yml")
@@ -93,6 +95,8 @@ class Manifest(BaseModel):
     mode: Literal["streaming", "batch"] = "streaming"
     sources: list[str] = Field(default_factory=list)
     properties: dict[str, str] = Field(default_factory=dict)
+    # What each run's queries carry (sparkgate.tags): usage sums by them.
+    tags: dict[str, str] = Field(default_factory=dict)
     trigger: str | None = None
     output_mode: Literal["append", "complete", "update"] = Field(
         default="append", alias="output-mode"
@@ -112,7 +116,15 @@ class Manifest(BaseModel):
             )
         return value
 
-    @field_validator("properties", "sink_options", mode="before")
+    @field_validator("tags")
+    @classmethod
+    def _tags(cls, value: dict[str, str]) -> dict[str, str]:
+        try:
+            return checked_tags(value)
+        except InvalidRequest as exc:
+            raise ValueError(exc.message.removeprefix("tags: ")) from exc
+
+    @field_validator("properties", "sink_options", "tags", mode="before")
     @classmethod
     def _stringify(cls, value: Any) -> Any:
         """YAML reads ``4`` and ``true`` as numbers and booleans; Spark wants strings."""

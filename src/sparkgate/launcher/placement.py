@@ -37,6 +37,7 @@ from sparkgate.settings import Settings
 from sparkgate.states import EngineKind, EngineState, SessionKind, SessionState
 from sparkgate.store import Store
 from sparkgate.store.records import EngineRecord, SessionRecord
+from sparkgate.tags import SETTING as TAGS_SETTING
 
 log = logging.getLogger("sparkgate.placement")
 
@@ -65,7 +66,10 @@ STATIC_SQL_CONF = frozenset(
 
 def needs_own_engine(conf: dict[str, str]) -> bool:
     """True if any setting must be given when Spark starts (so no shared or warm engine)."""
-    return any(not key.startswith("spark.sql.") or key in STATIC_SQL_CONF for key in conf)
+    return any(
+        (not key.startswith("spark.sql.") or key in STATIC_SQL_CONF) and key != TAGS_SETTING
+        for key in conf
+    )
 
 
 class Placement:

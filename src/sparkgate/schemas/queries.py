@@ -92,6 +92,11 @@ class Query(Body):
         description="The resource group it waits or ran in (the access file's "
         "`resource_groups`); given by `GET /v1/queries/{id}`, null in lists.",
     )
+    tags: dict[str, str] | None = Field(
+        default=None,
+        description="The tags it carries (its session's and its own); given by "
+        "`GET /v1/queries/{id}`, null in lists.",
+    )
     queue_position: int | None = Field(
         default=None,
         description="While `queued`: its turn in its resource group (1: it goes next), as the "
@@ -104,6 +109,7 @@ class Query(Body):
         statement: StatementRecord,
         cost: StatementCost | None = None,
         place: GroupPlace | None = None,
+        tags: dict[str, str] | None = None,
     ) -> Query:
         # ``output``: what the statement printed (a pyspark statement's {"data": ...}, a batch
         # file's log) and how sparkgate ran it (e.g. "ctas": {"path": ...}); None when neither.
@@ -114,6 +120,7 @@ class Query(Body):
             cost=cost,
             resource_group=None if place is None else place.resource_group,
             queue_position=None if place is None else place.queue_position,
+            tags=tags,
         )
 
 

@@ -10,14 +10,28 @@ from sparkgate.store.usage import Usage
 
 
 class UsageRow(Body):
-    user: str | None = Field(description="The queries' owner (null: without authentication).")
+    key: str | None = Field(
+        description="What the row sums by: a user, a group, a resource group or a tag's "
+        "value (null: without authentication, in no group, untagged)."
+    )
+    user: str | None = Field(
+        description="The queries' owner, when grouped by user (null: without authentication)."
+    )
     bucket: OptionalTimestamp = Field(description="The bucket's start (UTC); null: no buckets.")
     queries: int = Field(description="Ended queries whose Spark tasks ran.")
     cost: StatementCost = Field(description="Their costs summed (the peak: the largest).")
 
     @classmethod
-    def of(cls, usage: Usage) -> UsageRow:
-        return cls.model_validate(usage)
+    def of(cls, usage: Usage, group_by: str = "user") -> UsageRow:
+        return cls.model_validate(
+            {
+                "key": usage.key,
+                "user": usage.key if group_by == "user" else None,
+                "bucket": usage.bucket,
+                "queries": usage.queries,
+                "cost": usage.cost,
+            }
+        )
 
 
 class UsageReport(Body):

@@ -68,7 +68,7 @@ class Service:
         self.streams = StreamService(settings, store, users, sessions, self.queries, streams)
         self.jobs = JobService(store, users, deployer, job_runner)
         self.accounts = Accounts(store, users)
-        self.usage = UsageService(store)
+        self.usage = UsageService(store, users)
         self.data_access = DataAccess(store, users)
         self.catalog = Catalog(store, self.queries)
         self.loads = Loads(settings, users, self.queries)

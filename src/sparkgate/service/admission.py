@@ -11,6 +11,7 @@ admits what an end did not (a limit raised, groups removed, an end written by a 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 
 from sparkgate.auth.resource_groups import ResourceGroups
 from sparkgate.auth.users import Users
@@ -18,6 +19,7 @@ from sparkgate.errors import NoResourceGroup
 from sparkgate.states import SessionKind
 from sparkgate.store import Store
 from sparkgate.store.session_attributes import SessionAttributes
+from sparkgate.tags import words
 
 log = logging.getLogger("sparkgate.service")
 
@@ -50,6 +52,7 @@ class Admission:
         groups: frozenset[str],
         kind: SessionKind,
         attributes: SessionAttributes,
+        tags: Mapping[str, str] | None = None,
     ) -> str | None:
         """The group a statement of this session waits in; None without resource groups.
         Raises ``NoResourceGroup`` when groups exist and no selector takes it (as Trino)."""
@@ -58,7 +61,9 @@ class Admission:
             return None
         source, query_type = source_of(attributes), query_type_of(kind, attributes)
         known = self.users.rules().groups_of(owner, groups)
-        group = configured.place(owner, known, source=source, query_type=query_type)
+        group = configured.place(
+            owner, known, source=source, query_type=query_type, tags=words(tags or {})
+        )
         if group is None:
             raise NoResourceGroup(owner, source, query_type)
         return group
@@ -66,6 +71,13 @@ class Admission:
     def sync(self) -> ResourceGroups | None:
         """The groups in force, written to the store when they changed since this node did."""
         configured = self.users.rules().resource_groups
+        if not self.store.resource_groups.present():
+            # A node pinned to a schema before resource groups (a rolling upgrade's old
+            # release): nothing queues, as before them.
+            if configured is not None and configured is not self._synced:
+                log.warning("resource groups are ignored: the store's schema has no queue yet")
+                self._synced = configured
+            return None
         if configured is not self._synced:
             specs = () if configured is None else configured.specs
             with self.store.db.begin() as conn:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
@@ -80,6 +80,7 @@ class Operation:
     # back, and it runs (and is recorded) when its DataFrame does. Not recorded until the
     # answer shows otherwise: it failed, or Spark ran it after all.
     analysed_only: bool = False
+    tags: Mapping[str, str] = field(default_factory=dict)  # the client's operation tags
 
 
 @dataclass
@@ -257,6 +258,7 @@ class ConnectService:
                 now=self.clock() if started_at is None else started_at,
                 kind=kind,
                 running=True,
+                tags={**(target.session.attributes.tags or {}), **operation.tags},
                 conn=conn,
             )
             self.store.connect.add_operation(

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from sparkgate.errors import JobNotBatch, JobRemoved
@@ -59,6 +59,7 @@ class SessionControl(Protocol):
         owner: str | None = None,
         attributes: SessionAttributes | None = None,
         first_statement: tuple[StatementKind, str] | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> tuple[SessionRecord, StatementRecord | None]: ...
 
     def kill(self, session_id: int) -> SessionRecord: ...
@@ -89,6 +90,7 @@ class JobRunner:
             conf=dict(job.manifest.get("properties") or {}),
             attributes=SessionAttributes(job=name, job_run=run.id, job_version=job.version),
             first_statement=(StatementKind(first["kind"]), first["code"]),
+            tags=job.manifest.get("tags"),
         )
         assert statement is not None
         with self.store.db.begin() as conn:
@@ -138,7 +140,12 @@ class JobRunner:
             step = run.steps[run.step]
             with self.store.db.begin() as conn:
                 added = self.store.statements.add(
-                    session.id, step["code"], now=now, kind=StatementKind(step["kind"]), conn=conn
+                    session.id,
+                    step["code"],
+                    now=now,
+                    kind=StatementKind(step["kind"]),
+                    tags=session.attributes.tags,
+                    conn=conn,
                 )
                 if not self.store.job_runs.advance(
                     run.id, submitted=run.step, statement_id=added.id, conn=conn

@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -38,6 +38,7 @@ from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
 from sparkgate.store.resource_groups import GroupPlace
 from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.store.statement_costs import StatementCost
+from sparkgate.tags import checked as checked_tags
 
 log = logging.getLogger("sparkgate.service.queries")
 
@@ -91,6 +92,7 @@ class Queries:
         isolation: str = "session",
         conf: dict[str, str] | None = None,
         key: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> tuple[StatementRecord, bool]:
         """Queue a statement in a session, or (no session) run it as a one-off query; made
         once per ``key`` (the request's Idempotency-Key): the query, and whether an earlier
@@ -110,12 +112,14 @@ class Queries:
             kind=kind.value,
             isolation=isolation,
             conf=conf or {},
+            # Only when given: a key recorded before tags existed still names its request.
+            **({"tags": dict(tags)} if tags else {}),
         )
 
         def make() -> StatementRecord:
             if session_id is None:
-                return self._submit_alone(code, user, kind, isolation, conf, claim)
-            return self._submit_in(session_id, code, user, kind, claim)
+                return self._submit_alone(code, user, kind, isolation, conf, claim, tags)
+            return self._submit_in(session_id, code, user, kind, claim, tags)
 
         def replay(found_id: int | None) -> StatementRecord:
             assert found_id is not None  # a query's key names its statement
@@ -143,8 +147,9 @@ class Queries:
         isolation: str,
         conf: dict[str, str] | None,
         claim: KeyClaim | None,
+        tags: Mapping[str, str] | None = None,
     ) -> StatementRecord:
-        """A one-off query, in a batch session of its own."""
+        """A one-off query, in a batch session of its own (which carries its tags)."""
         self.users.check_query_limit(user)
         on_shared = isolation == "session" and not needs_own_engine(conf or {})
         _, statement = self.sessions.open(
@@ -157,6 +162,7 @@ class Queries:
             also_record=lambda session, added, conn: self._record(
                 user, session, added, claim, conn
             ),
+            tags=tags,
         )
         assert statement is not None
         return statement
@@ -168,8 +174,10 @@ class Queries:
         user: Principal,
         kind: StatementKind,
         claim: KeyClaim | None,
+        tags: Mapping[str, str] | None = None,
     ) -> StatementRecord:
-        """A statement queued in a session the user may use."""
+        """A statement queued in a session the user may use, with its session's tags and its
+        own (which win)."""
         session = self.sessions.get(session_id, user=user)
         self.users.require_statement(user, kind, code, target=f"session:{session_id}")
         self.users.check_query_limit(user)
@@ -179,7 +187,10 @@ class Queries:
         # Placed as its session's owner (a proxied user's session: the proxied user).
         owner = session.owner or user.name
         groups = user.groups if owner == user.name else frozenset(session.attributes.groups or ())
-        group = self.sessions.admission.group_for(owner, groups, session.kind, session.attributes)
+        carried = {**(session.attributes.tags or {}), **checked_tags(tags)}
+        group = self.sessions.admission.group_for(
+            owner, groups, session.kind, session.attributes, carried
+        )
         with self.store.db.begin() as conn:  # the statement, its audit and key: one transaction
             added = self.store.statements.add(
                 session_id,
@@ -187,6 +198,7 @@ class Queries:
                 now=self.sessions.clock(),
                 kind=kind,
                 resource_group=group,
+                tags=carried,
                 conn=conn,
             )
             statement = dataclasses.replace(added, owner=session.owner)
@@ -310,6 +322,10 @@ class Queries:
         if statement.state not in TERMINAL_STATEMENT_STATES:
             return None
         return self.store.statement_costs.of(statement.id)
+
+    def tags(self, statement: StatementRecord) -> dict[str, str]:
+        """The tags the query carries (its session's and its own)."""
+        return self.store.statements.tags_of(statement.id)
 
     def place(self, statement: StatementRecord) -> GroupPlace | None:
         """The resource group the query waits or ran in, and its turn while queued."""

@@ -14,11 +14,12 @@ import dataclasses
 import logging
 import time
 import uuid
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from sqlalchemy import Connection
 
+from sparkgate import tags as session_tags
 from sparkgate.auth.access import CODE, SQL
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.principal import share_key as owner_share_key
@@ -115,12 +116,15 @@ class Sessions:
         attributes: SessionAttributes | None = None,
         first_statement: tuple[StatementKind, str] | None = None,
         key: str | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> tuple[SessionRecord, bool]:
         """A user's session (:meth:`open`), made once per ``key`` (the request's
         Idempotency-Key): the session, and whether an earlier request with the key made it
         (then it is answered as it is now). The key names the request by its kind, name and
         conf: what ``/v1`` sends, the only door that sends a key."""
-        claim = self.keys.claim(key, user, "session", kind=kind.value, name=name, conf=conf or {})
+        claim = self.keys.claim(
+            key, user, "session", kind=kind.value, name=name, conf=conf or {}, tags=tags or {}
+        )
 
         def record_key(
             session: SessionRecord, statement: StatementRecord | None, conn: Connection
@@ -144,6 +148,7 @@ class Sessions:
                 attributes=attributes,
                 first_statement=first_statement,
                 also_record=record_key,
+                tags=tags,
             )[0]
 
         return self.keys.once(
@@ -162,15 +167,21 @@ class Sessions:
         attributes: SessionAttributes | None = None,
         first_statement: tuple[StatementKind, str] | None = None,
         also_record: AlsoRecord | None = None,
+        tags: Mapping[str, str] | None = None,
     ) -> tuple[SessionRecord, StatementRecord | None]:
         """Record a session (and, for a batch, its statement) and place it on an engine.
 
         With ``proxy_user``, ``user`` acts for that user (Livy's proxyUser; only impersonators
         may): the session is the proxied user's, with the proxied user's rights. No ``user``:
         an internal session (a job run's), ``owner``'s if given. ``also_record``: what the
-        same transaction records besides (a submit's audit, the request's key)."""
+        same transaction records besides (a submit's audit, the request's key). ``tags``: what
+        every query of the session carries, with those of its ``sparkgate.tags`` setting."""
         share_key = None
         attributes = attributes or SessionAttributes()
+        conf, given = session_tags.take(conf)
+        given.update(session_tags.checked(tags))
+        if given:
+            attributes = dataclasses.replace(attributes, tags=given)
         if user is not None:
             acting = user
             if proxy_user:
@@ -202,7 +213,7 @@ class Sessions:
             share_key = "system"  # ownerless internal sessions: only with each other
         group = None
         if first_statement is not None and user is not None:
-            group = self.admission.group_for(user.name, user.groups, kind, attributes)
+            group = self.admission.group_for(user.name, user.groups, kind, attributes, given)
         now = self.clock()
         statement = None
         # One transaction: the session, its first statement and what the audit says of them.
@@ -232,6 +243,7 @@ class Sessions:
                     now=now,
                     kind=statement_kind,
                     resource_group=group,
+                    tags=given,
                     conn=conn,
                 )
                 statement = dataclasses.replace(statement, owner=owner)

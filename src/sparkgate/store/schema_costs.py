@@ -1,5 +1,5 @@
 """The tables of what queries cost: each statement's Spark task metrics, summed by its engine
-when it ends. Part of ``schema``, which names every table.
+when it ends, and the tags usage sums them by. Part of ``schema``, which names every table.
 """
 
 from __future__ import annotations
@@ -33,4 +33,15 @@ statement_costs = sa.Table(
     sa.Column("at", Time, nullable=False),
     *(sa.Column(name, sa.BigInteger, nullable=False) for name in COST_COLUMNS),
     sa.Index(None, "at"),
+)
+
+# A query's tags (``{"team": "finance"}``: its session's, then its own, which win), kept with
+# it: usage sums costs by a tag's value, and resource groups' selectors match them.
+statement_tags = sa.Table(
+    "statement_tags",
+    metadata,
+    sa.Column("statement_id", sa.Integer, sa.ForeignKey("statements.id"), primary_key=True),
+    sa.Column("key", sa.String(64), primary_key=True),
+    sa.Column("value", sa.String(256), nullable=False),
+    sa.Index(None, "key", "value"),
 )

@@ -37,6 +37,8 @@ class SessionAttributes:
     stream_job_id: int | None = None
     revision: int | None = None
     """A stream job's session: its job and the job's definition it runs."""
+    tags: Mapping[str, str] | None = None
+    """Tags every query of the session carries (``sparkgate.tags``)."""
     job: str | None = None
     job_run: int | None = None
     job_version: int | None = None

@@ -9,8 +9,8 @@ end (in the same transaction), summed from Spark's task metrics (``QueryCosts.sc
 from __future__ import annotations
 
 import json
-from collections.abc import Sequence
-from dataclasses import asdict, dataclass, fields
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, astuple, dataclass, fields
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -51,6 +51,19 @@ class StatementCost:
         if len(figures) != len(COST_COLUMNS):
             raise ValueError(f"{len(COST_COLUMNS)} figures expected, not {len(figures)}")
         return cls(*(int(value or 0) for value in figures))
+
+    @classmethod
+    def total(cls, costs: Iterable[StatementCost]) -> StatementCost:
+        """Costs summed as a report sums them (the peak: the largest)."""
+        rows = [astuple(cost) for cost in costs]
+        return cls.of(
+            [
+                max(column, default=0) if name == "peak_execution_memory" else sum(column)
+                for name, column in zip(COST_COLUMNS, zip(*rows, strict=True), strict=True)
+            ]
+            if rows
+            else [0] * len(COST_COLUMNS)
+        )
 
 
 # The dataclass and the table name the same figures (checked once, at import).

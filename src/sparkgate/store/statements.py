@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import sqlalchemy as sa
@@ -19,9 +19,10 @@ from sparkgate.states import (
 from sparkgate.store.database import Database
 from sparkgate.store.hints import NEW_STATEMENT, engine_channel
 from sparkgate.store.pages import read_page
+from sparkgate.store.presence import TablePresence
 from sparkgate.store.records import Page, SessionRecord, StatementRecord
 from sparkgate.store.resource_groups import ResourceGroups
-from sparkgate.store.schema import sessions, statements
+from sparkgate.store.schema import sessions, statement_tags, statements
 from sparkgate.store.sessions import in_scope
 
 # A statement is its session's owner's: lists and long polls read the two together.
@@ -71,6 +72,7 @@ class Statements:
     def __init__(self, db: Database, groups: ResourceGroups | None = None) -> None:
         self._db = db
         self._groups = groups or ResourceGroups(db)
+        self._tags_present = TablePresence(db, statement_tags)
 
     def add(
         self,
@@ -81,6 +83,7 @@ class Statements:
         kind: StatementKind = StatementKind.SQL,
         running: bool = False,
         resource_group: str | None = None,
+        tags: Mapping[str, str] | None = None,
         conn: Connection | None = None,
     ) -> StatementRecord:
         """Queue a statement in its session, numbered after the session's previous ones.
@@ -95,6 +98,7 @@ class Statements:
 
         ``resource_group``: the group it was placed in; it waits there (``queued``) while the
         group is full (``store.resource_groups``; raises ``QueueFull`` when its queue is).
+        ``tags``: kept with it (``statement_tags``), on a schema that has them.
         """
         with self._db.within(conn) as c:
             bumped = c.execute(_BUMP, {"session_id": session_id, "now": now}).first()
@@ -132,6 +136,11 @@ class Statements:
                 "updated_at": now,
             }
             row = c.execute(_INSERT, values).mappings().one()
+            if tags and self._tags_present():
+                c.execute(
+                    statement_tags.insert(),
+                    [{"statement_id": row["id"], "key": k, "value": v} for k, v in tags.items()],
+                )
             if resource_group is not None:
                 owner = "" if bumped is None else (bumped.owner or "")
                 self._groups.place(c, row["id"], session_id, owner, resource_group, state, now=now)
@@ -140,6 +149,16 @@ class Statements:
                 # Its engine runs it as soon as it looks: tell it to look now.
                 self._db.hint(c, engine_channel(engine_id), f"{NEW_STATEMENT}{row['id']}")
         return StatementRecord.from_row(row)
+
+    def tags_of(self, statement_id: int) -> dict[str, str]:
+        """A statement's tags (none on a schema without them)."""
+        if not self._tags_present():
+            return {}
+        query = sa.select(statement_tags.c.key, statement_tags.c.value).where(
+            statement_tags.c.statement_id == statement_id
+        )
+        with self._db.read() as conn:
+            return {row.key: row.value for row in conn.execute(query)}
 
     def find(self, statement_id: int) -> StatementRecord | None:
         with self._db.read() as conn:

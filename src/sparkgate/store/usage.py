@@ -1,8 +1,9 @@
-"""Usage: what queries cost, summed by user and by day, from the costs their engines recorded
-(``statement_costs``), in one SQL aggregate: a report's totals are exactly the sum of the
-queries it covers, on SQLite and PostgreSQL alike.
+"""Usage: what queries cost, summed by user, resource group or a tag's value, and by day, from
+the costs their engines recorded (``statement_costs``), in one SQL aggregate: a report's totals
+are exactly the sum of the queries it covers, on SQLite and PostgreSQL alike.
 
     store.usage.report(since=t0, until=t1, owner="bob", bucket=DAY)
+    store.usage.report(by=RESOURCE_GROUP)  # or by=("tag", "team")
     store.usage.by_user(conn)  # every user's totals, for the metrics' counters
 """
 
@@ -18,7 +19,13 @@ from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
 from sparkgate.store.database import Database
-from sparkgate.store.schema import sessions, statement_costs, statements
+from sparkgate.store.schema import (
+    group_places,
+    sessions,
+    statement_costs,
+    statement_tags,
+    statements,
+)
 from sparkgate.store.schema_costs import COST_COLUMNS
 from sparkgate.store.statement_costs import StatementCost, StatementCosts
 
@@ -45,13 +52,19 @@ def _floor_sqlite(element: _Floor, compiler: SQLCompiler, **kw: Any) -> str:
 
 @dataclass(frozen=True)
 class Usage:
-    """One row of a report: a user's queries that ended in one bucket (or the whole span),
-    and their costs summed (the peak: the largest)."""
+    """One row of a report: the queries of one key (a user, a resource group, a tag's value)
+    that ended in one bucket (or the whole span), and their costs summed (the peak: the
+    largest)."""
 
-    user: str | None  # None: queries made without authentication
+    key: str | None  # None: no such key (no authentication, no group, untagged)
     bucket: float | None  # the bucket's start (epoch seconds, UTC), None without buckets
     queries: int
     cost: StatementCost
+
+
+USER = "user"
+RESOURCE_GROUP = "resource_group"
+By = str | tuple[str, str]  # USER, RESOURCE_GROUP or ("tag", key)
 
 
 # Each cost with its query's session, whose owner is the user it counts for.
@@ -77,22 +90,40 @@ class UsageReports:
         until: float | None = None,
         owner: str | None = None,
         bucket: float | None = None,
+        by: By = USER,
     ) -> list[Usage]:
-        """What the queries that ended in [since, until) cost, by user (only ``owner``'s if
-        given) and, with ``bucket`` (seconds), by bucket of their end time; by user, then
+        """What the queries that ended in [since, until) cost (only ``owner``'s if given), by
+        ``by`` and, with ``bucket`` (seconds), by bucket of their end time; by key, then
         bucket. Nothing before the store has costs."""
         if not self._costs.available():
             return []
         sc = statement_costs
         start = (_Floor(sc.c.at / bucket) * bucket).label("bucket") if bucket else None
-        keys: list[Any] = [sessions.c.owner, *([start] if start is not None else [])]
+        joined: Any = _WITH_OWNER
+        if by == USER:
+            key: Any = sessions.c.owner
+        elif by == RESOURCE_GROUP:
+            joined = joined.outerjoin(
+                group_places, group_places.c.statement_id == sc.c.statement_id
+            )
+            key = group_places.c.resource_group
+        else:
+            joined = joined.outerjoin(
+                statement_tags,
+                sa.and_(
+                    statement_tags.c.statement_id == sc.c.statement_id,
+                    statement_tags.c.key == by[1],
+                ),
+            )
+            key = statement_tags.c.value
+        keys: list[Any] = [key.label("key"), *([start] if start is not None else [])]
         query = (
             sa.select(
                 *keys,
                 sa.func.count().label("queries"),
                 *(_total(name).label(name) for name in COST_COLUMNS),
             )
-            .select_from(_WITH_OWNER)
+            .select_from(joined)
             .group_by(*keys)
             .order_by(*keys)
         )
@@ -106,7 +137,7 @@ class UsageReports:
             rows = conn.execute(query).all()
         return [
             Usage(
-                user=row.owner,
+                key=row.key,
                 bucket=float(row.bucket) if start is not None else None,
                 queries=int(row.queries),
                 cost=StatementCost.of([getattr(row, name) for name in COST_COLUMNS]),

@@ -45,6 +45,8 @@ class QuerySubmit(BaseModel):
     # engine of its own ("engine"; also taken when conf holds driver settings).
     isolation: Literal["session", "engine"] = "session"
     conf: dict[str, str] | None = None
+    # Kept with the query (with its session's): usage sums by them, selectors match them.
+    tags: dict[str, str] | None = None
 
 
 @router.post(
@@ -99,6 +101,7 @@ async def submit_query(
         isolation=body.isolation,
         conf=body.conf,
         key=idempotency_key,
+        tags=body.tags,
     )
     if replayed:
         response.headers[REPLAYED_HEADER] = "true"
@@ -157,7 +160,8 @@ async def get_query(
         statement = await service.queries.wait(statement, wait)
     cost = await asyncio.to_thread(service.queries.cost, statement)
     place = await asyncio.to_thread(service.queries.place, statement)
-    return bodies.Query.of(statement, cost, place)
+    tags = await asyncio.to_thread(service.queries.tags, statement)
+    return bodies.Query.of(statement, cost, place, tags)
 
 
 @router.get(

@@ -23,6 +23,8 @@ class SessionCreate(BaseModel):
     kind: Literal["interactive", "batch"] = "interactive"
     name: str | None = Field(default=None, max_length=255)
     conf: dict[str, str] = Field(default_factory=dict)
+    # Every query of the session carries them (as does a ``sparkgate.tags`` setting in conf).
+    tags: dict[str, str] | None = None
 
     @field_validator("conf", mode="before")
     @classmethod
@@ -66,7 +68,12 @@ def create_session(
     With an ``Idempotency-Key``, a repeat answers the session the first request made, as it is
     now, with ``Idempotent-Replayed: true``."""
     session, replayed = service.sessions.create(
-        SessionKind(body.kind), user=user, name=body.name, conf=body.conf, key=idempotency_key
+        SessionKind(body.kind),
+        user=user,
+        name=body.name,
+        conf=body.conf,
+        key=idempotency_key,
+        tags=body.tags,
     )
     if replayed:
         response.headers[REPLAYED_HEADER] = "true"

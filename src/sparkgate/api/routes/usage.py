@@ -29,9 +29,10 @@ def usage(
     bucket: Literal["day"] | None = None,
     owner: Annotated[str | None, Query(alias="user")] = None,
 ) -> UsageReport:
-    """What your queries that ended in ``[since, until)`` cost, by user and, with
-    ``?bucket=day``, by day (UTC): the sums of their costs (see ``GET /v1/queries/{id}``).
-    Admins see everyone's, or ``?user=``'s."""
+    """What your queries that ended in ``[since, until)`` cost, by ``group_by`` (``user``,
+    ``group``: the access file's groups as they are now, ``resource_group``, or ``tag:<key>``:
+    a tag's value) and, with ``?bucket=day``, by day (UTC): the sums of their costs (see
+    ``GET /v1/queries/{id}``). Admins see everyone's, or ``?user=``'s."""
     rows = service.usage.report(
         user=user, group_by=group_by, since=since, until=until, bucket=bucket, owner=owner
     )
@@ -42,6 +43,6 @@ def usage(
             "bucket": bucket,
             "since": since,
             "until": until,
-            "rows": [UsageRow.of(row) for row in rows],
+            "rows": [UsageRow.of(row, group_by) for row in rows],
         }
     )

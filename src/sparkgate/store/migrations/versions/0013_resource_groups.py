@@ -1,4 +1,5 @@
-"""resource groups: the groups' configuration, and each statement's place in a group
+"""resource groups and tags: the groups' configuration, each statement's place in a group, and
+each statement's tags
 
 Tables only: the release before runs on this schema unchanged (expand, then contract). It
 never sees a ``queued`` statement unless resource groups are configured.
@@ -51,9 +52,22 @@ def upgrade() -> None:
     op.create_index(
         "ix_group_places_session_id_state", "group_places", ["session_id", "state"], unique=False
     )
+    op.create_table(
+        "statement_tags",
+        sa.Column("statement_id", sa.Integer(), nullable=False),
+        sa.Column("key", sa.String(64), nullable=False),
+        sa.Column("value", sa.String(256), nullable=False),
+        sa.ForeignKeyConstraint(
+            ["statement_id"], ["statements.id"], name="fk_statement_tags_statement_id_statements"
+        ),
+        sa.PrimaryKeyConstraint("statement_id", "key", name="pk_statement_tags"),
+    )
+    op.create_index("ix_statement_tags_key_value", "statement_tags", ["key", "value"], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index("ix_statement_tags_key_value", table_name="statement_tags")
+    op.drop_table("statement_tags")
     op.drop_index("ix_group_places_session_id_state", table_name="group_places")
     op.drop_index("ix_group_places_state_resource_group", table_name="group_places")
     op.drop_table("group_places")
