@@ -436,6 +436,21 @@ class QueueFull(LimitExceeded):
         )
 
 
+class QuotaExceeded(LimitExceeded):
+    """A quota of the access file is spent (auth.quotas); its new work is refused."""
+
+    def __init__(self, quota: str, spent: float, resets_at: float, now: float) -> None:
+        when = time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime(resets_at))
+        super().__init__(
+            f"The quota {quota} is spent ({spent:.3g} s used): new work is refused until it "
+            f"resets at {when} (in {max(0.0, resets_at - now) / 3600:.1f} h). Work that runs "
+            "goes on.",
+            quota=quota,
+            spent_seconds=spent,
+            resets_at=resets_at,
+        )
+
+
 class PayloadTooLarge(SparkgateError):
     code = ErrorCode.PAYLOAD_TOO_LARGE
 

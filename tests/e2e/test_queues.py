@@ -40,6 +40,8 @@ PASSWORDS = {
     "carol": "carol-pw",
     "erin": "erin-pw",
     "frank": "frank-pw",
+    "gina": "gina-pw",
+    "ivan": "ivan-pw",
 }
 ACCESS = """
 groups: {analysts: [alice, bob, carol]}
@@ -51,11 +53,17 @@ resource_groups:
       schedulingPolicy: fair
     - {name: others, hardConcurrencyLimit: 4, maxQueued: 4}
     - {name: fast, hardConcurrencyLimit: 4, maxQueued: 4}
+    - {name: slow, hardConcurrencyLimit: 1, maxQueued: 4}
   selectors:
     - {clientTags: [priority=high], group: fast}
     - {userGroup: analysts, group: analysts}
     - {user: erin, group: others}
     - {user: frank, queryType: one-off, group: others}
+    - {user: gina, group: others}
+    - {user: ivan, group: others}
+quotas:  # a microsecond of executor CPU: spent by the first query that runs a task
+  - {user: ivan, per: day, executorCpuSeconds: 0.000001}
+  - {user: gina, per: month, executorCpuSeconds: 0.000001, onQuota: demote, demoteTo: slow}
 """
 SLEEP_MS = 4000
 # A query that holds its turn for SLEEP_MS, then answers 1.
@@ -351,3 +359,22 @@ def test_queued_queries_outlive_their_node(server: ServerProcess) -> None:
         for query in ended:
             result = bob.get(f"/v1/queries/{query['id']}/result").json()
             assert result["rows"] == [[4]], result
+
+
+def test_a_spent_quota_refuses_or_demotes_new_work(server: ServerProcess) -> None:
+    scan = "SELECT count(*) AS n FROM range(100)"
+    with _client(server, "ivan") as ivan, _client(server, "gina") as gina:
+        first = _final(ivan, _submit(ivan, scan)["id"])
+        assert first["state"] == "success" and first["cost"]["executor_cpu_time_ns"] > 0
+        refused = ivan.post("/v1/queries", json={"query": scan})
+        assert refused.status_code == 429, refused.text
+        error = refused.json()["error"]
+        assert error["code"] == "LIMIT_EXCEEDED", error
+        assert "user ivan's 1e-06 s of executor CPU per day is spent" in error["message"]
+        now = time.time()
+        assert error["resets_at"] == now - now % 86400 + 86400, error  # the next UTC day
+
+        before = _final(gina, _submit(gina, scan)["id"])
+        assert before["resource_group"] == "others"
+        after = _final(gina, _submit(gina, scan)["id"])
+        assert after["state"] == "success" and after["resource_group"] == "slow"

@@ -120,6 +120,14 @@ def test_usage_sums_exactly_the_queries_it_covers_by_user_and_day(store: Store) 
     for usage in daily:
         assert usage.key is not None and usage.bucket is not None
         assert figures(usage) == expected(usage.key, usage.bucket, usage.bucket + day)
+    # What a quota counts: CPU and run seconds since a time, over some users.
+    spent = store.usage.spent(["bob", "nobody"], start + 30)
+    bob_since = [c for o, at, c in ended if o == "bob" and at >= start + 30]
+    assert spent == (
+        sum(c.executor_cpu_time_ns for c in bob_since) / 1e9,
+        sum(c.executor_run_time_ms for c in bob_since) / 1e3,
+    )
+    assert store.usage.spent([], start) == (0.0, 0.0)
     bobs = store.usage.report(owner="bob", since=start + 30, until=start + 2 * day - 0.25)
     assert [figures(u) for u in bobs] == [expected("bob", start + 30, start + 2 * day - 0.25)]
     with store.db.read() as conn:

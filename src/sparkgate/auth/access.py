@@ -17,6 +17,7 @@ the deny list of Spark settings is ``DEFAULT_CONF_DENY``.
     tables: [...]               # table rules and schema owners (sparkgate.auth.tables)
     schemas: [...]
     resource_groups: {...}      # Trino's resource groups (sparkgate.auth.resource_groups)
+    quotas: [...]               # executor time per day or month (sparkgate.auth.quotas)
 """
 
 from __future__ import annotations
@@ -30,8 +31,16 @@ from pathlib import Path
 from typing import Any
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
+from sparkgate.auth.quotas import Quota, QuotaEntry
 from sparkgate.auth.resource_groups import ResourceGroups, ResourceGroupsFile
 from sparkgate.auth.resource_groups import build as build_groups
 from sparkgate.auth.tables import TableRules, _SchemaRule, _TableRule, build
@@ -125,6 +134,19 @@ class _AccessFile(BaseModel):
     tables: list[_TableRule] | None = None
     schemas: list[_SchemaRule] = Field(default_factory=list)
     resource_groups: ResourceGroupsFile | None = None
+    quotas: list[QuotaEntry] = Field(default_factory=list)
+
+    @model_validator(mode="after")
+    def _demoted_into_groups(self) -> _AccessFile:
+        for index, quota in enumerate(self.quotas):
+            if quota.demoteTo is None:
+                continue
+            if self.resource_groups is None or not self.resource_groups.has_leaf(quota.demoteTo):
+                raise ValueError(
+                    f"quotas[{index}]: demoteTo {quota.demoteTo!r} is not a group of "
+                    "resource_groups that takes queries (one without subgroups)"
+                )
+        return self
 
 
 @dataclass(frozen=True)
@@ -142,9 +164,14 @@ class AccessRules:
     tables: TableRules | None = None
     # None (no ``resource_groups:``): no query waits for a turn.
     resource_groups: ResourceGroups | None = None
+    quotas: tuple[Quota, ...] = ()
 
     def groups_of(self, user: str, known: frozenset[str] = frozenset()) -> frozenset[str]:
         return known | {g for g, members in self.groups.items() if user in members}
+
+    def members_of(self, group: str, also: str) -> list[str]:
+        """A group's members by the access file, and ``also`` (a user who signed in with it)."""
+        return sorted(self.groups.get(group, frozenset()) | {also})
 
     def is_admin(self, user: str, groups: frozenset[str]) -> bool:
         return user in self.admins or any(f"@{g}" in self.admins for g in groups)
@@ -208,6 +235,7 @@ def parse_access(text: str, source: str = "access file") -> AccessRules:
         resource_groups=(
             None if parsed.resource_groups is None else build_groups(parsed.resource_groups)
         ),
+        quotas=tuple(Quota.of(entry) for entry in parsed.quotas),
     )
 
 

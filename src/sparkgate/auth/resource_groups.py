@@ -148,6 +148,10 @@ class ResourceGroupsFile(BaseModel):
     selectors: list[_Selector] = Field(min_length=1)
     cpuQuotaPeriod: str | None = None
 
+    def has_leaf(self, group: str) -> bool:
+        """Whether ``group`` (dotted, templates unexpanded) names a group that takes queries."""
+        return _find_leaf(self.rootGroups, group.split(".")) is not None
+
     @model_validator(mode="after")
     def _selectors_name_groups(self) -> ResourceGroupsFile:
         _check_unique(self.rootGroups, "rootGroups")
@@ -246,11 +250,11 @@ class ResourceGroups:
         for rule in self.rules:
             found = rule.match(user, groups, source, query_type, tag_set)
             if found is not None:
-                return _expand(rule.group, {**found, "USER": user, "SOURCE": source})
+                return expand(rule.group, {**found, "USER": user, "SOURCE": source})
         return None
 
 
-def _expand(template: str, variables: dict[str, str]) -> str:
+def expand(template: str, variables: dict[str, str]) -> str:
     """A group name with its ``${name}``s replaced. A value holding a "." would make a group
     of another depth: it is written with "_" instead."""
     return _VARIABLE.sub(

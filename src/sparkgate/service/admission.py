@@ -11,11 +11,12 @@ admits what an end did not (a limit raised, groups removed, an end written by a 
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping
+import time
+from collections.abc import Callable, Mapping
 
-from sparkgate.auth.resource_groups import ResourceGroups
+from sparkgate.auth.resource_groups import ResourceGroups, expand
 from sparkgate.auth.users import Users
-from sparkgate.errors import NoResourceGroup
+from sparkgate.errors import NoResourceGroup, QuotaExceeded
 from sparkgate.states import SessionKind
 from sparkgate.store import Store
 from sparkgate.store.session_attributes import SessionAttributes
@@ -41,9 +42,10 @@ def query_type_of(kind: SessionKind, attributes: SessionAttributes) -> str:
 
 
 class Admission:
-    def __init__(self, store: Store, users: Users) -> None:
+    def __init__(self, store: Store, users: Users, clock: Callable[[], float] = time.time) -> None:
         self.store = store
         self.users = users
+        self.clock = clock
         self._synced: ResourceGroups | bool | None = False  # False: never synced
 
     def group_for(
@@ -55,18 +57,43 @@ class Admission:
         tags: Mapping[str, str] | None = None,
     ) -> str | None:
         """The group a statement of this session waits in; None without resource groups.
-        Raises ``NoResourceGroup`` when groups exist and no selector takes it (as Trino)."""
+        Raises ``NoResourceGroup`` when groups exist and no selector takes it (as Trino), and
+        ``QuotaExceeded`` when a quota of the owner is spent (``onQuota: reject``); a spent
+        quota with ``onQuota: demote`` places it in its ``demoteTo`` group."""
         configured = self.sync()
-        if configured is None:
-            return None
         source, query_type = source_of(attributes), query_type_of(kind, attributes)
         known = self.users.rules().groups_of(owner, groups)
+        demote_to = self.check_quotas(owner, known)
+        if configured is None:
+            return None
+        if demote_to is not None:
+            return expand(demote_to, {"USER": owner, "SOURCE": source})
         group = configured.place(
             owner, known, source=source, query_type=query_type, tags=words(tags or {})
         )
         if group is None:
             raise NoResourceGroup(owner, source, query_type)
         return group
+
+    def check_quotas(self, owner: str, groups: frozenset[str]) -> str | None:
+        """Refuse (``QuotaExceeded``) when a quota of ``owner`` is spent and rejects; the group
+        to demote to when one is spent and demotes; else None."""
+        rules = self.users.rules()
+        now = self.clock()
+        for quota in rules.quotas:
+            if not quota.applies(owner, groups):
+                continue
+            start, resets_at = quota.period(now)
+            members = [owner] if quota.group is None else rules.members_of(quota.group, owner)
+            cpu, run = self.store.usage.spent(members, start)
+            spent = cpu if quota.cpu else run
+            if spent < quota.seconds:
+                continue
+            if quota.demote_to is not None:
+                log.info("%s: quota %s spent; demoted to %s", owner, quota.name, quota.demote_to)
+                return quota.demote_to
+            raise QuotaExceeded(quota.name, spent, resets_at, now)
+        return None
 
     def sync(self) -> ResourceGroups | None:
         """The groups in force, written to the store when they changed since this node did."""

@@ -239,6 +239,11 @@ class ConnectService:
         if operation.code is not None:
             self.users.require(user, CODE, f"run {operation.code} on the engine", target=where)
         self.users.check_query_limit(user)
+        # A spent quota refuses (Connect operations are not placed in resource groups yet, so
+        # one that demotes lets them run).
+        self.sessions.admission.check_quotas(
+            user.name, self.users.rules().groups_of(user.name, user.groups)
+        )
 
     def record(
         self,

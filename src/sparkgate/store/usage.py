@@ -9,6 +9,7 @@ are exactly the sum of the queries it covers, on SQLite and PostgreSQL alike.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
@@ -144,6 +145,27 @@ class UsageReports:
             )
             for row in rows
         ]
+
+    def spent(self, owners: Iterable[str], since: float) -> tuple[float, float]:
+        """Executor CPU and run seconds of ``owners``' queries that ended since ``since``: what
+        a quota counts (one aggregate, over the index on the costs' end time)."""
+        names = sorted(set(owners))
+        if not names or not self._costs.available():
+            return 0.0, 0.0
+        sc = statement_costs
+        query = (
+            sa.select(
+                sa.func.sum(sc.c.executor_cpu_time_ns), sa.func.sum(sc.c.executor_run_time_ms)
+            )
+            .select_from(_WITH_OWNER)
+            .where(sc.c.at >= since)
+            .where(sessions.c.owner.in_(names))
+        )
+        with self._db.read() as conn:
+            row = conn.execute(query).one()
+        cpu_ns: Any = row[0]
+        run_ms: Any = row[1]
+        return int(cpu_ns or 0) / 1e9, int(run_ms or 0) / 1e3
 
     @staticmethod
     def by_user(conn: Connection) -> list[tuple[str | None, int, int]]:
