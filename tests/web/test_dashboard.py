@@ -280,3 +280,25 @@ def test_phone_width_and_keyboard(dashboard: Dashboard, login: Callable[..., Any
     page.keyboard.press("Tab")
     page.keyboard.press("Enter")
     expect(page).to_have_url(re.compile(r"/ui/sessions$"))
+
+
+def test_usage_page_charts_costs_by_a_tag(dashboard: Dashboard, login: Callable[..., Any]) -> None:
+    """A query tagged team=finance: the usage page by that tag has its row and a drawn chart,
+    the row's figures those of the query's own cost."""
+    submitted = dashboard.submit(
+        "alice", "SELECT count(*) FROM range(3000)", tags={"team": "finance"}
+    )
+    done = dashboard.wait("alice", submitted["id"])
+    assert done["state"] == "success" and done["tags"] == {"team": "finance"}, done
+    page = login("alice")
+    page.get_by_role("link", name="Usage", exact=True).click()
+    expect(page).to_have_url(re.compile(r"/ui/usage$"))
+    page.get_by_test_id("usage-by").select_option("tag")
+    page.get_by_test_id("usage-tag").fill("team")
+    page.get_by_role("button", name="Show").click()
+    row = page.locator('[data-testid="usage-table"] tr[data-key="finance"]')
+    expect(row).to_be_visible()
+    expect(row.locator("td").nth(3)).to_have_text(str(done["cost"]["tasks"]))
+    chart = page.locator("#usage-chart")
+    expect(chart).not_to_have_attribute("data-points", "0")
+    expect(chart.locator("canvas")).to_have_count(1)

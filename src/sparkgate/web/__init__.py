@@ -14,10 +14,17 @@ from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from sparkgate.http.errors import register_error_page
-from sparkgate.web import jobs, login, queries, sessions, streams, tables
+from sparkgate.web import jobs, login, queries, sessions, streams, tables, usage
 from sparkgate.web.assets import router as assets_router
 
-PAGES = (queries.router, sessions.router, streams.router, jobs.router, tables.router)
+PAGES = (
+    queries.router,
+    sessions.router,
+    streams.router,
+    jobs.router,
+    tables.router,
+    usage.router,
+)
 
 
 def install(app: FastAPI) -> None:
