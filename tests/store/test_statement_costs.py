@@ -55,6 +55,7 @@ def test_a_store_before_the_table_records_nothing(store: Store) -> None:
     with store.db.engine.begin() as conn:
         conn.exec_driver_sql("DROP TABLE statement_tags")
         conn.exec_driver_sql("DROP TABLE group_places")
+        conn.exec_driver_sql("DROP TABLE group_counts")
         conn.exec_driver_sql("DROP TABLE resource_groups")
         conn.exec_driver_sql("DROP TABLE statement_costs")
         conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0011_statement_tables'")

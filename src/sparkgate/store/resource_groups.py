@@ -15,9 +15,10 @@ placed in, users take turns: the user with the fewest admitted statements there 
 their oldest queued statement. So alice's first query does not wait behind bob's tenth.
 
 Admissions of one tree are serialised by a write to its root group's row (PostgreSQL holds the
-row lock to the commit; SQLite's write transactions are serial already). The store work of one
-admission reads the admitted and queued statements of one tree, which the groups' limits bound
-(``hard_concurrency_limit`` plus ``max_queued`` per group), whatever else waits elsewhere.
+row lock to the commit; SQLite's write transactions are serial already). Admission reads
+``group_counts``: per group and user, how many statements are admitted and queued and the
+oldest queued, kept by the same transactions that move places. Its work grows with the users
+in a tree, not with the length of its queue.
 
 A session's statements run in order: a statement of a session that has one queued is queued
 behind it, in its group (``enter``).
@@ -27,7 +28,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from functools import cache
 from typing import Any, NamedTuple
@@ -39,7 +40,7 @@ from sparkgate.errors import QueueFull
 from sparkgate.states import StatementState
 from sparkgate.store.database import Database
 from sparkgate.store.presence import TablePresence
-from sparkgate.store.schema import group_places, resource_groups
+from sparkgate.store.schema import group_counts, group_places, resource_groups
 
 # A place's states: queued (the statement is ``queued``), admitted (it is waiting, running or
 # being cancelled: it holds a turn), over (it ended).
@@ -64,6 +65,14 @@ class GroupPlace:
 
     resource_group: str
     queue_position: int | None = None
+
+
+class Turn(NamedTuple):
+    """A queued statement whose turn it is, in its group, of its owner."""
+
+    statement_id: int
+    group: str
+    owner: str
 
 
 class _Count(NamedTuple):
@@ -195,41 +204,69 @@ _QUEUED_IN_SESSION = (
     .limit(1)
 )
 _PLACE = group_places.insert()
-# An end: its place is over; the same statement says which group got a turn back.
+# An end: its place is over; the same statement says which group and count it gives back
+# (one statement, which finds nothing for a statement placed in no group).
 _END = (
     group_places.update()
-    .where(group_places.c.statement_id == sa.bindparam("ended"))
+    .where(group_places.c.statement_id == sa.bindparam("sid"))
     .where(group_places.c.state.in_(_ACTIVE))
     .values(state=_OVER)
-    .returning(group_places.c.resource_group)
+    .returning(group_places.c.resource_group, group_places.c.owner, group_places.c.held)
 )
 _ADMIT = (
     group_places.update()
-    .where(group_places.c.statement_id == sa.bindparam("admitted"))
-    .values(state=_ADMITTED)
+    .where(group_places.c.statement_id == sa.bindparam("sid"))
+    .values(state=_ADMITTED, held=True)
 )
+# A user's counts in a group moved by (da, dq), their oldest queued statement read again from
+# the index on places (the place itself has moved already, in the same transaction).
+_OLDEST = (
+    sa.select(sa.func.min(group_places.c.statement_id))
+    .where(group_places.c.state == _QUEUED)
+    .where(group_places.c.resource_group == sa.bindparam("g"))
+    .where(group_places.c.owner == sa.bindparam("o"))
+    .scalar_subquery()
+)
+_BUMP = (
+    group_counts.update()
+    .where(group_counts.c.resource_group == sa.bindparam("g"))
+    .where(group_counts.c.owner == sa.bindparam("o"))
+    .values(
+        admitted=group_counts.c.admitted + sa.bindparam("da"),
+        queued=group_counts.c.queued + sa.bindparam("dq"),
+        oldest_queued=_OLDEST,
+    )
+)
+_FIRST = group_counts.insert()
 
 
 def _counts_query() -> sa.Select[Any]:
-    group = group_places.c.resource_group
+    group = group_counts.c.resource_group
     # The root's subgroups: names from "root." up to "root/" ("/" sorts right after "."),
-    # a range the index on (state, resource_group) answers.
+    # a range the primary key answers.
     under = sa.and_(group > sa.bindparam("under"), group < sa.bindparam("past"))
     return (
         sa.select(
             group,
-            group_places.c.owner,
-            group_places.c.state,
-            sa.func.count(),
-            sa.func.min(group_places.c.statement_id),
+            group_counts.c.owner,
+            group_counts.c.admitted,
+            group_counts.c.queued,
+            group_counts.c.oldest_queued,
         )
-        .where(group_places.c.state.in_(_ACTIVE))
         .where(sa.or_(group == sa.bindparam("root"), under))
-        .group_by(group, group_places.c.owner, group_places.c.state)
+        .where(sa.or_(group_counts.c.admitted > 0, group_counts.c.queued > 0))
     )
 
 
 _COUNTS = _counts_query()
+
+
+def _counts(rows: Iterable[Any]) -> Iterator[_Count]:
+    for group, owner, admitted, queued, oldest in rows:
+        if admitted:
+            yield _Count(group, owner, _ADMITTED, admitted, 0)
+        if queued:
+            yield _Count(group, owner, _QUEUED, queued, oldest or 0)
 
 
 class ResourceGroups:
@@ -279,10 +316,7 @@ class ResourceGroups:
         if lock:
             conn.execute(_LOCK, {"root": root})
         rows = conn.execute(_COUNTS, {"root": root, "under": f"{root}.", "past": f"{root}/"})
-        return _Tree(
-            self.specs(conn),
-            (_Count._make(row) for row in rows),
-        )
+        return _Tree(self.specs(conn), _counts(rows))
 
     def enter(self, conn: Connection, group: str, session_id: int) -> tuple[str, StatementState]:
         """Where a new statement of ``session_id`` placed in ``group`` goes: the group (that of
@@ -311,6 +345,7 @@ class ResourceGroups:
         now: float,
     ) -> None:
         """Record the place ``enter`` chose, in the statement's own transaction."""
+        queued = state is StatementState.QUEUED
         conn.execute(
             _PLACE,
             {
@@ -318,10 +353,28 @@ class ResourceGroups:
                 "session_id": session_id,
                 "owner": owner,
                 "resource_group": group,
-                "state": _QUEUED if state is StatementState.QUEUED else _ADMITTED,
+                "state": _QUEUED if queued else _ADMITTED,
+                "held": not queued,
                 "created_at": now,
             },
         )
+        self._count(conn, group, owner, 0 if queued else 1, 1 if queued else 0)
+
+    def _count(self, conn: Connection, group: str, owner: str, da: int, dq: int) -> None:
+        """Move a user's counts in a group (under the tree's lock, or the row's own)."""
+        params = {"g": group, "o": owner, "da": da, "dq": dq}
+        if conn.execute(_BUMP, params).rowcount == 0:
+            oldest = conn.execute(sa.select(_OLDEST), params).scalar()
+            conn.execute(
+                _FIRST,
+                {
+                    "resource_group": group,
+                    "owner": owner,
+                    "admitted": max(da, 0),
+                    "queued": max(dq, 0),
+                    "oldest_queued": oldest,
+                },
+            )
 
     def end(self, conn: Connection, statement_ids: Iterable[int]) -> list[str]:
         """The places of statements that ended are over: the roots of the groups they held."""
@@ -329,35 +382,37 @@ class ResourceGroups:
             return []
         roots = set()
         for statement_id in statement_ids:
-            group = conn.execute(_END, {"ended": statement_id}).scalar()
-            if group is not None:
-                roots.add(root_of(group))
+            place = conn.execute(_END, {"sid": statement_id}).first()
+            if place is None:
+                continue
+            held = bool(place.held)
+            self._count(conn, place.resource_group, place.owner, -held, -(not held))
+            roots.add(root_of(place.resource_group))
         return sorted(roots)
 
-    def admitted(self, conn: Connection, statement_id: int) -> None:
-        conn.execute(_ADMIT, {"admitted": statement_id})
+    def admitted(self, conn: Connection, turn: Turn) -> None:
+        """A queued statement admitted (its state moved by the caller)."""
+        conn.execute(_ADMIT, {"sid": turn.statement_id})
+        self._count(conn, turn.group, turn.owner, 1, -1)
 
-    def next(self, tree: _Tree, root: str) -> int | None:
+    def next(self, tree: _Tree, root: str) -> Turn | None:
         """The queued statement whose turn it is in ``root``'s tree, if one may go now."""
         chosen = tree.choose(root)
         if chosen is None:
             return None
         leaf, owner = chosen
-        return next(
+        oldest = next(
             c.oldest
             for c in tree.counts
             if c.state == _QUEUED and c.group == leaf and c.owner == owner
         )
+        return Turn(oldest, leaf, owner)
 
     def queued_roots(self) -> list[str]:
         """The root groups with queued statements (for the safety net's round)."""
         if not self.present():
             return []
-        query = (
-            sa.select(group_places.c.resource_group)
-            .where(group_places.c.state == _QUEUED)
-            .distinct()
-        )
+        query = sa.select(group_counts.c.resource_group).where(group_counts.c.queued > 0)
         with self._db.read() as conn:
             return sorted({root_of(str(group)) for (group,) in conn.execute(query)})
 

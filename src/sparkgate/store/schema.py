@@ -24,7 +24,7 @@ from sparkgate.store.schema_connect import connect_operations, connect_sessions,
 from sparkgate.store.schema_costs import statement_costs, statement_tags
 from sparkgate.store.schema_jobs import deployments, job_decisions, job_runs, job_versions, jobs
 from sparkgate.store.schema_metadata import ID_MAX, Json, Time, metadata
-from sparkgate.store.schema_queues import group_places, resource_groups
+from sparkgate.store.schema_queues import group_counts, group_places, resource_groups
 from sparkgate.store.schema_sessions import (
     engines,
     idempotency_keys,
@@ -50,6 +50,7 @@ __all__ = [
     "deployments",
     "engine_connect",
     "engines",
+    "group_counts",
     "group_places",
     "idempotency_keys",
     "job_decisions",

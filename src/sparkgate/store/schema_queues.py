@@ -3,8 +3,7 @@ from the access file's ``resource_groups:`` by every node that loads it, the sam
 each), and each statement's place in a group. Part of ``schema``, which names every table.
 
 A table of places rather than a column of ``statements``: the release before, which knows no
-such column, keeps reading and writing statements on the newer schema; and admission counts the
-places that are not over, a few rows, however long the statements' history.
+such column, keeps reading and writing statements on the newer schema.
 """
 
 from __future__ import annotations
@@ -38,7 +37,24 @@ group_places = sa.Table(
     # Dotted from its root group, ``${USER}`` expanded (``analysts.bob``).
     sa.Column("resource_group", sa.String(255), nullable=False),
     sa.Column("state", sa.String(8), nullable=False),
+    # Whether it holds a turn (admitted): kept when it ends, so that the end's one UPDATE
+    # says which of its owner's counts to give back.
+    sa.Column("held", sa.Boolean, nullable=False),
     sa.Column("created_at", Time, nullable=False),
-    sa.Index(None, "state", "resource_group"),
+    # A user's oldest queued statement in a group: one index lookup (group_counts.oldest).
+    sa.Index(None, "state", "resource_group", "owner", "statement_id"),
     sa.Index(None, "session_id", "state"),
+)
+
+# How many statements each user has admitted and queued in each group, and their oldest queued
+# one, kept by the transactions that move places: admission reads these few rows, never the
+# queue itself, so its work does not grow with the queue's length.
+group_counts = sa.Table(
+    "group_counts",
+    metadata,
+    sa.Column("resource_group", sa.String(255), primary_key=True),
+    sa.Column("owner", sa.String(255), primary_key=True),
+    sa.Column("admitted", sa.Integer, nullable=False),
+    sa.Column("queued", sa.Integer, nullable=False),
+    sa.Column("oldest_queued", sa.Integer, nullable=True),
 )

@@ -402,10 +402,10 @@ class Transitions:
         admitted: list[int] = []
         with self._conn(conn) as c:
             tree = self._groups.tree(c, root)
-            while (statement_id := self._groups.next(tree, root)) is not None:
+            while (turn := self._groups.next(tree, root)) is not None:
                 moved = self._one(
                     STATEMENT,
-                    statement_id,
+                    turn.statement_id,
                     StatementState.WAITING,
                     now,
                     [StatementState.QUEUED],
@@ -415,8 +415,8 @@ class Transitions:
                 )
                 if not moved.applied:  # cannot happen under the tree's lock; never loop on it
                     break
-                self._groups.admitted(c, statement_id)
-                admitted.append(statement_id)
+                self._groups.admitted(c, turn)
+                admitted.append(turn.statement_id)
                 tree = self._groups.tree(c, root, lock=False)
         return admitted
 

@@ -1,5 +1,5 @@
-"""resource groups and tags: the groups' configuration, each statement's place in a group, and
-each statement's tags
+"""resource groups and tags: the groups' configuration, each statement's place in a group and
+the counts admission reads, and each statement's tags
 
 Tables only: the release before runs on this schema unchanged (expand, then contract). It
 never sees a ``queued`` statement unless resource groups are configured.
@@ -37,6 +37,7 @@ def upgrade() -> None:
         sa.Column("owner", sa.String(255), nullable=False),
         sa.Column("resource_group", sa.String(255), nullable=False),
         sa.Column("state", sa.String(8), nullable=False),
+        sa.Column("held", sa.Boolean(), nullable=False),
         sa.Column("created_at", sa.Float(precision=53), nullable=False),
         sa.ForeignKeyConstraint(
             ["statement_id"], ["statements.id"], name="fk_group_places_statement_id_statements"
@@ -44,10 +45,19 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("statement_id", name="pk_group_places"),
     )
     op.create_index(
-        "ix_group_places_state_resource_group",
+        "ix_group_places_state_resource_group_owner_statement_id",
         "group_places",
-        ["state", "resource_group"],
+        ["state", "resource_group", "owner", "statement_id"],
         unique=False,
+    )
+    op.create_table(
+        "group_counts",
+        sa.Column("resource_group", sa.String(255), nullable=False),
+        sa.Column("owner", sa.String(255), nullable=False),
+        sa.Column("admitted", sa.Integer(), nullable=False),
+        sa.Column("queued", sa.Integer(), nullable=False),
+        sa.Column("oldest_queued", sa.Integer(), nullable=True),
+        sa.PrimaryKeyConstraint("resource_group", "owner", name="pk_group_counts"),
     )
     op.create_index(
         "ix_group_places_session_id_state", "group_places", ["session_id", "state"], unique=False
@@ -69,6 +79,9 @@ def downgrade() -> None:
     op.drop_index("ix_statement_tags_key_value", table_name="statement_tags")
     op.drop_table("statement_tags")
     op.drop_index("ix_group_places_session_id_state", table_name="group_places")
-    op.drop_index("ix_group_places_state_resource_group", table_name="group_places")
+    op.drop_table("group_counts")
+    op.drop_index(
+        "ix_group_places_state_resource_group_owner_statement_id", table_name="group_places"
+    )
     op.drop_table("group_places")
     op.drop_table("resource_groups")
