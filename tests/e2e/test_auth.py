@@ -667,10 +667,14 @@ def test_usage_is_ones_own_and_admins_see_everyones(
         mine = alice.get("/v1/usage").json()["rows"]
         asked = alice.get("/v1/usage", params={"user": "carol", "bucket": "day"}).json()["rows"]
         by_tag = alice.get("/v1/usage", params={"group_by": "tag:team"})
+        unknown = alice.get("/v1/usage", params={"group_by": "team"})
         backwards = alice.get("/v1/usage", params={"since": 100, "until": 50})
     assert [r["user"] for r in mine] == ["alice"] and mine[0]["cost"]["tasks"] > 0, mine
     assert {r["user"] for r in asked} == {"alice"}  # another's: one's own, as every list
-    assert by_tag.status_code == 422 and "group_by" in by_tag.text
+    # her queries carry no team tag: one row, under no key, with all of her costs
+    assert [(r["key"], r["user"]) for r in by_tag.json()["rows"]] == [(None, None)], by_tag.text
+    assert by_tag.json()["rows"][0]["cost"] == mine[0]["cost"]
+    assert unknown.status_code == 422 and "group_by" in unknown.text
     assert backwards.status_code == 422 and "until" in backwards.text
     with env.client("carol") as carol:
         everyone = {r["user"] for r in carol.get("/v1/usage").json()["rows"]}

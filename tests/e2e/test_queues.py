@@ -31,6 +31,7 @@ from sparkgate_dev import (
     local_test_settings,
     user_files,
 )
+from tests.e2e.conftest import livy_output
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 
@@ -51,6 +52,7 @@ resource_groups:
       hardConcurrencyLimit: 2
       maxQueued: 9
       schedulingPolicy: fair
+      schedulingWeight: 3          # its Spark FAIR pool's weight in a shared engine
     - {name: others, hardConcurrencyLimit: 4, maxQueued: 4}
     - {name: fast, hardConcurrencyLimit: 4, maxQueued: 4}
     - {name: slow, hardConcurrencyLimit: 1, maxQueued: 4}
@@ -378,3 +380,28 @@ def test_a_spent_quota_refuses_or_demotes_new_work(server: ServerProcess) -> Non
         assert before["resource_group"] == "others"
         after = _final(gina, _submit(gina, scan)["id"])
         assert after["state"] == "success" and after["resource_group"] == "slow"
+
+
+def test_a_groups_weight_is_its_spark_pools_weight(server: ServerProcess) -> None:
+    """In the shared engine, a group's statements run in a FAIR pool of the group's weight
+    (analysts: 3), the one of erin's statement in its own group's (others: 1); Spark's own
+    scheduler says so, read from a PySpark session in the same driver."""
+    with _client(server, "erin") as erin:
+        opened = erin.post("/sessions", json={"kind": "pyspark"})
+        assert opened.status_code == 201, opened.text
+        session_id = opened.json()["id"]
+        eventually(
+            lambda: erin.get(f"/sessions/{session_id}").json()["state"] == "idle",
+            timeout=240,
+            what="erin's PySpark session idle",
+        )
+        code = (
+            "sc = spark.sparkContext\n"
+            "print(sc.getLocalProperty('spark.scheduler.pool'))\n"
+            "for name in ('group:analysts', 'group:others'):\n"
+            "    pool = sc._jsc.sc().getPoolForName(name)\n"
+            "    print(name, pool.get().weight() if pool.isDefined() else None)"
+        )
+        printed = livy_output(erin, session_id, code).split("\n")
+        erin.delete(f"/sessions/{session_id}")
+    assert printed[:3] == ["group:others", "group:analysts 3", "group:others 1"], printed

@@ -16,6 +16,7 @@ from sparkgate.engine import artifacts
 from sparkgate.engine.authz import decider as authz
 from sparkgate.engine.execution import Execution
 from sparkgate.engine.executors import EXECUTORS
+from sparkgate.engine.pools import Pools
 from sparkgate.engine.reporting import Reporter
 from sparkgate.engine.shared import Shared
 from sparkgate.runtime import hooks, identity, statement_thread
@@ -30,6 +31,7 @@ class StatementRunner:
     def __init__(self, shared: Shared, reporter: Reporter) -> None:
         self._shared = shared
         self._reporter = reporter
+        self._pools = Pools(shared.store)
 
     def execute(self, execution: Execution) -> None:
         statement = execution.statement
@@ -55,12 +57,14 @@ class StatementRunner:
         # extension's, authz NameUser, either way.) All are JVM thread-locals, set on the
         # statement's thread every time, as the thread may have run another's statement.
         jvm_thread = statement_thread.of(shared.spark)
+        pool, weight = self._pools.of(statement.id, statement.session_id)
         jvm_thread.begin(
             jsc,
             execution.tag,
             f"sparkgate statement {statement.id}",
-            f"session-{statement.session_id}",
+            pool,
             execution.session.record.owner or identity.ANONYMOUS,
+            weight,
         )
         # Every job this statement starts (SQL, DataFrames, its code's RDDs) sees the files
         # its session added, and only those; what its code adds is the session's own.

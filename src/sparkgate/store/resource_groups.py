@@ -289,6 +289,13 @@ class ResourceGroups:
             for row in conn.execute(_SPECS)
         }
 
+    def configured(self) -> dict[str, GroupSpec]:
+        """The groups in force (none on a schema before them)."""
+        if not self.present():
+            return {}
+        with self._db.read() as conn:
+            return self.specs(conn)
+
     def sync(self, conn: Connection, specs: Iterable[GroupSpec]) -> bool:
         """Make the stored configuration ``specs``; whether it changed."""
         wanted = {spec.name: spec for spec in specs}

@@ -15,11 +15,22 @@ import org.apache.spark.sql.types.StructType
  *  Every value set here is a property of the calling JVM thread, which PySpark pins to the
  *  statement's Python thread. */
 object StatementThread {
-  def begin(jsc: JavaSparkContext, tag: String, description: String, pool: String, user: String): Unit = {
+  def begin(jsc: JavaSparkContext, tag: String, description: String, pool: String, user: String): Unit =
+    begin(jsc, tag, description, pool, user, 0)
+
+  /** `weight` > 0: the pool is a resource group's, made with that weight if it is new. */
+  def begin(
+      jsc: JavaSparkContext,
+      tag: String,
+      description: String,
+      pool: String,
+      user: String,
+      weight: Int): Unit = {
     val sc = jsc.sc
     sc.setInterruptOnCancel(true)
     sc.addJobTag(tag)
     sc.setJobGroup(tag, description, interruptOnCancel = true)
+    if (weight > 0) org.apache.spark.sparkgate.Pools.ensure(sc, pool, weight)
     sc.setLocalProperty("spark.scheduler.pool", pool)
     CurrentUserContext.CURRENT_USER.set(user)
   }
