@@ -14,6 +14,7 @@ import logging
 import time
 from collections.abc import Callable, Mapping
 
+from sparkgate.auth.access import AccessRules
 from sparkgate.auth.resource_groups import ResourceGroups, expand
 from sparkgate.auth.users import Users
 from sparkgate.errors import NoResourceGroup, QuotaExceeded
@@ -60,10 +61,13 @@ class Admission:
         Raises ``NoResourceGroup`` when groups exist and no selector takes it (as Trino), and
         ``QuotaExceeded`` when a quota of the owner is spent (``onQuota: reject``); a spent
         quota with ``onQuota: demote`` places it in its ``demoteTo`` group."""
-        configured = self.sync()
+        rules = self.users.rules()  # once: each read looks at the access file's stamp
+        configured = self.sync(rules)
+        if configured is None and not rules.quotas:
+            return None  # the common case, on every statement's submit: nothing to decide
         source, query_type = source_of(attributes), query_type_of(kind, attributes)
-        known = self.users.rules().groups_of(owner, groups)
-        demote_to = self.check_quotas(owner, known)
+        known = rules.groups_of(owner, groups)
+        demote_to = self.check_quotas(owner, known, rules)
         if configured is None:
             return None
         if demote_to is not None:
@@ -75,10 +79,12 @@ class Admission:
             raise NoResourceGroup(owner, source, query_type)
         return group
 
-    def check_quotas(self, owner: str, groups: frozenset[str]) -> str | None:
+    def check_quotas(
+        self, owner: str, groups: frozenset[str], rules: AccessRules | None = None
+    ) -> str | None:
         """Refuse (``QuotaExceeded``) when a quota of ``owner`` is spent and rejects; the group
         to demote to when one is spent and demotes; else None."""
-        rules = self.users.rules()
+        rules = rules or self.users.rules()
         now = self.clock()
         for quota in rules.quotas:
             if not quota.applies(owner, groups):
@@ -95,9 +101,9 @@ class Admission:
             raise QuotaExceeded(quota.name, spent, resets_at, now)
         return None
 
-    def sync(self) -> ResourceGroups | None:
+    def sync(self, rules: AccessRules | None = None) -> ResourceGroups | None:
         """The groups in force, written to the store when they changed since this node did."""
-        configured = self.users.rules().resource_groups
+        configured = (rules or self.users.rules()).resource_groups
         if not self.store.resource_groups.present():
             # A node pinned to a schema before resource groups (a rolling upgrade's old
             # release): nothing queues, as before them.
