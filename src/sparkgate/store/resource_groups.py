@@ -121,14 +121,14 @@ class _Tree:
         spec = spec_of(self.specs, path)
         if spec is not None and self.admitted(path) >= spec.hard_concurrency_limit:
             return None
+        if any(c.state == _QUEUED and c.group == path for c in self.counts):
+            return self._owner_in(path)  # a group that takes queries has no subgroups
         below = len(path) + 1
         children = {
             f"{path}.{c.group[below:].split('.')[0]}"
             for c in self.counts
             if c.state == _QUEUED and c.group.startswith(f"{path}.")
         }
-        if any(c.state == _QUEUED and c.group == path for c in self.counts):
-            return self._owner_in(path)
         weighted = spec is not None and spec.scheduling_policy == "weighted"
 
         def order(child: str) -> tuple[float, int]:
