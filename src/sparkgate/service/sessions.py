@@ -123,7 +123,14 @@ class Sessions:
         (then it is answered as it is now). The key names the request by its kind, name and
         conf: what ``/v1`` sends, the only door that sends a key."""
         claim = self.keys.claim(
-            key, user, "session", kind=kind.value, name=name, conf=conf or {}, tags=tags or {}
+            key,
+            user,
+            "session",
+            kind=kind.value,
+            name=name,
+            conf=conf or {},
+            # Only when given: a key recorded before tags existed still names its request.
+            **({"tags": dict(tags)} if tags else {}),
         )
 
         def record_key(
