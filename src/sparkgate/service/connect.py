@@ -241,8 +241,9 @@ class ConnectService:
         self.users.check_query_limit(user)
         # A spent quota refuses (Connect operations are not placed in resource groups yet, so
         # one that demotes lets them run).
+        rules = self.users.rules()
         self.sessions.admission.check_quotas(
-            user.name, self.users.rules().groups_of(user.name, user.groups)
+            user.name, rules.groups_of(user.name, user.groups), rules
         )
 
     def record(
