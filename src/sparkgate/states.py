@@ -150,9 +150,15 @@ ACTIVE_STREAM_QUERY_STATES = frozenset(StreamQueryState) - INACTIVE_STREAM_QUERY
 
 
 STATEMENT_TRANSITIONS: Mapping[StatementState, frozenset[StatementState]] = {
-    # waiting: admitted (a query of its group ended); failed: its session ended meanwhile
+    # waiting: admitted (a query of its group ended); running: a Spark Connect operation
+    # admitted, which its door forwards at once; failed: its session ended meanwhile
     StatementState.QUEUED: frozenset(
-        {StatementState.WAITING, StatementState.CANCELLED, StatementState.FAILED}
+        {
+            StatementState.WAITING,
+            StatementState.RUNNING,
+            StatementState.CANCELLED,
+            StatementState.FAILED,
+        }
     ),
     StatementState.WAITING: frozenset(
         # failed: the session ended (engine lost, could not start) before the statement ran

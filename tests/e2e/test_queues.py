@@ -4,7 +4,8 @@ configuration, real engines, queries that take seconds.
 The ``analysts`` group runs 2 queries at once. bob submits 8 and alice 1: hers is queued with
 turn 1 and starts as soon as one of bob's ends, ahead of his other 6; never more than 2 run.
 Queued state and turn show in the API, the CLI, Livy (``waiting``) and HiveServer2 (pending);
-a queued query cancelled ends at once; a full queue answers 429 naming the group; a node
+a Spark Connect operation waits its turn with its call held; a queued query cancelled ends at
+once; a full queue answers 429 naming the group; a node
 killed while queries are queued: the next node serves them and each runs once.
 """
 
@@ -13,6 +14,7 @@ from __future__ import annotations
 import signal
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable, Iterator
 from datetime import datetime
@@ -81,6 +83,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iter
         metastore_uri=metastore_uri,
         auth="password",
         thrift_port=free_port(),
+        connect_port=free_port(),
         # One engine for everyone: a turn given is a query started at once (with an engine
         # per user, alice's turn would wait for her engine's JVM to start).
         engine_share_level="server",
@@ -340,6 +343,66 @@ def test_tags_follow_queries_from_every_door_and_usage_sums_by_them(
         assert summed("resource_group") == expected(lambda q: q["resource_group"])
         assert summed("group") == {None: (5, sum(q["cost"]["tasks"] for q in ours))}
         assert erin.get("/v1/usage", params={"group_by": "tag:"}).status_code == 422
+
+
+def test_a_connect_operation_waits_its_turn_with_its_call_held(server: ServerProcess) -> None:
+    """alice's Spark Connect operation, with bob's two queries holding the analysts' turns, is
+    a queued query (turn 1) while pyspark's client waits on its call; it runs when one of
+    bob's ends. Another, cancelled through the API while queued, fails the client's call at
+    once and never runs."""
+    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+    from pyspark.sql.connect.session import SparkSession
+
+    with _client(server, "bob") as bob, _client(server, "alice") as alice:
+        token = alice.post("/v1/tokens", json={"name": "connect"}).json()["token"]
+        url = f"sc://localhost:{server.settings.connect_port}/;token={token}"
+        spark = SparkSession.builder.remote(url).create()
+        try:
+            assert spark.range(3).count() == 3  # her session's engine is up before the test
+            outcomes: list[Any] = []
+
+            def run_in_thread(n: int) -> threading.Thread:
+                def run() -> None:
+                    try:
+                        outcomes.append(spark.range(n).count())
+                    except SparkConnectGrpcException as exc:
+                        outcomes.append(exc)
+
+                thread = threading.Thread(target=run, daemon=True)
+                thread.start()
+                return thread
+
+            def queued_operation() -> dict[str, Any] | None:
+                listed = alice.get("/v1/queries", params={"state": "queued"}).json()["queries"]
+                return listed[0] if listed else None
+
+            bobs = [_submit(bob) for _ in range(2)]
+            waiting = run_in_thread(5)
+            queued = eventually(queued_operation, timeout=60, what="alice's operation queued")
+            shown = _get(alice, queued["id"])
+            assert (shown["resource_group"], shown["queue_position"]) == ("analysts", 1)
+            waiting.join(timeout=120)
+            assert outcomes == [5]
+            done = _get(alice, queued["id"])
+            assert done["state"] == "success"
+            first_end = min(_ts(_final(bob, q["id"])["finished_at"]) for q in bobs)
+            assert _ts(done["started_at"]) >= first_end - 0.001
+
+            bobs = [_submit(bob) for _ in range(2)]
+            cancelled_call = run_in_thread(7)
+            queued = eventually(queued_operation, timeout=60, what="alice's operation queued")
+            answer = alice.post(f"/v1/queries/{queued['id']}/cancel")
+            assert answer.status_code == 202, answer.text
+            cancelled_call.join(timeout=60)
+            assert not cancelled_call.is_alive()
+            assert isinstance(outcomes[1], SparkConnectGrpcException), outcomes
+            assert "cancelled" in str(outcomes[1]), outcomes
+            gone = _get(alice, queued["id"])
+            assert (gone["state"], gone["started_at"]) == ("cancelled", None)
+            for query in bobs:
+                _final(bob, query["id"])
+        finally:
+            spark.stop()
 
 
 def test_queued_queries_outlive_their_node(server: ServerProcess) -> None:

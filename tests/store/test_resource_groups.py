@@ -9,7 +9,7 @@ import pytest
 
 from sparkgate.errors import QueueFull
 from sparkgate.recorded import RecordedError
-from sparkgate.states import SessionKind, StatementState
+from sparkgate.states import SessionKind, SessionState, StatementState
 from sparkgate.store import Store
 from sparkgate.store.records import StatementRecord
 from sparkgate.store.resource_groups import GroupPlace, GroupSpec, spec_of
@@ -158,3 +158,53 @@ def test_templates_find_their_configuration() -> None:
     assert spec_of(specs, "etl.big") == specs["etl.big"]
     assert spec_of(specs, "etl.other") is None
     assert spec_of(specs, "nowhere") is None
+
+
+def test_a_queued_connect_operation_is_admitted_straight_to_running(store: Store) -> None:
+    """A Spark Connect operation no engine claims: recorded running when its group has room,
+    else queued; its admission makes it running (its door forwards it then)."""
+    _configure(store)
+    fill = [_submit(store, "bob", "analysts") for _ in range(2)]
+    session = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner="alice")
+    with store.db.begin() as conn:
+        operation = store.statements.add(
+            session.id, "range(1)", now=NOW, running=True, resource_group="analysts", conn=conn
+        )
+        store.connect.add_operation(operation.id, session.id, "op-1", conn=conn)
+    assert operation.state is QUEUED and operation.started_at is None
+    _end(store, fill[0])
+    admitted = store.statements.get(operation.id)
+    assert (admitted.state, admitted.started_at) == (RUNNING, NOW)
+    store.transitions.statement(operation.id, StatementState.SUCCESS, now=NOW)
+    assert _submit(store, "carol", "analysts").state is WAITING  # its end gave its turn back
+
+    # With room, an operation is running at once.
+    direct = store.statements.add(
+        session.id, "range(2)", now=NOW, running=True, resource_group="analysts"
+    )
+    assert direct.state is QUEUED  # bob's second and carol's hold both turns
+    _end(store, fill[1])
+    assert store.statements.get(direct.id).state is WAITING  # not an operation: its engine runs it
+
+
+def test_a_running_stream_job_holds_one_turn_until_its_session_ends(store: Store) -> None:
+    """A stream job's statements end once its streams started; the streams go on, so the
+    last step's turn is held until the session ends. Its earlier steps give theirs back."""
+    _configure(store)
+    stream = store.sessions.add(SessionKind.STREAMING, now=NOW, owner="erin")
+    steps = [
+        store.statements.add(stream.id, code, now=NOW, resource_group="analysts")
+        for code in ("CREATE TEMP VIEW v AS SELECT 1", "INSERT INTO t SELECT * FROM s")
+    ]
+    assert _states(store, steps) == [WAITING, WAITING]
+    for step in steps:
+        _end(store, step)
+    first = _submit(store, "bob", "analysts")
+    second = _submit(store, "bob", "analysts")
+    assert (first.state, second.state) == (WAITING, QUEUED)  # the stream holds one of two
+    _end(store, first)
+    assert store.statements.get(second.id).state is WAITING
+    third = _submit(store, "bob", "analysts")
+    assert third.state is QUEUED
+    store.transitions.session(stream.id, SessionState.KILLED, now=NOW)  # the job stopped
+    assert store.statements.get(third.id).state is WAITING

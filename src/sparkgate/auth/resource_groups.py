@@ -17,7 +17,9 @@ in YAML, so that a Trino file can be pasted:
 
 Selectors match ``user`` and ``userGroup`` (regular expressions, matched whole, as Trino),
 ``source`` (the door: ``rest``, ``livy``, ``hive2``, ``connect``), ``queryType`` (``interactive``,
-``one-off``, ``batch``, ``stream``) and ``clientTags`` (every tag named must be on the query).
+``one-off``, ``batch`` (a batch session, a job run's step), ``stream`` (a stream job's
+statements, which hold their turn while the stream runs), ``connect`` (a Spark Connect
+operation)) and ``clientTags`` (every tag named must be on the query).
 Group names may hold ``${USER}``, ``${SOURCE}`` and the named groups of a selector's regular
 expressions (``(?<tool>...)`` in ``source``, Java's syntax, as Trino): one group per user, door
 or tool.
@@ -49,7 +51,7 @@ from sparkgate.store.resource_groups import GroupSpec
 
 log = logging.getLogger("sparkgate.auth")
 
-QUERY_TYPES = ("interactive", "one-off", "batch", "stream")
+QUERY_TYPES = ("interactive", "one-off", "batch", "stream", "connect")
 SOURCES = ("rest", "livy", "hive2", "connect")
 # Trino's queryType values: statement types, which sparkgate does not classify.
 TRINO_QUERY_TYPES = (

@@ -43,6 +43,8 @@ from sparkgate.errors import (
 )
 from sparkgate.recorded import RecordedError
 from sparkgate.service.connect import ConnectService, ConnectTarget, Operation
+from sparkgate.states import StatementState
+from sparkgate.store.records import StatementRecord
 from sparkgate.tags import from_words
 
 log = logging.getLogger("sparkgate.connect")
@@ -131,7 +133,13 @@ class ConnectDoor:
                 self.connect.admit(user, target, operation)
                 pending = _Pending(user, request.operation_id, operation, self.connect.clock())
             else:
-                statement_id = self.connect.start(user, target, request.operation_id, operation).id
+                statement = self.connect.start(user, target, request.operation_id, operation)
+                if statement.state is StatementState.QUEUED:
+                    # Its resource group is full: the call waits for its turn.
+                    statement = self.connect.await_turn(statement, context.is_active)
+                if statement.state is not StatementState.RUNNING:
+                    _unqueued(context, statement)
+                statement_id = statement.id
         reattachable = request.request_options and any(
             option.reattach_options.reattachable for option in request.request_options
         )
@@ -393,6 +401,21 @@ class _answering:
         if isinstance(exc, SparkgateError):
             _abort(self.context, exc)
         return False
+
+
+def _unqueued(context: grpc.ServicerContext, statement: StatementRecord) -> NoReturn:
+    """A queued operation that ended before its turn: cancelled, or its session ended."""
+    error = statement.error
+    code, message = (
+        (error.code, error.message)
+        if error is not None
+        else ("CANCELLED", f"Query {statement.id} was {statement.state.value}.")
+    )
+    status = grpc.StatusCode.CANCELLED
+    if statement.state is not StatementState.CANCELLED:
+        status = grpc.StatusCode.ABORTED
+    context.abort(status, f"[{code}] {message}")
+    raise AssertionError("unreachable")  # abort raises
 
 
 def _abort(context: grpc.ServicerContext, exc: SparkgateError) -> NoReturn:

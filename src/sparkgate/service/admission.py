@@ -34,7 +34,11 @@ def source_of(attributes: SessionAttributes) -> str:
 
 
 def query_type_of(kind: SessionKind, attributes: SessionAttributes) -> str:
-    """A selector's ``queryType``: interactive, one-off, batch or stream."""
+    """A selector's ``queryType``: interactive, one-off, batch, stream or connect."""
+    if attributes.door == "connect":
+        return "connect"  # a Spark Connect operation
+    if attributes.job is not None:
+        return "batch"  # a step of a manifest job's run
     if kind is SessionKind.INTERACTIVE:
         return "interactive"
     if kind is SessionKind.STREAMING:

@@ -25,8 +25,13 @@ from sparkgate import logs
 from sparkgate.auth.access import CODE, SQL
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
-from sparkgate.errors import EngineLost, EngineUnreachable, NotSupported, SessionNotActive
-from sparkgate.recorded import ErrorCode, RecordedError
+from sparkgate.errors import (
+    EngineLost,
+    EngineUnreachable,
+    NotSupported,
+    SessionNotActive,
+)
+from sparkgate.recorded import Cancelled, ErrorCode, RecordedError
 from sparkgate.service.queries import Queries
 from sparkgate.service.sessions import Sessions
 from sparkgate.settings import Settings
@@ -41,6 +46,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import Store
 from sparkgate.store.connect import Endpoint
+from sparkgate.store.hints import ADMITTED, NODES, Listener
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
 from sparkgate.store.session_attributes import SessionAttributes
 
@@ -96,6 +102,9 @@ class ConnectService:
     )
     _lock: threading.Lock = field(default_factory=threading.Lock, init=False)
     _links: EngineLinks | None = field(default=None, init=False)
+    # Calls of queued operations waiting for their turn, by query id, and what wakes them.
+    _queued: dict[int, list[threading.Event]] = field(default_factory=dict, init=False)
+    _listener: Listener | None = field(default=None, init=False)
 
     @property
     def links(self) -> EngineLinks:
@@ -219,12 +228,14 @@ class ConnectService:
     def start(
         self, user: Principal, target: ConnectTarget, operation_id: str, operation: Operation
     ) -> StatementRecord:
-        """Check an operation against the user's rights and limits and record it running."""
-        self.admit(user, target, operation)
-        return self.record(user, target, operation_id, operation)
+        """Check an operation against the user's rights and limits and record it running, or
+        queued in its resource group (``await_turn`` holds the call until its turn)."""
+        group = self.admit(user, target, operation)
+        return self.record(user, target, operation_id, operation, resource_group=group)
 
-    def admit(self, user: Principal, target: ConnectTarget, operation: Operation) -> None:
-        """Check an operation against the user's rights and limits (refused: an error)."""
+    def admit(self, user: Principal, target: ConnectTarget, operation: Operation) -> str | None:
+        """Check an operation against the user's rights and limits (refused: an error); the
+        resource group it waits its turn in, if any (``service.admission``)."""
         where = _name(target)
         if operation.streaming:
             raise NotSupported(
@@ -239,11 +250,13 @@ class ConnectService:
         if operation.code is not None:
             self.users.require(user, CODE, f"run {operation.code} on the engine", target=where)
         self.users.check_query_limit(user)
-        # A spent quota refuses (Connect operations are not placed in resource groups yet, so
-        # one that demotes lets them run).
-        rules = self.users.rules()
-        self.sessions.admission.check_quotas(
-            user.name, rules.groups_of(user.name, user.groups), rules
+        session = target.session
+        return self.sessions.admission.group_for(
+            user.name,
+            user.groups,
+            session.kind,
+            session.attributes,
+            {**(session.attributes.tags or {}), **operation.tags},
         )
 
     def record(
@@ -254,8 +267,10 @@ class ConnectService:
         operation: Operation,
         *,
         started_at: float | None = None,
+        resource_group: str | None = None,
     ) -> StatementRecord:
-        """Record an admitted operation as a query running since ``started_at`` (now)."""
+        """Record an admitted operation as a query running since ``started_at`` (now), or
+        queued in ``resource_group`` when that has no room."""
         kind = StatementKind.SQL if operation.sql is not None else StatementKind.DATAFRAME
         with self.store.db.begin() as conn:
             statement = self.store.statements.add(
@@ -264,6 +279,7 @@ class ConnectService:
                 now=self.clock() if started_at is None else started_at,
                 kind=kind,
                 running=True,
+                resource_group=resource_group,
                 tags={**(target.session.attributes.tags or {}), **operation.tags},
                 conn=conn,
             )
@@ -272,8 +288,63 @@ class ConnectService:
             )
             self.queries.audit_submit(user, statement, conn)
         with logs.bound(query_id=statement.id, session_id=target.session.id):
-            log.info("query %s runs Connect operation %s", statement.id, operation_id)
+            queued = statement.state is StatementState.QUEUED
+            log.info(
+                "query %s %s Connect operation %s",
+                statement.id,
+                f"queues in {resource_group}:" if queued else "runs",
+                operation_id,
+            )
         return statement
+
+    def await_turn(self, statement: StatementRecord, wanted: Callable[[], bool]) -> StatementRecord:
+        """Hold a queued operation until its resource group admits it (its record, running),
+        it is cancelled or its session ends (its record, final). A call the client gave up
+        (``wanted()`` false) cancels it. Woken by the admission's hint, with the store read on
+        the safety timer should a hint be lost."""
+        turn = threading.Event()
+        with self._lock:
+            self._queued.setdefault(statement.id, []).append(turn)
+            if self._listener is None:
+                self._listener = self.store.db.hints.listen(NODES, self._hinted)
+        try:
+            while statement.state is StatementState.QUEUED:
+                turn.wait(self.settings.hint_safety_poll)
+                turn.clear()
+                if not wanted():
+                    self.store.transitions.statement(
+                        statement.id,
+                        StatementState.CANCELLED,
+                        now=self.clock(),
+                        expected=[StatementState.QUEUED],
+                        error=Cancelled(
+                            f"Query {statement.id} was cancelled: its client left the queue."
+                        ).recorded(),
+                    )
+                statement = self.store.statements.get(statement.id)
+            if statement.state is StatementState.CANCELLING:
+                # Cancelled as it was admitted, before its door forwarded it: nothing ran.
+                self.finish(statement.id, cancelled=True)
+                statement = self.store.statements.get(statement.id)
+            return statement
+        finally:
+            with self._lock:
+                waiting = self._queued.get(statement.id, [])
+                if turn in waiting:
+                    waiting.remove(turn)
+                if not waiting:
+                    self._queued.pop(statement.id, None)
+
+    def _hinted(self, payload: str) -> None:
+        """A hint on the nodes' channel (the listener's thread): wake whom it concerns."""
+        with self._lock:
+            if not payload:  # the listener (re)connected: hints may have been lost
+                events = [e for waiting in self._queued.values() for e in waiting]
+            else:
+                raw = payload.removeprefix(ADMITTED)
+                events = list(self._queued.get(int(raw), ())) if raw.isdigit() else []
+        for event in events:
+            event.set()
 
     def operation(self, target: ConnectTarget, operation_id: str) -> int | None:
         """The query recording an operation of this session (for a reattach), if any."""
@@ -334,6 +405,8 @@ class ConnectService:
     def close(self) -> None:
         if self._links is not None:
             self._links.close()
+        if self._listener is not None:
+            self._listener.close()
 
 
 def _name(target: ConnectTarget) -> str:

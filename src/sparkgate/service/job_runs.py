@@ -138,12 +138,15 @@ class JobRunner:
                 self._end(run, JobRunState.FAILED, _ended(session.error), now)
                 return
             step = run.steps[run.step]
+            # Each step waits its turn in the group the run's first step was placed in.
+            place = self.store.resource_groups.where(statement.id)
             with self.store.db.begin() as conn:
                 added = self.store.statements.add(
                     session.id,
                     step["code"],
                     now=now,
                     kind=StatementKind(step["kind"]),
+                    resource_group=None if place is None else place.resource_group,
                     tags=session.attributes.tags,
                     conn=conn,
                 )

@@ -162,6 +162,20 @@ class Sessions:
             claim, make, lambda found: self.get(found.session_id, user=user), now=self.clock()
         )
 
+    def group_for_owner(
+        self,
+        owner: str | None,
+        kind: SessionKind,
+        attributes: SessionAttributes,
+        tags: Mapping[str, str] | None = None,
+    ) -> str | None:
+        """The resource group of an internal session's work (a stream job's, a job run's): its
+        owner's, by the groups the access file gives the owner (those of a directory or a
+        token are known only while the user is signed in). None for ownerless work."""
+        if owner is None:
+            return None
+        return self.admission.group_for(owner, frozenset(), kind, attributes, tags)
+
     def open(
         self,
         kind: SessionKind,
@@ -219,8 +233,12 @@ class Sessions:
         elif self.settings.share_level != "server":
             share_key = "system"  # ownerless internal sessions: only with each other
         group = None
-        if first_statement is not None and user is not None:
-            group = self.admission.group_for(user.name, user.groups, kind, attributes, given)
+        if first_statement is not None:  # a user's, or an internal session's owner's
+            group = (
+                self.group_for_owner(owner, kind, attributes, given)
+                if user is None
+                else self.admission.group_for(user.name, user.groups, kind, attributes, given)
+            )
         now = self.clock()
         statement = None
         # One transaction: the session, its first statement and what the audit says of them.

@@ -18,12 +18,18 @@ import random
 import re
 import shutil
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any, Protocol
 
 from sparkgate.auth.principal import share_key
-from sparkgate.errors import InvalidRequest, StreamJobBusy
+from sparkgate.errors import (
+    InvalidRequest,
+    NoResourceGroup,
+    QueueFull,
+    QuotaExceeded,
+    StreamJobBusy,
+)
 from sparkgate.recorded import ErrorCode, RecordedError, SessionEnded
 from sparkgate.settings import Settings
 from sparkgate.states import (
@@ -79,6 +85,14 @@ class SessionControl(Protocol):
     def place(self, session: SessionRecord, *, fresh: bool = False) -> SessionRecord | None: ...
 
     def kill(self, session_id: int) -> SessionRecord: ...
+
+    def group_for_owner(
+        self,
+        owner: str | None,
+        kind: SessionKind,
+        attributes: SessionAttributes,
+        tags: Mapping[str, str] | None = None,
+    ) -> str | None: ...
 
 
 class Streams:
@@ -253,6 +267,8 @@ class Streams:
                     self._apply(situation, action, now)
             except LostRace:
                 continue
+            except QueueFull as exc:  # launched again next round, when its queue has room
+                log.warning("stream job %s waits to launch: %s", job.name, exc.message)
             except Exception:
                 log.exception("supervising stream job %s failed", job.name)
         self._settle_orphans(now)
@@ -290,6 +306,16 @@ class Streams:
     def _launch(self, job: StreamJobRecord, now: float) -> None:
         steps = launch_steps(job.sql, job.steps)
         relaunch = job.state is _J.RESTARTING
+        attributes = SessionAttributes(
+            stream_job=job.name, stream_job_id=job.id, revision=job.revision
+        )
+        try:
+            # Its steps wait their turns in a resource group, and its last holds one while
+            # the job's session lives (store.resource_groups).
+            group = self.sessions.group_for_owner(job.owner, SessionKind.STREAMING, attributes)
+        except (NoResourceGroup, QuotaExceeded) as exc:
+            self._finish(job, _J.FAILED, exc.recorded(), now, kill=False)
+            return
         with self.store.db.begin() as conn:
             session = self.store.sessions.add(
                 SessionKind.STREAMING,
@@ -301,13 +327,18 @@ class Streams:
                 share_key=(
                     None if job.owner is None else share_key(self.settings.share_level, job.owner)
                 ),
-                attributes=SessionAttributes(
-                    stream_job=job.name, stream_job_id=job.id, revision=job.revision
-                ),
+                attributes=attributes,
                 conn=conn,
             )
             for step in steps:
-                self.store.statements.add(session.id, step.code, now=now, kind=step.kind, conn=conn)
+                self.store.statements.add(
+                    session.id,
+                    step.code,
+                    now=now,
+                    kind=step.kind,
+                    resource_group=group,
+                    conn=conn,
+                )
             moved = self.store.transitions.stream_job(
                 job.id,
                 _J.STARTING,

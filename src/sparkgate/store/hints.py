@@ -8,10 +8,11 @@ also looks on a slow safety timer (``hint_safety_poll``); correctness never depe
 Channels:
 - ``sparkgate_engine_<id>``: the engine's sessions got work (a statement, a new session, a
   cancel, a kill) or it was asked to stop;
-- ``sparkgate_nodes``: a statement reached a final state; every node listens, and a node whose
-  requests do not wait for that id ignores it. (One channel for all nodes rather than one per
-  node: the writer cannot know which node's request waits, and PostgreSQL fans one NOTIFY out
-  to every listener at no cost to the writer.)
+- ``sparkgate_nodes``: a statement reached a final state (the payload: its id), or a queued
+  Spark Connect operation was admitted (``admitted:<id>``: its door forwards it); every node
+  listens, and a node whose requests do not wait for that id ignores it. (One channel for all
+  nodes rather than one per node: the writer cannot know which node's request waits, and
+  PostgreSQL fans one NOTIFY out to every listener at no cost to the writer.)
 
 Delivery:
 - PostgreSQL: ``pg_notify`` inside the writer's transaction, so a hint arrives when its change
@@ -48,6 +49,10 @@ NEW_STATEMENT = "statement:"
 # The payload's prefix (then a query id) when a Spark Connect operation of the engine was
 # cancelled: the engine cancels the operation's Spark jobs for a while.
 CONNECT_CANCELLED = "connect-cancelled:"
+
+# The payload's prefix on the nodes' channel (then a query id) when a queued Spark Connect
+# operation was admitted: the door holding its call forwards it now.
+ADMITTED = "admitted:"
 
 # Unix socket paths are limited to 108 bytes (sun_path); a listener's name adds about 40.
 _MAX_DIR = 60

@@ -22,6 +22,11 @@ in a tree, not with the length of its queue.
 
 A session's statements run in order: a statement of a session that has one queued is queued
 behind it, in its group (``enter``).
+
+A stream job's turn lasts as long as its streams: the place of the last statement of a streaming
+session (the script's last step) is over when the session ends, not when the statement does
+(its queries go on running in the session after it succeeded). So a running stream job counts
+once against its group; its other steps hold turns as any statement does, while they run.
 """
 
 from __future__ import annotations
@@ -37,10 +42,16 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from sparkgate.errors import QueueFull
-from sparkgate.states import StatementState
+from sparkgate.states import ACTIVE_SESSION_STATES, SessionKind, StatementState
 from sparkgate.store.database import Database
 from sparkgate.store.presence import TablePresence
-from sparkgate.store.schema import group_counts, group_places, resource_groups
+from sparkgate.store.schema import (
+    group_counts,
+    group_places,
+    resource_groups,
+    sessions,
+    statements,
+)
 
 # A place's states: queued (the statement is ``queued``), admitted (it is waiting, running or
 # being cancelled: it holds a turn), over (it ended).
@@ -199,16 +210,34 @@ _LOCK = (
 )
 _QUEUED_IN_SESSION = (
     sa.select(group_places.c.resource_group)
-    .where(group_places.c.session_id == sa.bindparam("session_id"))
+    .where(group_places.c.session_id == sa.bindparam("sess"))
     .where(group_places.c.state == _QUEUED)
     .limit(1)
 )
 _PLACE = group_places.insert()
 # An end: its place is over; the same statement says which group and count it gives back
 # (one statement, which finds nothing for a statement placed in no group).
+# The place of the last statement of a stream job's session that still lives: held.
+_STREAMING = sa.and_(
+    sa.exists()
+    .where(sessions.c.id == group_places.c.session_id)
+    .where(sessions.c.kind == SessionKind.STREAMING.value)
+    .where(sessions.c.state.in_([s.value for s in ACTIVE_SESSION_STATES])),
+    ~sa.exists()
+    .where(statements.c.session_id == group_places.c.session_id)
+    .where(statements.c.id > group_places.c.statement_id),
+)
 _END = (
     group_places.update()
     .where(group_places.c.statement_id == sa.bindparam("sid"))
+    .where(group_places.c.state.in_(_ACTIVE))
+    .where(~_STREAMING)  # a running stream job keeps its turn (see the module's doc)
+    .values(state=_OVER)
+    .returning(group_places.c.resource_group, group_places.c.owner, group_places.c.held)
+)
+_END_SESSION = (
+    group_places.update()
+    .where(group_places.c.session_id == sa.bindparam("sess"))
     .where(group_places.c.state.in_(_ACTIVE))
     .values(state=_OVER)
     .returning(group_places.c.resource_group, group_places.c.owner, group_places.c.held)
@@ -329,7 +358,7 @@ class ResourceGroups:
         """Where a new statement of ``session_id`` placed in ``group`` goes: the group (that of
         a statement of its session queued before it, if any) and its first state, queued when
         its group has no room. Raises ``QueueFull``."""
-        ahead = conn.execute(_QUEUED_IN_SESSION, {"session_id": session_id}).scalar()
+        ahead = conn.execute(_QUEUED_IN_SESSION, {"sess": session_id}).scalar()
         if ahead is not None:
             group = ahead
         tree = self.tree(conn, root_of(group))
@@ -387,11 +416,19 @@ class ResourceGroups:
         """The places of statements that ended are over: the roots of the groups they held."""
         if not self.present():
             return []
+        places = [conn.execute(_END, {"sid": sid}).first() for sid in statement_ids]
+        return self._over(conn, [place for place in places if place is not None])
+
+    def end_session(self, conn: Connection, session_id: int) -> list[str]:
+        """A session ended: what places its statements still hold are over (a stream job's:
+        see the module's doc); the roots of their groups."""
+        if not self.present():
+            return []
+        return self._over(conn, conn.execute(_END_SESSION, {"sess": session_id}).all())
+
+    def _over(self, conn: Connection, places: Iterable[Any]) -> list[str]:
         roots = set()
-        for statement_id in statement_ids:
-            place = conn.execute(_END, {"sid": statement_id}).first()
-            if place is None:
-                continue
+        for place in places:
             held = bool(place.held)
             self._count(conn, place.resource_group, place.owner, -held, -(not held))
             roots.add(root_of(place.resource_group))

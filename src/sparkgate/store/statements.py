@@ -88,8 +88,9 @@ class Statements:
     ) -> StatementRecord:
         """Queue a statement in its session, numbered after the session's previous ones.
 
-        ``running``: it is running already, elsewhere than in an engine's statement loop (a
-        Spark Connect operation the door forwards): recorded as started, no engine told.
+        ``running``: it runs elsewhere than in an engine's statement loop (a Spark Connect
+        operation the door forwards): recorded as started, no engine told; with a
+        ``resource_group`` that has no room, queued until admitted (straight to running).
 
         The session must be active, and a batch session takes only its first statement; both
         are checked in the same UPDATE that numbers the statement, so a session ending
@@ -118,11 +119,11 @@ class Statements:
                 if session["state"] in {s.value for s in ACTIVE_SESSION_STATES}:
                     raise BatchSessionUsed(session_id)
                 raise SessionNotActive(session_id, session["state"])
-            state = StatementState.RUNNING if running else StatementState.WAITING
-            if resource_group is not None and not running:
+            state = StatementState.WAITING
+            if resource_group is not None:
                 resource_group, state = self._groups.enter(c, resource_group, session_id)
-            else:
-                resource_group = None
+            if running and state is StatementState.WAITING:
+                state = StatementState.RUNNING
             values = {
                 "session_id": session_id,
                 "seq": count - 1,
@@ -132,7 +133,7 @@ class Statements:
                 "progress": 0.0,
                 "version": 1,
                 "created_at": now,
-                "started_at": now if running else None,
+                "started_at": now if state is StatementState.RUNNING else None,
                 "updated_at": now,
             }
             row = c.execute(_INSERT, values).mappings().one()

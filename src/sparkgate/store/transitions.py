@@ -36,7 +36,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import schema
 from sparkgate.store.database import Database
-from sparkgate.store.hints import ENGINE_CHANGED, NEW_STATEMENT, NODES, engine_channel
+from sparkgate.store.hints import ADMITTED, ENGINE_CHANGED, NEW_STATEMENT, NODES, engine_channel
 from sparkgate.store.machines import (
     DEPLOYMENT,
     ENGINE,
@@ -308,7 +308,17 @@ class Transitions:
             .returning(table.c.id)
         )
         with self._conn(conn) as c:
-            return sorted(row.id for row in c.execute(stmt))
+            moved = sorted(row.id for row in c.execute(stmt))
+            if to in TERMINAL_SESSION_STATES:
+                for session_id in moved:
+                    self._end_places(c, session_id, now)
+            return moved
+
+    def _end_places(self, conn: Connection, session_id: int, now: float) -> None:
+        """An ended session's turns are over (a stream job holds one while its session lives:
+        ``store.resource_groups``), and the next statements are admitted."""
+        for root in self._groups.end_session(conn, session_id):
+            self.admit(root, now=now, conn=conn)
 
     def _one(
         self,
@@ -340,6 +350,8 @@ class Transitions:
                     # An end gives its resource group's turn to the next (store.resource_groups).
                     for root in self._groups.end(c, [row_id]):
                         self.admit(root, now=now, conn=c)
+                elif machine is SESSION and to in TERMINAL_SESSION_STATES:
+                    self._end_places(c, row_id, now)
                 return Outcome(True, to)
             current = c.execute(sa.select(table.c.state).where(table.c.id == row_id)).scalar()
         return Outcome(False, None if current is None else machine.enum(current))
@@ -403,18 +415,17 @@ class Transitions:
         with self._conn(conn) as c:
             tree = self._groups.tree(c, root)
             while (turn := self._groups.next(tree, root)) is not None:
+                # A Spark Connect operation runs once its door forwards it (no engine claims
+                # it): admitted, it is running, and the door holding its call is told.
+                forwarded = c.execute(_IS_OPERATION, {"sid": turn.statement_id}).first()
+                to = StatementState.WAITING if forwarded is None else StatementState.RUNNING
                 moved = self._one(
-                    STATEMENT,
-                    turn.statement_id,
-                    StatementState.WAITING,
-                    now,
-                    [StatementState.QUEUED],
-                    None,
-                    c,
-                    {},
+                    STATEMENT, turn.statement_id, to, now, [StatementState.QUEUED], None, c, {}
                 )
                 if not moved.applied:  # cannot happen under the tree's lock; never loop on it
                     break
+                if forwarded is not None:
+                    self._db.hint(c, NODES, f"{ADMITTED}{turn.statement_id}")
                 self._groups.admitted(c, turn)
                 admitted.append(turn.statement_id)
                 tree = self._groups.tree(c, root, lock=False)
@@ -423,6 +434,11 @@ class Transitions:
     def _conn(self, conn: Connection | None) -> AbstractContextManager[Connection]:
         """The caller's transaction when given one, else a write transaction of our own."""
         return nullcontext(conn) if conn is not None else self._db.begin()
+
+
+_IS_OPERATION = sa.select(schema.connect_operations.c.statement_id).where(
+    schema.connect_operations.c.statement_id == sa.bindparam("sid")
+)
 
 
 def wake_engine_of(
