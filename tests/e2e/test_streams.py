@@ -75,9 +75,8 @@ def test_rate_filter_parquet_in_a_session(
     columns = rows(sg, "CREATE STREAM r USING rate OPTIONS ('rowsPerSecond'='20')", sid)
     assert columns == [["timestamp", "timestamp"], ["value", "bigint"]]
     run(sg, "CREATE TEMPORARY VIEW evens AS SELECT value FROM r WHERE value % 2 = 0", sid)
-    [started] = rows(
-        sg, f"SAVE STREAM evens TO parquet TRIGGER 500ms OPTIONS ('path'='{out}')", sid
-    )
+    saved = run(sg, f"SAVE STREAM evens TO parquet TRIGGER 500ms OPTIONS ('path'='{out}')", sid)
+    [started] = sg.result(saved["id"])["rows"]
     name, spark_id, run_id, state, checkpoint = started
     assert (name, state) == ("evens", "running") and spark_id and run_id
     assert checkpoint == str(
@@ -110,10 +109,23 @@ def test_rate_filter_parquet_in_a_session(
     assert query["recent_progress"][0]["input_rows"] >= 0
     assert query["last_progress"]["processed_rows_per_second"] is not None
 
+    # What its batches cost accumulates on the query that started it, batch by batch.
+    def costs_more(than: int) -> dict[str, Any] | None:
+        cost = sg.query(saved["id"])["cost"]
+        return cost if cost is not None and cost["tasks"] > than else None
+
+    first = eventually(lambda: costs_more(0), timeout=60, what="a batch's cost")
+    eventually(lambda: costs_more(first["tasks"]), timeout=60, what="a later batch's cost")
+
     [stopped] = rows(sg, "STOP STREAM evens", sid)
     assert stopped[3] == "stopped"
     checkpoint_at_batch_boundary(checkpoint)
-    assert_exactly_once(output_stats(sg, sid, out), step=2)
+    stats = output_stats(sg, sid, out)
+    assert_exactly_once(stats, step=2)
+    # Spark's own count of the rows its tasks wrote, summed over every batch, is the output's.
+    cost = sg.query(saved["id"])["cost"]
+    assert cost["output_records"] == stats[0], (cost, stats)
+    assert cost["executor_cpu_time_ns"] > 0
     error = failed(sg, "STOP STREAM evens", sid)
     assert error["code"] == "STREAM_QUERY_NOT_FOUND"
 

@@ -53,6 +53,7 @@ def test_the_engines_figures_are_read_as_written() -> None:
 def test_a_store_before_the_table_records_nothing(store: Store) -> None:
     store.migrate("0011_statement_tables")
     with store.db.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE stream_costs")
         conn.exec_driver_sql("DROP TABLE statement_tags")
         conn.exec_driver_sql("DROP TABLE group_places")
         conn.exec_driver_sql("DROP TABLE group_counts")
@@ -175,3 +176,32 @@ def test_usage_sums_by_a_tags_value_and_by_resource_group(store: Store) -> None:
         "adhoc": (2, 10),
         "etl": (1, 5),
     }
+
+
+def test_a_streams_batches_add_to_its_statements_cost_and_usage(store: Store) -> None:
+    """A streaming query's batches cost is recorded as it runs, a row per take, for the
+    statement that started it: its query's cost grows, usage counts it once (a query) in
+    each day it cost something, and a quota's figure includes it."""
+    day = 86400.0
+    start = (NOW // day) * day
+    session = store.sessions.add(SessionKind.INTERACTIVE, now=NOW, owner="erin")
+    saved = store.statements.add(session.id, "SAVE STREAM s TO noop", now=NOW)
+    store.statement_costs.add(saved.id, _cost(tasks=1, executor_cpu_time_ns=5), now=start + 1)
+    batches = [
+        (start + 2, _cost(tasks=2, executor_cpu_time_ns=10, peak_execution_memory=64)),
+        (start + 3, _cost(tasks=4, executor_cpu_time_ns=20, peak_execution_memory=16)),
+        (start + day + 5, _cost(tasks=8, executor_cpu_time_ns=40, peak_execution_memory=32)),
+    ]
+    for at, cost in batches:
+        store.statement_costs.add_stream(saved.id, 7, cost, now=at)
+    assert store.statement_costs.of(saved.id) == _cost(
+        tasks=15, executor_cpu_time_ns=75, peak_execution_memory=64
+    )
+    by_day = store.usage.report(owner="erin", bucket=day)
+    assert [(u.bucket, u.queries, u.cost.tasks) for u in by_day] == [
+        (start, 1, 7),
+        (start + day, 1, 8),
+    ]
+    [whole] = store.usage.report(owner="erin")
+    assert (whole.queries, whole.cost.tasks, whole.cost.executor_cpu_time_ns) == (1, 15, 75)
+    assert store.usage.spent(["erin"], start + day) == (40 / 1e9, 0.0)

@@ -27,7 +27,6 @@ from sparkgate.states import (
     TERMINAL_STATEMENT_STATES,
 )
 from sparkgate.store import Store, schema
-from sparkgate.store.usage import UsageReports
 
 SCOPE = "cluster"
 
@@ -48,7 +47,7 @@ class ClusterCollector(Collector):
 
     def _costs(self, conn: Connection) -> Iterator[Metric]:
         if self.store.statement_costs.available():  # a node on a schema before the costs
-            yield from _costs_by_user(conn)
+            yield from _costs_by_user(self.store.usage.by_user(conn))
 
     def collect(self) -> Iterator[Metric]:
         # One read transaction for the scrape, ended before the exposition text is written.
@@ -82,7 +81,7 @@ def _count_by_kind_and_state(table: sa.Table) -> sa.Select[Any]:
     )
 
 
-def _costs_by_user(conn: Connection) -> Iterator[Metric]:
+def _costs_by_user(totals: list[tuple[str | None, int, int]]) -> Iterator[Metric]:
     """What users' queries cost, as their engines recorded it: executor CPU and run seconds
     by user (no tags: their values are unbounded, each a series of its own)."""
     cpu = CounterMetricFamily(
@@ -95,7 +94,7 @@ def _costs_by_user(conn: Connection) -> Iterator[Metric]:
         "Executor run time of ended queries' Spark tasks, by user",
         labels=["scope", "user"],
     )
-    for user, cpu_ns, run_ms in UsageReports.by_user(conn):
+    for user, cpu_ns, run_ms in totals:
         cpu.add_metric([SCOPE, user or ""], cpu_ns / 1e9)
         run.add_metric([SCOPE, user or ""], run_ms / 1e3)
     yield from (cpu, run)

@@ -21,7 +21,7 @@ from sparkgate.store.schema_catalog import (
     table_transactions,
 )
 from sparkgate.store.schema_connect import connect_operations, connect_sessions, engine_connect
-from sparkgate.store.schema_costs import statement_costs, statement_tags
+from sparkgate.store.schema_costs import statement_costs, statement_tags, stream_costs
 from sparkgate.store.schema_jobs import deployments, job_decisions, job_runs, job_versions, jobs
 from sparkgate.store.schema_metadata import ID_MAX, Json, Time, metadata
 from sparkgate.store.schema_queues import group_counts, group_places, resource_groups
@@ -65,6 +65,7 @@ __all__ = [
     "statement_tables",
     "statement_tags",
     "statements",
+    "stream_costs",
     "stream_jobs",
     "stream_progress",
     "stream_queries",

@@ -4,6 +4,10 @@ end (in the same transaction), summed from Spark's task metrics (``QueryCosts.sc
     store.statement_costs.add(7, StatementCost(tasks=2, executor_run_time_ms=40, ...),
                               now=time.time(), conn=conn)
     store.statement_costs.of(7)  # -> StatementCost | None (None: it ran no Spark task)
+
+A statement that started a streaming query also counts what the query's micro-batches cost,
+which its engine adds as they run (``add_stream``, a row each time it writes the query's
+progress: ``schema_costs.stream_costs``).
 """
 
 from __future__ import annotations
@@ -11,13 +15,14 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from dataclasses import asdict, astuple, dataclass, fields
+from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
 from sparkgate.store.database import Database
 from sparkgate.store.presence import TablePresence
-from sparkgate.store.schema import statement_costs
+from sparkgate.store.schema import statement_costs, stream_costs
 from sparkgate.store.schema_costs import COST_COLUMNS
 
 
@@ -74,10 +79,32 @@ class StatementCosts:
     def __init__(self, db: Database) -> None:
         self._db = db
         self._present = TablePresence(db, statement_costs)
+        self._streams_present = TablePresence(db, stream_costs)
 
     def available(self) -> bool:
         """Whether the store's schema has the table (``presence``)."""
         return self._present()
+
+    def streams_available(self) -> bool:
+        """Whether it has streaming queries' costs too (a schema from 0014 on)."""
+        return self._streams_present()
+
+    def add_stream(
+        self, statement_id: int, stream_query_id: int, cost: StatementCost, *, now: float
+    ) -> None:
+        """What a streaming query's batches cost since the last call, counted for the
+        statement that started it (nothing on a schema without the table)."""
+        if not self.streams_available():
+            return
+        with self._db.begin() as conn:
+            conn.execute(
+                stream_costs.insert().values(
+                    statement_id=statement_id,
+                    stream_query_id=stream_query_id,
+                    at=now,
+                    **asdict(cost),
+                )
+            )
 
     def add(
         self, statement_id: int, cost: StatementCost, *, now: float, conn: Connection | None = None
@@ -88,12 +115,18 @@ class StatementCosts:
             )
 
     def of(self, statement_id: int) -> StatementCost | None:
-        """The statement's cost; None if it ran no Spark task, or has not ended."""
+        """The statement's cost, with what the streaming queries it started cost so far; None
+        if it ran no Spark task, or has not ended."""
         if not self.available():
             return None
-        query = sa.select(*(statement_costs.c[name] for name in COST_COLUMNS)).where(
-            statement_costs.c.statement_id == statement_id
-        )
+        tables = [statement_costs, *([stream_costs] if self.streams_available() else [])]
+        rows: list[sa.Row[Any]] = []
         with self._db.read() as conn:
-            row = conn.execute(query).first()
-        return None if row is None else StatementCost.of([int(value) for value in row])
+            for table in tables:
+                query = sa.select(*(table.c[name] for name in COST_COLUMNS)).where(
+                    table.c.statement_id == statement_id
+                )
+                rows += conn.execute(query).all()
+        if not rows:
+            return None
+        return StatementCost.total(StatementCost.of([int(v) for v in row]) for row in rows)

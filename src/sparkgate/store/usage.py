@@ -1,6 +1,7 @@
 """Usage: what queries cost, summed by user, resource group or a tag's value, and by day, from
-the costs their engines recorded (``statement_costs``), in one SQL aggregate: a report's totals
-are exactly the sum of the queries it covers, on SQLite and PostgreSQL alike.
+the costs their engines recorded (``statement_costs``, and ``stream_costs`` for what streaming
+queries' batches cost, counted for the statement that started them), in one SQL aggregate: a
+report's totals are exactly the sum of the queries it covers, on SQLite and PostgreSQL alike.
 
     store.usage.report(since=t0, until=t1, owner="bob", bucket=DAY)
     store.usage.report(by=RESOURCE_GROUP)  # or by=("tag", "team")
@@ -26,6 +27,7 @@ from sparkgate.store.schema import (
     statement_costs,
     statement_tags,
     statements,
+    stream_costs,
 )
 from sparkgate.store.schema_costs import COST_COLUMNS
 from sparkgate.store.statement_costs import StatementCost, StatementCosts
@@ -68,14 +70,29 @@ RESOURCE_GROUP = "resource_group"
 By = str | tuple[str, str]  # USER, RESOURCE_GROUP or ("tag", key)
 
 
-# Each cost with its query's session, whose owner is the user it counts for.
-_WITH_OWNER = statement_costs.join(
-    statements, statements.c.id == statement_costs.c.statement_id
-).join(sessions, sessions.c.id == statements.c.session_id)
+def _columns(table: sa.Table) -> list[sa.ColumnElement[Any]]:
+    return [table.c.statement_id, table.c.at, *(table.c[name] for name in COST_COLUMNS)]
 
 
-def _total(name: str) -> sa.ColumnElement[int]:
-    column = statement_costs.c[name]
+# Every cost recorded: statements' and, on a schema that has them, streaming queries' batches
+# (counted for the statement that started the query).
+_COSTS = {
+    False: statement_costs,
+    True: sa.union_all(
+        sa.select(*_columns(statement_costs)), sa.select(*_columns(stream_costs))
+    ).subquery("costs"),
+}
+
+
+def _with_owner(sc: sa.FromClause) -> sa.Join:
+    """Each cost with its query's session, whose owner is the user it counts for."""
+    return sc.join(statements, statements.c.id == sc.c.statement_id).join(
+        sessions, sessions.c.id == statements.c.session_id
+    )
+
+
+def _total(sc: sa.FromClause, name: str) -> sa.ColumnElement[int]:
+    column = sc.c[name]
     return sa.func.max(column) if name == "peak_execution_memory" else sa.func.sum(column)
 
 
@@ -98,9 +115,9 @@ class UsageReports:
         bucket. Nothing before the store has costs."""
         if not self._costs.available():
             return []
-        sc = statement_costs
+        sc = _COSTS[self._costs.streams_available()]
         start = (_Floor(sc.c.at / bucket) * bucket).label("bucket") if bucket else None
-        joined: Any = _WITH_OWNER
+        joined: Any = _with_owner(sc)
         if by == USER:
             key: Any = sessions.c.owner
         elif by == RESOURCE_GROUP:
@@ -121,8 +138,9 @@ class UsageReports:
         query = (
             sa.select(
                 *keys,
-                sa.func.count().label("queries"),
-                *(_total(name).label(name) for name in COST_COLUMNS),
+                # a query counted once, however many rows its stream's batches added
+                sa.func.count(sa.distinct(sc.c.statement_id)).label("queries"),
+                *(_total(sc, name).label(name) for name in COST_COLUMNS),
             )
             .select_from(joined)
             .group_by(*keys)
@@ -152,12 +170,12 @@ class UsageReports:
         names = sorted(set(owners))
         if not names or not self._costs.available():
             return 0.0, 0.0
-        sc = statement_costs
+        sc = _COSTS[self._costs.streams_available()]
         query = (
             sa.select(
                 sa.func.sum(sc.c.executor_cpu_time_ns), sa.func.sum(sc.c.executor_run_time_ms)
             )
-            .select_from(_WITH_OWNER)
+            .select_from(_with_owner(sc))
             .where(sc.c.at >= since)
             .where(sessions.c.owner.in_(names))
         )
@@ -167,18 +185,17 @@ class UsageReports:
         run_ms: Any = row[1]
         return int(cpu_ns or 0) / 1e9, int(run_ms or 0) / 1e3
 
-    @staticmethod
-    def by_user(conn: Connection) -> list[tuple[str | None, int, int]]:
+    def by_user(self, conn: Connection) -> list[tuple[str | None, int, int]]:
         """Every user's executor CPU (ns) and run time (ms) over all their queries: one
         aggregate, for the metrics' counters (a store without costs: a caller's to check)."""
-        sc = statement_costs
+        sc = _COSTS[self._costs.streams_available()]
         query = (
             sa.select(
                 sessions.c.owner,
                 sa.func.sum(sc.c.executor_cpu_time_ns),
                 sa.func.sum(sc.c.executor_run_time_ms),
             )
-            .select_from(_WITH_OWNER)
+            .select_from(_with_owner(sc))
             .group_by(sessions.c.owner)
         )
         return [(row[0], int(row[1] or 0), int(row[2] or 0)) for row in conn.execute(query)]

@@ -10,12 +10,14 @@ queries, their runs and each ``Supervised``'s fields are read and written under 
 
 from __future__ import annotations
 
+import logging
 import threading
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sparkgate.recorded import RecordedError
+from sparkgate.runtime import stream_costs
 from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import StreamQueryState
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
     from pyspark.sql.streaming.query import StreamingQuery
 
 _Q = StreamQueryState
+log = logging.getLogger("sparkgate.streams")
 
 
 @dataclass(eq=False)
@@ -53,6 +56,8 @@ class Supervised:
     stopping: bool = False
     pending: dict[str, Any] | None = None  # progress not yet written
     written_at: float = 0.0
+    statement_id: int | None = None  # the statement that started it: what its cost counts for
+    spark_id: str | None = None  # Spark's id of the query (its checkpoint's), once read
 
     @property
     def session_id(self) -> int:
@@ -102,4 +107,22 @@ class Supervision:
             self.queries.pop(supervised.id, None)
             if supervised.run_id:
                 self.by_run.pop(supervised.run_id, None)
-            supervised.query = None
+        self.record_cost(supervised, self.clock(), settle=True)  # what its last batches cost
+        supervised.query = None
+
+    def record_cost(self, supervised: Supervised, now: float, *, settle: bool = False) -> None:
+        """What the query's batches cost since the last take (each time its progress is
+        written, and when it is let go), counted for the statement that started it: a
+        stream's cost accumulates batch by batch."""
+        if supervised.statement_id is None or supervised.query is None:
+            return
+        try:
+            if supervised.spark_id is None:
+                supervised.spark_id = str(supervised.query.id)
+            cost = stream_costs.take(supervised.session.spark, supervised.spark_id, settle=settle)
+            if cost is not None:
+                self.store.statement_costs.add_stream(
+                    supervised.statement_id, supervised.id, cost, now=now
+                )
+        except Exception:  # never at the cost of the query's progress or its stop
+            log.exception("recording what stream query %s cost failed", supervised.id)

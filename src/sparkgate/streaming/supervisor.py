@@ -147,6 +147,7 @@ class StreamSupervisor:
             checkpoint,
             failures=record.failures,
             restarts=record.restarts,
+            statement_id=statement_id,
         )
         self._ensure_listener(session)
         with self._shared.lock:
@@ -346,6 +347,7 @@ class StreamSupervisor:
                 session_id=supervised.session_id,
                 **extra,
             )
+            self._shared.record_cost(supervised, now)
 
     # -- listeners -----------------------------------------------------------------------
 

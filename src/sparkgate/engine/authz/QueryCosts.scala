@@ -5,7 +5,7 @@ import java.util.concurrent.{ConcurrentHashMap, ConcurrentLinkedQueue, CountDown
 
 import org.apache.spark.SparkContext
 import org.apache.spark.executor.TaskMetrics
-import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerStageSubmitted, SparkListenerTaskEnd}
+import org.apache.spark.scheduler.{SparkListener, SparkListenerEvent, SparkListenerStageCompleted, SparkListenerStageSubmitted, SparkListenerTaskEnd}
 import org.apache.spark.sparkgate.{Barrier, ListenerBus}
 import org.apache.spark.sql.connect.service.{SparkListenerConnectOperationCanceled, SparkListenerConnectOperationClosed, SparkListenerConnectOperationFailed, SparkListenerConnectOperationFinished, SparkListenerConnectOperationStarted}
 
@@ -75,6 +75,14 @@ class QueryCosts extends SparkListener {
     }
   }
 
+  // A streaming query's stage is forgotten when it completes: the query's cost is taken while
+  // it runs (takeStream), so nothing else would ever forget them.
+  override def onStageCompleted(event: SparkListenerStageCompleted): Unit = {
+    val key = (event.stageInfo.stageId, event.stageInfo.attemptNumber())
+    val tags = stageTags.get(key)
+    if (tags != null && tags.exists(_.startsWith(QueryCosts.StreamPrefix))) stageTags.remove(key)
+  }
+
   override def onTaskEnd(event: SparkListenerTaskEnd): Unit = {
     val tags = stageTags.get((event.stageId, event.stageAttemptId))
     if (tags == null || event.taskMetrics == null) return
@@ -126,6 +134,13 @@ class QueryCosts extends SparkListener {
     lines.toString
   }
 
+  /** What a streaming query's tasks cost since the last call (JSON); null if none ended. Its
+   *  stages are kept: a batch under way goes on being counted, for the next call. */
+  def takeStream(queryId: String): String = {
+    val cost = costs.remove(QueryCosts.StreamPrefix + queryId)
+    if (cost == null) null else cost.json
+  }
+
   /** The tag's cost (JSON), forgotten here with its stages; null if none of its tasks ran. */
   def take(tag: String): String = {
     stageTags.values.removeIf(tags => tags.contains(tag))
@@ -148,8 +163,15 @@ object QueryCosts {
 
   @volatile private[authz] var current: QueryCosts = null
 
+  // A streaming query's micro-batches are counted by the query's id, which Spark sets on
+  // their jobs (StreamExecution.QUERY_ID_KEY), under this prefix: a query's cost is taken
+  // batch by batch (takeStream), whatever session or restart runs it.
+  val StreamPrefix = "stream:"
+
   private def counted(properties: Properties): Array[String] = {
     if (properties == null) return Array.empty
+    val stream = properties.getProperty("sql.streaming.queryId")
+    if (stream != null) return Array(StreamPrefix + stream)
     val tags = Option(properties.getProperty("spark.job.tags")).getOrElse("")
     tags.split(",").filter(tag => Prefixes.exists(tag.startsWith))
   }
@@ -163,6 +185,19 @@ object QueryCosts {
     ListenerBus.post(sc, barrier)
     barrier.latch.await(BarrierTimeoutMs, TimeUnit.MILLISECONDS) // late: what it has so far
     listener.take(tag)
+  }
+
+  /** `QueryCosts.takeStream` of the engine's listener (null without one). `settle`: the query
+   *  stopped; first let the listener receive every task end posted so far, as `take` does. */
+  def streamCost(sc: SparkContext, queryId: String, settle: Boolean): String = {
+    val listener = current
+    if (listener == null) return null
+    if (settle) {
+      val barrier = new Barrier(new CountDownLatch(1))
+      ListenerBus.post(sc, barrier)
+      barrier.latch.await(BarrierTimeoutMs, TimeUnit.MILLISECONDS)
+    }
+    listener.takeStream(queryId)
   }
 
   /** `QueryCosts.takeConnectCosts` of the engine's listener ("" without one). */
