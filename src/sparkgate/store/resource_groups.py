@@ -354,11 +354,13 @@ class ResourceGroups:
         rows = conn.execute(_COUNTS, {"root": root, "under": f"{root}.", "past": f"{root}/"})
         return _Tree(self.specs(conn), _counts(rows))
 
-    def enter(self, conn: Connection, group: str, session_id: int) -> tuple[str, StatementState]:
+    def enter(
+        self, conn: Connection, group: str, session_id: int, *, first: bool = False
+    ) -> tuple[str, StatementState]:
         """Where a new statement of ``session_id`` placed in ``group`` goes: the group (that of
-        a statement of its session queued before it, if any) and its first state, queued when
-        its group has no room. Raises ``QueueFull``."""
-        ahead = conn.execute(_QUEUED_IN_SESSION, {"sess": session_id}).scalar()
+        a statement of its session queued before it, if any: none for its ``first``) and its
+        first state, queued when its group has no room. Raises ``QueueFull``."""
+        ahead = None if first else conn.execute(_QUEUED_IN_SESSION, {"sess": session_id}).scalar()
         if ahead is not None:
             group = ahead
         tree = self.tree(conn, root_of(group))

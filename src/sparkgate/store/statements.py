@@ -121,7 +121,9 @@ class Statements:
                 raise SessionNotActive(session_id, session["state"])
             state = StatementState.WAITING
             if resource_group is not None:
-                resource_group, state = self._groups.enter(c, resource_group, session_id)
+                resource_group, state = self._groups.enter(
+                    c, resource_group, session_id, first=count == 1
+                )
             if running and state is StatementState.WAITING:
                 state = StatementState.RUNNING
             values = {
