@@ -345,12 +345,52 @@ def test_tags_follow_queries_from_every_door_and_usage_sums_by_them(
         assert erin.get("/v1/usage", params={"group_by": "tag:"}).status_code == 422
 
 
+class _ConnectCalls:
+    """alice's pyspark Connect session, whose count() calls run in threads of their own (a
+    queued one holds its call), with what each call gave: a count, or the client's error."""
+
+    def __init__(self, spark: Any, api: httpx.Client) -> None:
+        self.spark = spark
+        self.api = api
+        self.outcomes: list[Any] = []
+
+    def count(self, n: int) -> threading.Thread:
+        from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+
+        def run() -> None:
+            try:
+                self.outcomes.append(self.spark.range(n).count())
+            except SparkConnectGrpcException as exc:
+                self.outcomes.append(exc)
+
+        thread = threading.Thread(target=run, daemon=True)
+        thread.start()
+        return thread
+
+    def queued(self) -> dict[str, Any]:
+        def found() -> dict[str, Any] | None:
+            listed = self.api.get("/v1/queries", params={"state": "queued"}).json()["queries"]
+            return dict(listed[0]) if listed else None
+
+        return eventually(found, timeout=60, what="alice's operation queued")
+
+    def ended_unrun(self, call: threading.Thread, query_id: int) -> None:
+        """The call failed at once with the client's error; the query never ran."""
+        from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+
+        call.join(timeout=60)
+        assert not call.is_alive()
+        assert isinstance(self.outcomes[-1], SparkConnectGrpcException), self.outcomes
+        assert "cancelled" in str(self.outcomes[-1]), self.outcomes
+        gone = _get(self.api, query_id)
+        assert (gone["state"], gone["started_at"]) == ("cancelled", None)
+
+
 def test_a_connect_operation_waits_its_turn_with_its_call_held(server: ServerProcess) -> None:
     """alice's Spark Connect operation, with bob's two queries holding the analysts' turns, is
     a queued query (turn 1) while pyspark's client waits on its call; it runs when one of
-    bob's ends. Another, cancelled through the API while queued, fails the client's call at
-    once and never runs."""
-    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+    bob's ends. Others, cancelled through the API or by the client's interruptTag and
+    interruptAll while queued, fail the client's call at once and never run."""
     from pyspark.sql.connect.session import SparkSession
 
     with _client(server, "bob") as bob, _client(server, "alice") as alice:
@@ -359,46 +399,34 @@ def test_a_connect_operation_waits_its_turn_with_its_call_held(server: ServerPro
         spark = SparkSession.builder.remote(url).create()
         try:
             assert spark.range(3).count() == 3  # her session's engine is up before the test
-            outcomes: list[Any] = []
-
-            def run_in_thread(n: int) -> threading.Thread:
-                def run() -> None:
-                    try:
-                        outcomes.append(spark.range(n).count())
-                    except SparkConnectGrpcException as exc:
-                        outcomes.append(exc)
-
-                thread = threading.Thread(target=run, daemon=True)
-                thread.start()
-                return thread
-
-            def queued_operation() -> dict[str, Any] | None:
-                listed = alice.get("/v1/queries", params={"state": "queued"}).json()["queries"]
-                return listed[0] if listed else None
-
+            calls = _ConnectCalls(spark, alice)
             bobs = [_submit(bob) for _ in range(2)]
-            waiting = run_in_thread(5)
-            queued = eventually(queued_operation, timeout=60, what="alice's operation queued")
+            waiting = calls.count(5)
+            queued = calls.queued()
             shown = _get(alice, queued["id"])
             assert (shown["resource_group"], shown["queue_position"]) == ("analysts", 1)
             waiting.join(timeout=120)
-            assert outcomes == [5]
+            assert calls.outcomes == [5]
             done = _get(alice, queued["id"])
             assert done["state"] == "success"
             first_end = min(_ts(_final(bob, q["id"])["finished_at"]) for q in bobs)
             assert _ts(done["started_at"]) >= first_end - 0.001
 
             bobs = [_submit(bob) for _ in range(2)]
-            cancelled_call = run_in_thread(7)
-            queued = eventually(queued_operation, timeout=60, what="alice's operation queued")
+            call = calls.count(7)
+            queued = calls.queued()
             answer = alice.post(f"/v1/queries/{queued['id']}/cancel")
             assert answer.status_code == 202, answer.text
-            cancelled_call.join(timeout=60)
-            assert not cancelled_call.is_alive()
-            assert isinstance(outcomes[1], SparkConnectGrpcException), outcomes
-            assert "cancelled" in str(outcomes[1]), outcomes
-            gone = _get(alice, queued["id"])
-            assert (gone["state"], gone["started_at"]) == ("cancelled", None)
+            calls.ended_unrun(call, queued["id"])
+
+            # The client's own interrupts reach a queued operation: by its tag, then all.
+            spark.addTag("nightly")
+            for by_tag in (True, False):
+                call = calls.count(9)
+                queued = calls.queued()
+                interrupted = spark.interruptTag("nightly") if by_tag else spark.interruptAll()
+                assert len(interrupted) == 1
+                calls.ended_unrun(call, queued["id"])
             for query in bobs:
                 _final(bob, query["id"])
         finally:

@@ -103,9 +103,18 @@ class ConnectDoor:
                 elif method == "CloneSession":
                     _check_session_id(request.new_session_id)
                     self.connect.check_clone(user, target, request.new_session_id)
+            queued: list[str] = []
+            if method == "Interrupt":
+                # The session's queued operations first: the ends of those the engine
+                # interrupts would otherwise admit them.
+                queued = self._interrupt_queued(request, target, context)
             answer: bytes = self._forward(
                 context, target, lambda: self._link(target).unary(method, request)
             )
+            if queued:
+                response = base_pb2.InterruptResponse.FromString(answer)
+                response.interrupted_ids.extend(queued)
+                answer = response.SerializeToString()
             if method == "ReleaseSession":
                 with _answering(context):
                     self.connect.release(user, target)
@@ -297,6 +306,30 @@ class ConnectDoor:
             started_at=pending.started_at,
         )
         return statement.id
+
+    def _interrupt_queued(
+        self,
+        request: base_pb2.InterruptRequest,
+        target: ConnectTarget,
+        context: grpc.ServicerContext,
+    ) -> list[str]:
+        """An Interrupt reaches the session's queued operations as well as its engine's (the
+        answer names both): the ids of those it cancelled."""
+        which = request.interrupt_type
+        with _answering(context):
+            return self.connect.interrupt_queued(
+                target,
+                operation_id=(
+                    request.operation_id
+                    if which == base_pb2.InterruptRequest.INTERRUPT_TYPE_OPERATION_ID
+                    else None
+                ),
+                tag=(
+                    request.operation_tag
+                    if which == base_pb2.InterruptRequest.INTERRUPT_TYPE_TAG
+                    else None
+                ),
+            )
 
     def _engine_failed(self, target: ConnectTarget, exc: grpc.RpcError) -> None:
         if exc.code() is grpc.StatusCode.UNAVAILABLE:

@@ -11,19 +11,25 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 _CLASS = "sparkgate.authz.StatementThread$"
-_found: dict[int, Any] = {}  # by the JVM gateway's id: one engine has one
+_found: dict[tuple[int, str], Any] = {}  # by the JVM gateway's id and the class: one engine has one
 _lock = threading.Lock()
 
 
 def of(spark: SparkSession) -> Any:
     """The JVM's ``StatementThread`` object."""
-    gateway = spark.sparkContext._gateway
+    return scala_object(spark, _CLASS)
+
+
+def scala_object(spark: SparkSession, name: str) -> Any:
+    """A Scala object of the engine's extension jar (``Name$``), found once per JVM: its
+    instance is the class's static MODULE$ field, which py4j cannot name otherwise."""
+    key = (id(spark.sparkContext._gateway), name)
     with _lock:
-        found = _found.get(id(gateway))
+        found = _found.get(key)
     if found is None:
         jvm = spark.sparkContext._jvm
         assert jvm is not None
-        found = jvm.java.lang.Class.forName(_CLASS).getField("MODULE$").get(None)
+        found = jvm.java.lang.Class.forName(name).getField("MODULE$").get(None)
         with _lock:
-            _found[id(gateway)] = found
+            _found[key] = found
     return found

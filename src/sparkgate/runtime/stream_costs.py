@@ -5,9 +5,9 @@ sums their tasks' metrics under it until taken. Engines only."""
 from __future__ import annotations
 
 import logging
-import threading
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from sparkgate.runtime.statement_thread import scala_object
 from sparkgate.store.statement_costs import StatementCost
 
 if TYPE_CHECKING:
@@ -16,26 +16,16 @@ if TYPE_CHECKING:
 log = logging.getLogger("sparkgate.streams")
 
 _CLASS = "sparkgate.authz.QueryCosts$"
-_found: dict[int, Any] = {}  # by the JVM gateway's id: one engine has one
-_lock = threading.Lock()
 
 
 def take(spark: SparkSession, query_id: str, *, settle: bool = False) -> StatementCost | None:
     """What the query's tasks cost since the last take; None if none ended (or the engine
     runs without its extension jar, which counts nothing). ``settle``: it stopped; the
     listener first receives every task end Spark posted (up to 2 s)."""
-    gateway = spark.sparkContext._gateway
-    with _lock:
-        costs = _found.get(id(gateway))
-    if costs is None:
-        jvm = spark.sparkContext._jvm
-        assert jvm is not None
-        try:
-            costs = jvm.java.lang.Class.forName(_CLASS).getField("MODULE$").get(None)
-        except Exception:
-            log.debug("no cost listener in this engine", exc_info=True)
-            return None
-        with _lock:
-            _found[id(gateway)] = costs
+    try:
+        costs = scala_object(spark, _CLASS)
+    except Exception:
+        log.debug("no cost listener in this engine", exc_info=True)
+        return None
     found = costs.streamCost(spark.sparkContext._jsc.sc(), query_id, settle)
     return None if found is None else StatementCost.from_json(str(found))

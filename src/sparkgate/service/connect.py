@@ -49,6 +49,7 @@ from sparkgate.store.connect import Endpoint
 from sparkgate.store.hints import ADMITTED, NODES, Listener
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
 from sparkgate.store.session_attributes import SessionAttributes
+from sparkgate.tags import words
 
 if TYPE_CHECKING:
     from sparkgate.enginelink import EngineLinks
@@ -312,15 +313,7 @@ class ConnectService:
                 turn.wait(self.settings.hint_safety_poll)
                 turn.clear()
                 if not wanted():
-                    self.store.transitions.statement(
-                        statement.id,
-                        StatementState.CANCELLED,
-                        now=self.clock(),
-                        expected=[StatementState.QUEUED],
-                        error=Cancelled(
-                            f"Query {statement.id} was cancelled: its client left the queue."
-                        ).recorded(),
-                    )
+                    self._cancel_queued(statement.id, "its client left the queue")
                 statement = self.store.statements.get(statement.id)
             if statement.state is StatementState.CANCELLING:
                 # Cancelled as it was admitted, before its door forwarded it: nothing ran.
@@ -379,6 +372,33 @@ class ConnectService:
             expected=[StatementState.RUNNING, StatementState.CANCELLING],
             error=error,
         )
+
+    def interrupt_queued(
+        self, target: ConnectTarget, *, operation_id: str | None = None, tag: str | None = None
+    ) -> list[str]:
+        """The client's Interrupt reaches its queued operations too (its engine knows only
+        those that run): all of the session's, the one named, or those carrying ``tag``. Each
+        ends cancelled at once, and its held call fails. The operation ids cancelled."""
+        queued = self.store.connect.queued_of_session(target.session.id)
+        cancelled = []
+        for operation, statement_id in queued.items():
+            if operation_id is not None and operation != operation_id:
+                continue
+            if tag is not None and tag not in words(self.store.statements.tags_of(statement_id)):
+                continue
+            if self._cancel_queued(statement_id, "its client interrupted it"):
+                cancelled.append(operation)
+        return cancelled
+
+    def _cancel_queued(self, statement_id: int, why: str) -> bool:
+        """End a queued operation's query, cancelled (whether it still was queued)."""
+        return self.store.transitions.statement(
+            statement_id,
+            StatementState.CANCELLED,
+            now=self.clock(),
+            expected=[StatementState.QUEUED],
+            error=Cancelled(f"Query {statement_id} was cancelled: {why}.").recorded(),
+        ).applied
 
     def interrupt(self, statement_id: int) -> None:
         """A query being cancelled: if it records a Connect operation, interrupt it in its

@@ -149,6 +149,18 @@ class ConnectMaps:
             return None
         return ConnectOperation(row.operation_id, row.owner, row.client_session, row.engine_id)
 
+    def queued_of_session(self, session_id: int) -> dict[str, int]:
+        """The session's operations still queued in their resource group, which no engine
+        knows yet: operation id -> query id."""
+        query = (
+            sa.select(connect_operations.c.operation_id, connect_operations.c.statement_id)
+            .join(statements, statements.c.id == connect_operations.c.statement_id)
+            .where(connect_operations.c.session_id == session_id)
+            .where(statements.c.state == StatementState.QUEUED.value)
+        )
+        with self._db.read() as conn:
+            return {row.operation_id: row.statement_id for row in conn.execute(query)}
+
     def unfinished_of_engine(self, engine_id: int) -> dict[str, int]:
         """The operations whose queries still run, in sessions on this engine: operation id
         -> query id (what the engine checks against the operations its Connect service
