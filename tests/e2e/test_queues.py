@@ -354,10 +354,12 @@ class _ConnectCalls:
         self.api = api
         self.outcomes: list[Any] = []
 
-    def count(self, n: int) -> threading.Thread:
+    def count(self, n: int, tag: str | None = None) -> threading.Thread:
         from pyspark.errors.exceptions.connect import SparkConnectGrpcException
 
         def run() -> None:
+            if tag is not None:
+                self.spark.addTag(tag)  # a thread's own, in Spark Connect's client
             try:
                 self.outcomes.append(self.spark.range(n).count())
             except SparkConnectGrpcException as exc:
@@ -420,9 +422,8 @@ def test_a_connect_operation_waits_its_turn_with_its_call_held(server: ServerPro
             calls.ended_unrun(call, queued["id"])
 
             # The client's own interrupts reach a queued operation: by its tag, then all.
-            spark.addTag("nightly")
             for by_tag in (True, False):
-                call = calls.count(9)
+                call = calls.count(9, tag="nightly")
                 queued = calls.queued()
                 interrupted = spark.interruptTag("nightly") if by_tag else spark.interruptAll()
                 assert len(interrupted) == 1
