@@ -71,6 +71,21 @@ class StatementCost:
         )
 
 
+def _columns(table: sa.Table) -> list[sa.ColumnElement[Any]]:
+    return [table.c.statement_id, table.c.at, *(table.c[name] for name in COST_COLUMNS)]
+
+
+# Every cost recorded, as one table of (statement_id, at, figures): statements' and, on a
+# schema that has them (the key: True), streaming queries' batches, counted for the statement
+# that started the query. What a query's cost and usage read.
+RECORDED = {
+    False: statement_costs,
+    True: sa.union_all(
+        sa.select(*_columns(statement_costs)), sa.select(*_columns(stream_costs))
+    ).subquery("costs"),
+}
+
+
 # The dataclass and the table name the same figures (checked once, at import).
 assert tuple(f.name for f in fields(StatementCost)) == COST_COLUMNS
 
@@ -119,14 +134,12 @@ class StatementCosts:
         if it ran no Spark task, or has not ended."""
         if not self.available():
             return None
-        tables = [statement_costs, *([stream_costs] if self.streams_available() else [])]
-        rows: list[sa.Row[Any]] = []
+        costs = RECORDED[self.streams_available()]
+        query = sa.select(*(costs.c[name] for name in COST_COLUMNS)).where(
+            costs.c.statement_id == statement_id
+        )
         with self._db.read() as conn:
-            for table in tables:
-                query = sa.select(*(table.c[name] for name in COST_COLUMNS)).where(
-                    table.c.statement_id == statement_id
-                )
-                rows += conn.execute(query).all()
+            rows = conn.execute(query).all()
         if not rows:
             return None
         return StatementCost.total(StatementCost.of([int(v) for v in row]) for row in rows)

@@ -24,13 +24,11 @@ from sparkgate.store.database import Database
 from sparkgate.store.schema import (
     group_places,
     sessions,
-    statement_costs,
     statement_tags,
     statements,
-    stream_costs,
 )
 from sparkgate.store.schema_costs import COST_COLUMNS
-from sparkgate.store.statement_costs import StatementCost, StatementCosts
+from sparkgate.store.statement_costs import RECORDED, StatementCost, StatementCosts
 
 DAY = 86400.0
 
@@ -70,20 +68,6 @@ RESOURCE_GROUP = "resource_group"
 By = str | tuple[str, str]  # USER, RESOURCE_GROUP or ("tag", key)
 
 
-def _columns(table: sa.Table) -> list[sa.ColumnElement[Any]]:
-    return [table.c.statement_id, table.c.at, *(table.c[name] for name in COST_COLUMNS)]
-
-
-# Every cost recorded: statements' and, on a schema that has them, streaming queries' batches
-# (counted for the statement that started the query).
-_COSTS = {
-    False: statement_costs,
-    True: sa.union_all(
-        sa.select(*_columns(statement_costs)), sa.select(*_columns(stream_costs))
-    ).subquery("costs"),
-}
-
-
 def _with_owner(sc: sa.FromClause) -> sa.Join:
     """Each cost with its query's session, whose owner is the user it counts for."""
     return sc.join(statements, statements.c.id == sc.c.statement_id).join(
@@ -115,7 +99,7 @@ class UsageReports:
         bucket. Nothing before the store has costs."""
         if not self._costs.available():
             return []
-        sc = _COSTS[self._costs.streams_available()]
+        sc = RECORDED[self._costs.streams_available()]
         start = (_Floor(sc.c.at / bucket) * bucket).label("bucket") if bucket else None
         joined: Any = _with_owner(sc)
         if by == USER:
@@ -170,7 +154,7 @@ class UsageReports:
         names = sorted(set(owners))
         if not names or not self._costs.available():
             return 0.0, 0.0
-        sc = _COSTS[self._costs.streams_available()]
+        sc = RECORDED[self._costs.streams_available()]
         query = (
             sa.select(
                 sa.func.sum(sc.c.executor_cpu_time_ns), sa.func.sum(sc.c.executor_run_time_ms)
@@ -188,7 +172,7 @@ class UsageReports:
     def by_user(self, conn: Connection) -> list[tuple[str | None, int, int]]:
         """Every user's executor CPU (ns) and run time (ms) over all their queries: one
         aggregate, for the metrics' counters (a store without costs: a caller's to check)."""
-        sc = _COSTS[self._costs.streams_available()]
+        sc = RECORDED[self._costs.streams_available()]
         query = (
             sa.select(
                 sessions.c.owner,
