@@ -12,10 +12,7 @@ import pytest
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import (
     DeniedSetting,
-    DeploymentNotFound,
     Forbidden,
-    JobRunNotFound,
-    ManifestsInvalid,
     MissingRight,
     QueryFinished,
     QueryNotFound,
@@ -23,10 +20,9 @@ from sparkgate.errors import (
     ResultNotReady,
     SessionNotFound,
     SparkgateError,
-    StreamJobNotFound,
-    StreamQueryNotFound,
-    StreamQueryNotRunning,
 )
+from sparkgate.errors.jobs import DeploymentNotFound, JobRunNotFound, ManifestsInvalid
+from sparkgate.errors.streams import StreamJobNotFound, StreamQueryNotFound, StreamQueryNotRunning
 from sparkgate.service import Service
 from sparkgate.settings import Settings
 from sparkgate.states import (

@@ -9,7 +9,7 @@ from typing import Any
 import pytest
 
 from sparkgate.auth.users import Users
-from sparkgate.errors import DeployInProgress, JobNotBatch, JobNotFound, ManifestsInvalid
+from sparkgate.errors.jobs import DeployInProgress, JobNotBatch, JobNotFound, ManifestsInvalid
 from sparkgate.jobs.bundle import load_bundle
 from sparkgate.jobs.files import SourceFile
 from sparkgate.launcher.placement import Placement

@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from sparkgate.errors import (
+from sparkgate.errors.streams import (
     StreamJobActive,
     StreamJobExists,
     StreamJobNotFound,

@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from sparkgate.auth.users import Users
-from sparkgate.errors import StreamJobActive
+from sparkgate.errors.streams import StreamJobActive
 from sparkgate.launcher.placement import Placement
 from sparkgate.recorded import RecordedError
 from sparkgate.service.sessions import Sessions

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from sparkgate.auth.users import Users
-from sparkgate.errors import StreamJobActive, StreamJobBusy
+from sparkgate.errors.streams import StreamJobActive, StreamJobBusy
 from sparkgate.launcher.placement import Placement
 from sparkgate.recorded import RecordedError
 from sparkgate.service.sessions import Sessions

@@ -32,6 +32,7 @@ from sparkgate import __version__
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import QueryFinished, SparkgateError
 from sparkgate.hive2 import encoding, rowsets
+from sparkgate.hive2.configuration import session_settings
 from sparkgate.hive2.handles import (
     OPERATION,
     SESSION,
@@ -59,7 +60,6 @@ from sparkgate.states import (
 )
 from sparkgate.store.records import SessionRecord, StatementRecord
 from sparkgate.store.session_attributes import SessionAttributes
-from sparkgate.tags import SETTING as TAGS_SETTING
 
 log = logging.getLogger("sparkgate.hive2")
 
@@ -129,7 +129,7 @@ class HiveService:
 
     async def _OpenSession(self, req: Any, user: Principal) -> Any:
         protocol = min(int(req.client_protocol or 0), SERVER_PROTOCOL)
-        conf, setup, proxy_user = _session_settings(req.configuration or {})
+        conf, setup, proxy_user = session_settings(req.configuration or {})
         # Every setting is checked before the session exists: a denied one (in a Spark
         # setting or in a variable's SET) leaves nothing behind.
         await asyncio.to_thread(
@@ -462,35 +462,6 @@ def _raise_if_failed(statement: StatementRecord) -> None:
     raise OperationFailed(
         failure_text(error, statement.state), error.param("sql_state") if error else None
     )
-
-
-def _session_settings(
-    configuration: dict[str, str],
-) -> tuple[dict[str, str], list[str], str | None]:
-    """OpenSession's configuration as (Spark conf, statements to run first, proxy user).
-
-    ``set:hiveconf:spark.*`` are Spark settings (checked against the denied ones); other
-    ``set:hiveconf:`` keys are Hive client hints (fetch sizes...) with no meaning for Spark;
-    ``set:hivevar:`` are variables for ``${name}``, set with SET; ``use:database`` is a USE.
-    """
-    conf: dict[str, str] = {}
-    setup: list[str] = []
-    proxy_user = None
-    for key, value in configuration.items():
-        if key.startswith("set:hiveconf:"):
-            name = key.removeprefix("set:hiveconf:")
-            if name.startswith("spark.") or name == TAGS_SETTING:
-                conf[name] = value
-        elif key.startswith("set:hivevar:"):
-            setup.append(f"SET {key.removeprefix('set:hivevar:')}={value}")
-        elif key == "hive.server2.proxy.user" and value:
-            proxy_user = value
-        elif key.startswith("spark.") or key == TAGS_SETTING:
-            conf[key] = value
-    database = configuration.get("use:database")
-    if database and database.lower() != "default":
-        setup.append(f"USE `{database.replace('`', '``')}`")
-    return conf, setup, proxy_user
 
 
 def _remember(memory: OrderedDict[int, int], key: int, value: int) -> None:

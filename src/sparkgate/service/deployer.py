@@ -26,7 +26,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkgate.errors import DeployInProgress, ManifestsInvalid
+from sparkgate.errors.jobs import DeployInProgress, ManifestsInvalid
 from sparkgate.jobs.bundle import Bundle, files_of, load_bundle
 from sparkgate.jobs.files import SourceFile
 from sparkgate.jobs.plan import Action, Current, plan

@@ -19,7 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Protocol
 
-from sparkgate.errors import SparkgateError, StreamJobActive, StreamJobNotFound
+from sparkgate.errors import SparkgateError
+from sparkgate.errors.streams import StreamJobActive, StreamJobNotFound
 from sparkgate.jobs.bundle import Bundle, DeclaredJob
 from sparkgate.jobs.plan import Action
 from sparkgate.jobs.script import Metadata

@@ -18,7 +18,7 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from sparkgate.errors import JobNotBatch, JobRemoved
+from sparkgate.errors.jobs import JobNotBatch, JobRemoved
 from sparkgate.recorded import Failed, JobRunLost, RecordedError, SessionEnded
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,

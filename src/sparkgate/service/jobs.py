@@ -13,7 +13,7 @@ from dataclasses import dataclass
 from sparkgate.auth.access import JOBS
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
-from sparkgate.errors import DeploymentNotFound, JobRunNotFound
+from sparkgate.errors.jobs import DeploymentNotFound, JobRunNotFound
 from sparkgate.jobs.bundle import Bundle
 from sparkgate.jobs.files import SourceFile
 from sparkgate.service.deployer import Deployer

@@ -23,13 +23,8 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from sparkgate.auth.principal import share_key
-from sparkgate.errors import (
-    InvalidRequest,
-    NoResourceGroup,
-    QueueFull,
-    QuotaExceeded,
-    StreamJobBusy,
-)
+from sparkgate.errors import InvalidRequest, NoResourceGroup, QueueFull, QuotaExceeded
+from sparkgate.errors.streams import StreamJobBusy
 from sparkgate.recorded import ErrorCode, RecordedError, SessionEnded
 from sparkgate.settings import Settings
 from sparkgate.states import (

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from sparkgate.auth.access import STREAMS
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
-from sparkgate.errors import StreamJobNotFound, StreamQueryNotFound, StreamQueryNotRunning
+from sparkgate.errors.streams import StreamJobNotFound, StreamQueryNotFound, StreamQueryNotRunning
 from sparkgate.service.queries import Queries
 from sparkgate.service.sessions import Sessions
 from sparkgate.service.stream_jobs import Streams

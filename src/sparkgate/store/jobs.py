@@ -15,7 +15,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from sparkgate.errors import DeploymentNotFound, JobNotFound, JobRunNotFound
+from sparkgate.errors.jobs import DeploymentNotFound, JobNotFound, JobRunNotFound
 from sparkgate.recorded import RecordedError
 from sparkgate.states import DeploymentState, JobRunState
 from sparkgate.store.database import Database

@@ -18,7 +18,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 from sqlalchemy.exc import IntegrityError
 
-from sparkgate.errors import StreamJobActive, StreamJobExists, StreamJobNotFound
+from sparkgate.errors.streams import StreamJobActive, StreamJobExists, StreamJobNotFound
 from sparkgate.states import ACTIVE_STREAM_JOB_STATES, INACTIVE_STREAM_JOB_STATES, StreamJobState
 from sparkgate.store.database import Database
 from sparkgate.store.pages import read_page

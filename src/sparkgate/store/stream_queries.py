@@ -12,7 +12,7 @@ from typing import Any
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
-from sparkgate.errors import StreamJobSuperseded, StreamQueryNameClash, StreamQueryNotFound
+from sparkgate.errors.streams import StreamJobSuperseded, StreamQueryNameClash, StreamQueryNotFound
 from sparkgate.recorded import RecordedError
 from sparkgate.states import (
     ACTIVE_STREAM_QUERY_STATES,

@@ -27,7 +27,7 @@ import time
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from sparkgate.errors import StreamQueryNotRunning
+from sparkgate.errors.streams import StreamQueryNotRunning
 from sparkgate.recorded import EngineStopped, SessionEnded
 from sparkgate.runtime.failures import recorded_failure
 from sparkgate.runtime.session import OpenSession

@@ -19,7 +19,7 @@ from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
 
 from sparkgate.auth.principal import Principal
-from sparkgate.errors import StreamJobBusy
+from sparkgate.errors.streams import StreamJobBusy
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.params import Id, Offset
 from sparkgate.schemas.common import Body
