@@ -32,7 +32,9 @@ from sparkgate.engine.session_catalog import (
 )
 from sparkgate.recorded import InvalidCatalogRequest, PreviewTimedOut
 from sparkgate.runtime.contract import ExecResult, ExecutionContext, dataframe_result
-from sparkgate.runtime.failures import DescribedError, describe_failure
+from sparkgate.runtime.described_table import DescribedColumn, DescribedTable, FilesFound
+from sparkgate.runtime.failures import DescribedError, recorded_failure
+from sparkgate.schemas.errors import RecordedError
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
@@ -71,34 +73,34 @@ def describe(ctx: ExecutionContext, schema: str | None, table: str | None) -> Ex
     # The engine's check answers TABLE_OR_VIEW_NOT_FOUND for a table the user may not see.
     described = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {name} AS JSON").collect()[0][0])
     kind = VIEW if str(described.get("type", "")).upper() == "VIEW" else TABLE
-    info: dict[str, Any] = {
-        "schema": described.get("schema_name") or schema,
-        "table": described.get("table_name") or table,
-        "kind": kind,
-        "owner": described.get("owner"),  # as Spark's catalog recorded it
-        "provider": described.get("provider"),
-        "location": described.get("location"),
-        "created_at": described.get("created_time"),
-        "comment": described.get("comment"),
-        "view_text": described.get("view_text"),
-    }
+    info = DescribedTable(
+        schema=described.get("schema_name") or schema,
+        table=described.get("table_name") or table,
+        kind=kind,
+        owner=described.get("owner"),
+        provider=described.get("provider"),
+        location=described.get("location"),
+        created_at=described.get("created_time"),
+        comment=described.get("comment"),
+        view_text=described.get("view_text"),
+    )
     try:
         preview = spark.sql(f"SELECT * FROM {name} LIMIT {PREVIEW_ROWS}")
-        info["columns"] = _columns(preview.schema)
+        info.columns = _columns(preview.schema)
         result = _first_rows(ctx, preview)
     except Exception as exc:
         if ctx.cancelled.is_set():
             raise
         # Seen but not readable (no SELECT), unreadable, or no executor free in time: the rest
         # is still worth showing.
-        info["preview_error"] = describe_failure(exc)
-        if "columns" not in info:
-            info["columns"] = _described_columns(spark, name)
+        info.preview_error = RecordedError.of(recorded_failure(exc))
+        if not info.columns:
+            info.columns = _described_columns(spark, name)
         result = ExecResult()
     check_cancelled(ctx)
-    if kind == TABLE and info["location"]:
-        info["files"] = _files(spark, info["location"])
-    result.output["table"] = info
+    if kind == TABLE and info.location:
+        info.files = _files(spark, info.location)
+    result.output["table"] = info.to_output()
     return result
 
 
@@ -145,46 +147,40 @@ def _views(spark: SparkSession, schema: str) -> set[str]:
     return {row["viewName"] for row in shown if not row["isTemporary"]}
 
 
-def _columns(schema: StructType) -> list[dict[str, Any]]:
+def _columns(schema: StructType) -> list[DescribedColumn]:
     return [
-        {
-            "name": field.name,
-            "type": field.dataType.simpleString(),
-            "nullable": field.nullable,
-            "comment": field.metadata.get("comment"),
-        }
+        DescribedColumn(
+            name=field.name,
+            type=field.dataType.simpleString(),
+            nullable=field.nullable,
+            comment=field.metadata.get("comment"),
+        )
         for field in schema.fields
     ]
 
 
-def _described_columns(spark: SparkSession, name: str) -> list[dict[str, Any]]:
+def _described_columns(spark: SparkSession, name: str) -> list[DescribedColumn]:
     """A table's columns from the catalog (DESCRIBE lists data columns, then partition
     columns again after a ``#`` heading)."""
-    columns: list[dict[str, Any]] = []
+    columns: list[DescribedColumn] = []
     for row in spark.sql(f"DESCRIBE TABLE {name}").collect():
         if not row["col_name"] or row["col_name"].startswith("#"):
             break
         columns.append(
-            {
-                "name": row["col_name"],
-                "type": row["data_type"],
-                "nullable": None,
-                "comment": row["comment"],
-            }
+            DescribedColumn(name=row["col_name"], type=row["data_type"], comment=row["comment"])
         )
     return columns
 
 
-def _files(spark: SparkSession, location: str) -> dict[str, Any]:
+def _files(spark: SparkSession, location: str) -> FilesFound:
     """The size, count and newest change (epoch ms) of the files at a table's location,
-    walked in the JVM (``TableFiles.scala``); ``{"error": ...}`` when they cannot be read."""
+    walked in the JVM (``TableFiles.scala``); only ``error`` when they cannot be read."""
     jvm = spark.sparkContext._jvm
     assert jvm is not None
     try:
         files = jvm.java.lang.Class.forName("sparkgate.authz.TableFiles$").getField("MODULE$")
-        summary: dict[str, Any] = json.loads(
+        return FilesFound.model_validate_json(
             files.get(None).summary(spark._jsparkSession, location, FILE_LIMIT)
         )
     except Exception as exc:
-        return {"error": describe_failure(exc)}
-    return summary
+        return FilesFound(error=RecordedError.of(recorded_failure(exc)))

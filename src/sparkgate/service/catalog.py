@@ -25,6 +25,7 @@ from pydantic import TypeAdapter
 
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import CatalogUnavailable, InvalidRequest, SchemaNotFound, TableNotFound
+from sparkgate.runtime.described_table import DescribedTable, FilesFound
 from sparkgate.schemas import tables as bodies
 from sparkgate.schemas.common import iso, stamp
 from sparkgate.schemas.errors import RecordedError
@@ -95,7 +96,7 @@ class TableDetail:
     view_text: str | None
     files: TableFiles | None  # None: a view
     preview: ResultPage | None
-    preview_error: dict[str, Any] | None
+    preview_error: RecordedError | None
     recent: list[TableUse]
     query_id: int  # the catalog statement that described it
 
@@ -167,12 +168,10 @@ class Catalog:
                 return rows
 
     def _detail(self, name: TableName, statement: StatementRecord, user: Principal) -> TableDetail:
-        info: dict[str, Any] = (statement.output or {}).get("table") or {}
+        info = DescribedTable.of_output(statement.output)
         # The engine's own spelling of the names (the catalog's), for the store's lookups.
         found = TableName.of(
-            name.catalog,
-            str(info.get("schema") or name.schema),
-            str(info.get("table") or name.table),
+            name.catalog, info.schema_name or name.schema, info.table or name.table
         )
         preview = (
             self.queries.result_page(statement, 0, PREVIEW_ROWS)
@@ -183,24 +182,20 @@ class Catalog:
         recent = self.store.statement_tables.recent(
             found.dotted, owner=visible.owner, creator=visible.creator, limit=RECENT_QUERIES
         )
-        files = info.get("files")
         return TableDetail(
             name=found,
-            kind=str(info.get("kind") or "table"),
-            columns=[
-                Column(c["name"], c["type"], c.get("nullable"), c.get("comment"))
-                for c in info.get("columns") or []
-            ],
+            kind=info.kind,
+            columns=[Column(c.name, c.type, c.nullable, c.comment) for c in info.columns],
             # Who sparkgate recorded (table rules: moved by RENAME), else Spark's catalog's.
-            owner=self.store.table_access.owner(found) or info.get("owner") or None,
-            provider=info.get("provider"),
-            location=info.get("location"),
-            created_at=_epoch(info.get("created_at")),
-            comment=info.get("comment"),
-            view_text=info.get("view_text"),
-            files=None if files is None else _files(files),
+            owner=self.store.table_access.owner(found) or info.owner or None,
+            provider=info.provider,
+            location=info.location,
+            created_at=_epoch(info.created_at),
+            comment=info.comment,
+            view_text=info.view_text,
+            files=None if info.files is None else _files(info.files),
             preview=preview,
-            preview_error=info.get("preview_error"),
+            preview_error=info.preview_error,
             recent=recent,
             query_id=statement.id,
         )
@@ -220,14 +215,14 @@ def _epoch(text: object) -> float | None:
         return None
 
 
-def _files(found: dict[str, Any]) -> TableFiles:
+def _files(found: FilesFound) -> TableFiles:
     """What the engine found; all None when it could not read the files (``error``)."""
-    modified = found.get("modified")
+    modified = found.modified
     return TableFiles(
-        size_bytes=found.get("bytes"),
-        count=found.get("files"),
+        size_bytes=found.bytes,
+        count=found.files,
         last_change=None if modified is None else modified / 1000.0,
-        complete=bool(found.get("complete", True)),
+        complete=found.complete,
     )
 
 
@@ -275,7 +270,7 @@ def table_view(detail: TableDetail) -> bodies.TableDetail:
         files_complete=None if files is None else files.complete,
         last_change=None if files is None else iso(files.last_change),
         preview=None if detail.preview is None else result_page_view(detail.preview),
-        preview_error=RecordedError.of(detail.preview_error),
+        preview_error=detail.preview_error,
         recent_queries=[
             bodies.TableUse(
                 id=use.statement_id,
