@@ -409,6 +409,8 @@ def test_a_connect_operation_waits_its_turn_with_its_call_held(server: ServerPro
             assert (shown["resource_group"], shown["queue_position"]) == ("analysts", 1)
             waiting.join(timeout=120)
             assert calls.outcomes == [5]
+            # Final as the client has its answer: the door records the end before it hands on
+            # the answer that tells the client the operation is complete.
             done = _get(alice, queued["id"])
             assert done["state"] == "success"
             first_end = min(_ts(_final(bob, q["id"])["finished_at"]) for q in bobs)

@@ -269,12 +269,18 @@ class ConnectDoor:
         operation is recorded only if it fails or turns out to have run."""
         context.add_callback(call.cancel)  # the client went away: so does the engine's call
         last = None
+        ended = False
         try:
             for message in call:
                 last = message
                 if pending is not None and statement_id is None and _ran(message):
                     with _answering(context):
                         statement_id = self._record(target, pending)
+                if statement_id is not None and not ended and _completes(message):
+                    # The client takes this answer as the operation's end: its query is
+                    # final before the client can look (else only once the engine's stream
+                    # closes, after the client has its rows).
+                    ended = self._ended_before_answer(statement_id)
                 yield message
         except grpc.RpcError as exc:
             if exc.code() is grpc.StatusCode.CANCELLED and not context.is_active():
@@ -290,11 +296,21 @@ class ConnectDoor:
                         statement_id, error=error, cancelled=error.code in _CANCEL_CLASSES
                     )
             _relay_error(context, exc)
-        if statement_id is None:
+        if statement_id is None or ended:
             return
         if not reattachable or (last is not None and _completes(last)):
             with _answering(context):
                 self.connect.finish(statement_id)
+
+    def _ended_before_answer(self, statement_id: int) -> bool:
+        """End the query; False if the store refused (tried again once the stream closes,
+        when a refusal no longer keeps the client from its answer)."""
+        try:
+            self.connect.finish(statement_id)
+        except SparkgateError as exc:
+            log.warning("query %s: its end is recorded later: %s", statement_id, exc)
+            return False
+        return True
 
     def _record(self, target: ConnectTarget, pending: _Pending) -> int:
         """Record a pending operation as the query it was after all, since it started."""
@@ -387,7 +403,14 @@ def _ran(message: bytes) -> bool:
     return kind not in ("sql", "with_relations")
 
 
+# A ResultComplete answer is its ids and an empty message: about 160 bytes. Larger answers
+# (Arrow batches above all) are not parsed to find out.
+_SMALL_ANSWER = 1024
+
+
 def _completes(message: bytes) -> bool:
+    if len(message) > _SMALL_ANSWER:
+        return False
     return bool(base_pb2.ExecutePlanResponse.FromString(message).HasField("result_complete"))
 
 
