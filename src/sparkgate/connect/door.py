@@ -268,15 +268,14 @@ class ConnectDoor:
         the engine closes for the client to reattach leaves it running). A ``pending``
         operation is recorded only if it fails or turns out to have run."""
         context.add_callback(call.cancel)  # the client went away: so does the engine's call
-        last = None
-        ended = False
+        completed = ended = False  # the engine said the operation is complete; it is recorded
         try:
             for message in call:
-                last = message
                 if pending is not None and statement_id is None and _ran(message):
                     with _answering(context):
                         statement_id = self._record(target, pending)
-                if statement_id is not None and not ended and _completes(message):
+                completed = _completes(message)
+                if statement_id is not None and not ended and completed:
                     # The client takes this answer as the operation's end: its query is
                     # final before the client can look (else only once the engine's stream
                     # closes, after the client has its rows).
@@ -298,7 +297,7 @@ class ConnectDoor:
             _relay_error(context, exc)
         if statement_id is None or ended:
             return
-        if not reattachable or (last is not None and _completes(last)):
+        if not reattachable or completed:
             with _answering(context):
                 self.connect.finish(statement_id)
 
