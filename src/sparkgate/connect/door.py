@@ -18,49 +18,29 @@ import time
 import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Any, Literal, NoReturn
+from typing import Any
 
 import grpc
 from google.protobuf.message import Message
-from google.rpc import error_details_pb2, status_pb2
 from pyspark.sql.connect.proto import base_pb2
 
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.connect.plans import read_plan
+from sparkgate.connect.statuses import abort, answering, engine_error, relay_error, unqueued
 from sparkgate.enginelink import SERVICE, SERVICE_NAME, request_class
 from sparkgate.errors import (
-    Conflict,
-    EngineUnreachable,
-    Forbidden,
     InvalidRequest,
-    LimitExceeded,
-    NotFound,
-    NotSupported,
     SparkgateError,
     StoreUnavailable,
     Unauthenticated,
 )
-from sparkgate.recorded import RecordedError
 from sparkgate.service.connect import ConnectService, ConnectTarget, Operation
 from sparkgate.states import StatementState
-from sparkgate.store.records import StatementRecord
 from sparkgate.tags import from_words
 
 log = logging.getLogger("sparkgate.connect")
 
-_STATUS: list[tuple[type[SparkgateError], grpc.StatusCode]] = [
-    (Unauthenticated, grpc.StatusCode.UNAUTHENTICATED),
-    (Forbidden, grpc.StatusCode.PERMISSION_DENIED),
-    (NotFound, grpc.StatusCode.NOT_FOUND),
-    (LimitExceeded, grpc.StatusCode.RESOURCE_EXHAUSTED),
-    (NotSupported, grpc.StatusCode.UNIMPLEMENTED),
-    (InvalidRequest, grpc.StatusCode.INVALID_ARGUMENT),
-    (Conflict, grpc.StatusCode.FAILED_PRECONDITION),
-    # The client retries these by itself (Spark's client retries UNAVAILABLE).
-    (EngineUnreachable, grpc.StatusCode.UNAVAILABLE),
-    (StoreUnavailable, grpc.StatusCode.UNAVAILABLE),
-]
 # Errors of an engine's operation that mean it was interrupted, not that it failed.
 _CANCEL_CLASSES = {"OPERATION_CANCELED", "SPARK_JOB_CANCELLED"}
 
@@ -97,7 +77,7 @@ class ConnectDoor:
     def _unary(self, method: str) -> Callable[[Any, grpc.ServicerContext], bytes]:
         def call(request: Any, context: grpc.ServicerContext) -> bytes:
             user, target = self._enter(request, context)
-            with _answering(context):
+            with answering(context):
                 if method == "Config":
                     self._check_config(user, request, target)
                 elif method == "CloneSession":
@@ -116,7 +96,7 @@ class ConnectDoor:
                 response.interrupted_ids.extend(queued)
                 answer = response.SerializeToString()
             if method == "ReleaseSession":
-                with _answering(context):
+                with answering(context):
                     self.connect.release(user, target)
             return answer
 
@@ -133,7 +113,7 @@ class ConnectDoor:
             _check_operation_id(context, request.operation_id)
         statement_id: int | None = None
         pending: _Pending | None = None
-        with _answering(context):
+        with answering(context):
             # The client's spark.addTag()s are the query's tags (``team=finance``).
             operation = dataclasses.replace(
                 read_plan(request.plan), tags=from_words(request.tags, "the operation's tags")
@@ -147,7 +127,7 @@ class ConnectDoor:
                     # Its resource group is full: the call waits for its turn.
                     statement = self.connect.await_turn(statement, context.is_active)
                 if statement.state is not StatementState.RUNNING:
-                    _unqueued(context, statement)
+                    unqueued(context, statement)
                 statement_id = statement.id
         reattachable = request.request_options and any(
             option.reattach_options.reattachable for option in request.request_options
@@ -162,7 +142,7 @@ class ConnectDoor:
     ) -> Iterator[bytes]:
         _, target = self._enter(request, context)
         _check_operation_id(context, request.operation_id)
-        with _answering(context):
+        with answering(context):
             statement_id = self.connect.operation(target, request.operation_id)
         call = self._forward(
             context, target, lambda: self._link(target).stream("ReattachExecute", request)
@@ -174,7 +154,7 @@ class ConnectDoor:
     ) -> bytes:
         first = next(requests, None)
         if first is None:
-            _abort(context, InvalidRequest("AddArtifacts sent no request."))
+            abort(context, InvalidRequest("AddArtifacts sent no request."))
         user, target = self._enter(first, context)
         refused: list[SparkgateError] = []
 
@@ -201,7 +181,7 @@ class ConnectDoor:
             return answer
         finally:
             if refused:
-                _abort(context, refused[0])
+                abort(context, refused[0])
 
     # -- plumbing ------------------------------------------------------------------------
 
@@ -212,11 +192,11 @@ class ConnectDoor:
         session lives."""
         user = self._authenticate(context)
         _claim(request, user)
-        _check_session_id_or_abort(context, request.session_id)
+        _check_session_id_orabort(context, request.session_id)
         try:
             return user, self.connect.target(user, request.session_id)
         except SparkgateError as exc:
-            _abort(context, exc)
+            abort(context, exc)
 
     def _authenticate(self, context: grpc.ServicerContext) -> Principal:
         authorization = None
@@ -239,9 +219,9 @@ class ConnectDoor:
                     "Credentials are required: add ;token=<personal access token> to the sc:// "
                     "URL (sent as authorization: Bearer)."
                 )
-            _abort(context, Unauthenticated(message))
+            abort(context, Unauthenticated(message))
         except StoreUnavailable as exc:
-            _abort(context, exc)
+            abort(context, exc)
 
     def _link(self, target: ConnectTarget) -> Any:
         return self.connect.links.to(target.engine.id, target.endpoint)
@@ -253,7 +233,7 @@ class ConnectDoor:
             return send()
         except grpc.RpcError as exc:
             self._engine_failed(target, exc)
-            _relay_error(context, exc)
+            relay_error(context, exc)
 
     def _relay(
         self,
@@ -272,7 +252,7 @@ class ConnectDoor:
         try:
             for message in call:
                 if pending is not None and statement_id is None and _ran(message):
-                    with _answering(context):
+                    with answering(context):
                         statement_id = self._record(target, pending)
                 completed = _completes(message)
                 if statement_id is not None and not ended and completed:
@@ -286,19 +266,19 @@ class ConnectDoor:
                 return  # the client left; a reattachable operation goes on in the engine
             self._engine_failed(target, exc)
             if pending is not None and statement_id is None:
-                with _answering(context):
+                with answering(context):
                     statement_id = self._record(target, pending)
             if statement_id is not None:
                 error = engine_error(exc)
-                with _answering(context):
+                with answering(context):
                     self.connect.finish(
                         statement_id, error=error, cancelled=error.code in _CANCEL_CLASSES
                     )
-            _relay_error(context, exc)
+            relay_error(context, exc)
         if statement_id is None or ended:
             return
         if not reattachable or completed:
-            with _answering(context):
+            with answering(context):
                 self.connect.finish(statement_id)
 
     def _ended_before_answer(self, statement_id: int) -> bool:
@@ -331,7 +311,7 @@ class ConnectDoor:
         """An Interrupt reaches the session's queued operations as well as its engine's (the
         answer names both): the ids of those it cancelled."""
         which = request.interrupt_type
-        with _answering(context):
+        with answering(context):
             return self.connect.interrupt_queued(
                 target,
                 operation_id=(
@@ -358,26 +338,6 @@ class ConnectDoor:
         which = operation.WhichOneof("op_type")
         if which == "set":
             self.connect.check_settings(user, [pair.key for pair in operation.set.pairs], target)
-
-
-def engine_error(exc: grpc.RpcError) -> RecordedError:
-    """A failed operation's error as a query records it: Spark's error class (from the
-    status details the engine sent), its exception class and its message."""
-    code: str = exc.code().name
-    params: dict[str, Any] = {}
-    for key, value in _trailers(exc):
-        if key != "grpc-status-details-bin":
-            continue
-        status = status_pb2.Status.FromString(value)
-        for detail in status.details:
-            if detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
-                info = error_details_pb2.ErrorInfo()
-                detail.Unpack(info)
-                params["class"] = info.reason
-                code = info.metadata.get("errorClass") or info.reason.rsplit(".", 1)[-1]
-                if info.metadata.get("sqlState"):
-                    params["sql_state"] = info.metadata["sqlState"]
-    return RecordedError(code, exc.details() or "", params)
 
 
 @dataclass(frozen=True)
@@ -429,74 +389,18 @@ def _check_session_id(session_id: str) -> None:
         ) from None
 
 
-def _check_session_id_or_abort(context: grpc.ServicerContext, session_id: str) -> None:
+def _check_session_id_orabort(context: grpc.ServicerContext, session_id: str) -> None:
     try:
         _check_session_id(session_id)
     except InvalidRequest as exc:
-        _abort(context, exc)
+        abort(context, exc)
 
 
 def _check_operation_id(context: grpc.ServicerContext, operation_id: str) -> None:
     try:
         uuid.UUID(operation_id)
     except ValueError:
-        _abort(context, InvalidRequest(f"The operation id {operation_id[:64]!r} is not a UUID."))
-
-
-class _answering:
-    """Turns the service's errors into the gRPC status the client gets."""
-
-    def __init__(self, context: grpc.ServicerContext) -> None:
-        self.context = context
-
-    def __enter__(self) -> None:
-        return None
-
-    def __exit__(self, kind: Any, exc: BaseException | None, _tb: Any) -> Literal[False]:
-        if isinstance(exc, SparkgateError):
-            _abort(self.context, exc)
-        return False
-
-
-def _unqueued(context: grpc.ServicerContext, statement: StatementRecord) -> NoReturn:
-    """A queued operation that ended before its turn: cancelled, or its session ended."""
-    error = statement.error
-    code, message = (
-        (error.code, error.message)
-        if error is not None
-        else ("CANCELLED", f"Query {statement.id} was {statement.state.value}.")
-    )
-    status = grpc.StatusCode.CANCELLED
-    if statement.state is not StatementState.CANCELLED:
-        status = grpc.StatusCode.ABORTED
-    context.abort(status, f"[{code}] {message}")
-    raise AssertionError("unreachable")  # abort raises
-
-
-def _abort(context: grpc.ServicerContext, exc: SparkgateError) -> NoReturn:
-    code = next(
-        (status for cls, status in _STATUS if isinstance(exc, cls)), grpc.StatusCode.INTERNAL
-    )
-    context.abort(code, f"[{exc.code}] {exc.message}")
-    raise AssertionError("unreachable")  # abort raises
-
-
-def _relay_error(context: grpc.ServicerContext, exc: grpc.RpcError) -> NoReturn:
-    """The engine's error, as the engine sent it (Spark's client reads the error class from
-    the status details in the trailers)."""
-    trailers = tuple(
-        (key, value)
-        for key, value in _trailers(exc)
-        if not key.startswith("grpc-") or key == "grpc-status-details-bin"
-    )
-    context.set_trailing_metadata(trailers)
-    context.abort(exc.code(), exc.details() or "")
-    raise AssertionError("unreachable")
-
-
-def _trailers(exc: grpc.RpcError) -> list[tuple[str, Any]]:
-    metadata: Any = exc.trailing_metadata() or ()
-    return [(str(key), value) for key, value in metadata]
+        abort(context, InvalidRequest(f"The operation id {operation_id[:64]!r} is not a UUID."))
 
 
 def _address(peer: str) -> str | None:
@@ -513,4 +417,4 @@ def _raw(data: bytes) -> bytes:
     return data
 
 
-__all__ = ["ConnectDoor", "Message", "engine_error"]
+__all__ = ["ConnectDoor", "Message"]
