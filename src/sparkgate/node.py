@@ -50,6 +50,9 @@ class ServerNode:
         self.placement = Placement(
             self.settings, self.store, launcher_for(self.settings, self.store), self.node_id
         )
+        # Before any door listens: an engine left running under another access file would
+        # otherwise serve the first sessions placed on it without this node's table rules.
+        self.placement.stop_other_policies()
         self.users = Users(self.settings, self.store, on_failed_login=self.metrics.failed_login)
         self.sessions = Sessions(self.settings, self.store, self.placement, self.users)
         self.streams = Streams(self.settings, self.store, self.sessions)

@@ -8,6 +8,7 @@ Dict fields (``SPARKGATE_SPARK_CONF``) are JSON.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from pathlib import Path
 from typing import Annotated, Literal
@@ -216,6 +217,14 @@ class Settings(BaseSettings):
                 return json.loads(value)
             return [name.strip() for name in value.split(",") if name.strip()]
         return value
+
+    def access_policy(self) -> str:
+        """What an engine launched with these settings enforces, as a key to compare: the
+        access file (by path; an engine rereads the file when it changes, but never looks at
+        another path) and the admins. An engine reads both once, from its environment."""
+        path = str(self.access_file.expanduser().resolve()) if self.access_file else None
+        named = json.dumps({"access_file": path, "admins": sorted(self.admins)})
+        return hashlib.sha256(named.encode()).hexdigest()
 
     @property
     def auth_methods(self) -> list[str]:

@@ -245,3 +245,81 @@ def test_a_warm_engine_taken_for_a_batch_cannot_also_become_shared(
     assert store.engines.claim_warm(batch.id, now=NOW) is not None
     assert store.engines.claim_warm_as_shared("dan", now=NOW) is None
     assert store.engines.get(warm.id).kind is EngineKind.DEDICATED
+
+
+def test_engines_of_another_access_policy_get_no_work_and_are_stopped(
+    store: Store, tmp_path: Any
+) -> None:
+    """A node restarted with another access file (or other admins) must not place anyone on
+    the engines the node before it launched: they enforce the rules of the file they were
+    started with, read once from their environment."""
+    before = Settings(warm_engines=1, shared_engine_max_sessions=4)
+    old_launcher = NoProcesses()
+    old = Placement(before, store, old_launcher, "node-a", clock=lambda: NOW)
+    old.keep_shared()
+    old.keep_warm()
+    old_shared, old_warm = old_launcher.launched
+    for engine in (old_shared, old_warm):
+        store.transitions.engine(engine.id, EngineState.RUNNING, now=NOW)
+    # An engine of the release before this one recorded no policy: taken as before.
+    legacy = store.engines.add(EngineKind.SHARED, now=NOW, share_key="user:zoe")
+    store.transitions.engine(legacy.id, EngineState.RUNNING, now=NOW)
+
+    access = tmp_path / "access.yaml"
+    access.write_text("admins: [carol]\n")
+    after = before.model_copy(update={"access_file": access})
+    assert after.access_policy() != before.access_policy()
+    assert after.model_copy(update={"admins": ["dave"]}).access_policy() != after.access_policy()
+    launcher = NoProcesses()
+    new = Placement(after, store, launcher, "node-a", clock=lambda: NOW)
+    assert store.engines.of_other_policy(new.policy) == [
+        store.engines.get(old_shared.id),
+        store.engines.get(old_warm.id),
+    ]
+    # Even before they are stopped, no placement takes them: not the shared engine, not the
+    # warm one for a batch, not the warm one for a user's first session.
+    for session in (
+        store.sessions.add(SessionKind.INTERACTIVE, now=NOW),
+        store.sessions.add(SessionKind.BATCH, now=NOW),
+        _user_session(store, "user:ann"),
+    ):
+        new.place(session)
+        assert store.sessions.get(session.id).engine_id not in (old_shared.id, old_warm.id)
+    zoe = _user_session(store, "user:zoe")
+    new.place(zoe)
+    assert store.sessions.get(zoe.id).engine_id == legacy.id
+
+    assert new.stop_other_policies() == [old_shared.id, old_warm.id]
+    assert {store.engines.get(e.id).state for e in (old_shared, old_warm)} == {EngineState.STOPPING}
+    assert store.engines.get(legacy.id).state is EngineState.RUNNING
+    assert store.engines.of_other_policy(new.policy) == [
+        store.engines.get(old_shared.id),
+        store.engines.get(old_warm.id),
+    ]  # live until they exit, and given nothing
+    assert new.stop_other_policies() == [old_shared.id, old_warm.id]  # asked again: harmless
+    # Every engine the new node launched records its policy: the old node's placement, in
+    # turn, does not take them.
+    assert all(e.id not in (old_shared.id, old_warm.id) for e in launcher.launched)
+    assert {e.id for e in store.engines.of_other_policy(old.policy)} == {
+        e.id for e in launcher.launched
+    }
+
+
+def test_on_a_schema_before_engine_policies_placement_works_as_before(
+    store: Store, tmp_path: Any
+) -> None:
+    """A node pinned to the release before's revision (a rolling upgrade) has no table to
+    record policies in: it launches, places and stops nothing on their account."""
+    with store.db.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE engine_policies")
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0014_stream_costs'")
+    old = Store(store.db)
+    access = tmp_path / "access.yaml"
+    access.write_text("admins: [carol]\n")
+    launcher = NoProcesses()
+    settings = Settings(warm_engines=0, access_file=access)
+    place = Placement(settings, old, launcher, "node-a", clock=lambda: NOW)
+    session = old.sessions.add(SessionKind.INTERACTIVE, now=NOW)
+    place.place(session)
+    assert old.sessions.get(session.id).engine_id == launcher.launched[0].id
+    assert place.stop_other_policies() == []

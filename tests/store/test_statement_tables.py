@@ -80,6 +80,7 @@ def test_names_no_column_can_hold_are_left_out(store: Store) -> None:
 def test_a_store_before_the_table_records_nothing(store: Store) -> None:
     store.migrate("0010_table_access")
     with store.db.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE engine_policies")
         conn.exec_driver_sql("DROP TABLE stream_costs")
         conn.exec_driver_sql("DROP TABLE statement_tags")
         conn.exec_driver_sql("DROP TABLE group_places")

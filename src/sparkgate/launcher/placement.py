@@ -17,6 +17,11 @@ no engine of it is launched until its backoff ends (``engine.backoff``): the war
 shared engine wait quietly; a session that needs a new engine then ends ``error`` at once with
 ``ENGINE_BACKOFF``, saying how many failed and when the next may start.
 
+Engines enforce the access policy they were launched with (``Settings.access_policy``: the
+access file's path and the admins, read once from their environment). A node places work only
+on engines of its own policy, and when it starts it stops those of another (left running by a
+node before a restart with another access file), so that no table rule goes unenforced.
+
 Placement is one compare-and-set (``not_started -> starting`` with the engine id), so two
 nodes placing the same session cannot both win; the loser's freshly launched dedicated engine
 is told to stop.
@@ -87,6 +92,7 @@ class Placement:
         self.launcher = launcher
         self.node_id = node_id
         self.clock = clock
+        self.policy = settings.access_policy()
 
     def place(self, session: SessionRecord, *, fresh: bool = False) -> SessionRecord | None:
         """Put a ``not_started`` session on an engine (launching one if need be); the session
@@ -112,7 +118,11 @@ class Placement:
                 EngineKind.STREAMING, self.settings.stream_engine_max_jobs, session.share_key
             )
         else:
-            engine = None if own else self.store.engines.claim_warm(session.id, now=self.clock())
+            engine = (
+                None
+                if own
+                else self.store.engines.claim_warm(session.id, now=self.clock(), policy=self.policy)
+            )
             if engine is None:
                 engine = self._launch(
                     EngineKind.DEDICATED, session_id=session.id, conf=session.conf
@@ -146,7 +156,7 @@ class Placement:
         """An engine of ``kind`` for a session with this share key: one already serving the
         key with room, else the warm unclaimed one (claimed for the key), else a new one. So
         two users' sessions never share a driver unless the share level says they may."""
-        engine = self.store.engines.shared_with_room(room, kind, share_key)
+        engine = self.store.engines.shared_with_room(room, kind, share_key, policy=self.policy)
         if engine is None and share_key is not None:
             engine = self._claim_warm(kind, share_key)
         if engine is not None:
@@ -154,7 +164,7 @@ class Placement:
         self.check_backoff(kind, share_key)
         # Checked and added in one serialised transaction: nodes placing at once share one.
         engine, new = self.store.engines.shared_or_add(
-            room, kind, share_key, now=self.clock(), node_id=self.node_id
+            room, kind, share_key, now=self.clock(), node_id=self.node_id, policy=self.policy
         )
         return self._start(engine) if new else engine
 
@@ -166,12 +176,13 @@ class Placement:
         request: on two cores a JVM starting beside the first query would slow it by seconds."""
         engines, now = self.store.engines, self.clock()
         running = [EngineState.RUNNING]
-        engine = engines.claim_shared(kind, share_key, now=now, states=running)
+        policy = self.policy
+        engine = engines.claim_shared(kind, share_key, now=now, states=running, policy=policy)
         if engine is None and kind is EngineKind.SHARED:
-            engine = engines.claim_warm_as_shared(share_key, now=now)
+            engine = engines.claim_warm_as_shared(share_key, now=now, policy=policy)
             if engine is not None:
                 log.info("warm engine %s is now a shared engine of %s", engine.id, share_key)
-        return engine or engines.claim_shared(kind, share_key, now=now)
+        return engine or engines.claim_shared(kind, share_key, now=now, policy=policy)
 
     def keep_warm(self) -> None:
         """Keep ``warm_engines`` dedicated engines started and unassigned."""
@@ -186,7 +197,10 @@ class Placement:
         if not self.settings.shared_engine:
             return
         room = self.settings.shared_engine_max_sessions
-        if self.store.engines.shared_with_room(room, EngineKind.SHARED, None) is not None:
+        shared = self.store.engines.shared_with_room(
+            room, EngineKind.SHARED, None, policy=self.policy
+        )
+        if shared is not None:
             return  # the usual tick: one read
         if self.backoff(EngineKind.SHARED, None) is not None:
             return
@@ -196,6 +210,7 @@ class Placement:
             None,
             now=self.clock(),
             node_id=self.node_id,
+            policy=self.policy,
         )
         if new:
             self._start(engine)
@@ -216,6 +231,21 @@ class Placement:
         if backoff is not None:
             placement = f"{kind.value} engines" + (f" of {share_key}" if share_key else "")
             raise EngineBackoff(placement, backoff.attempt, backoff.next_at, self.clock())
+
+    def stop_other_policies(self) -> list[int]:
+        """Stop the live engines launched to enforce another access policy than this node's
+        (the ids of those told to stop). Each finishes the statements it runs, which were
+        checked when they started, and takes no more; its sessions end with it."""
+        stopped = []
+        for engine in self.store.engines.of_other_policy(self.policy):
+            log.warning(
+                "engine %s was launched with another access file or other admins than this "
+                "node's; stopping it, so that no session runs under rules no longer in force",
+                engine.id,
+            )
+            self.stop_engine(engine.id)
+            stopped.append(engine.id)
+        return stopped
 
     def stop_engine(self, engine_id: int) -> None:
         self.store.transitions.engine(
@@ -241,6 +271,7 @@ class Placement:
             node_id=self.node_id,
             session_id=session_id,
             share_key=share_key,
+            policy=self.policy,
         )
         return self._start(engine)
 

@@ -11,8 +11,9 @@ from sqlalchemy.engine import Connection
 from sparkgate.errors import EngineNotFound
 from sparkgate.states import ACTIVE_SESSION_STATES, LIVE_ENGINE_STATES, EngineKind, EngineState
 from sparkgate.store.database import Database
+from sparkgate.store.presence import TablePresence
 from sparkgate.store.records import EngineRecord
-from sparkgate.store.schema import engines, sessions
+from sparkgate.store.schema import engine_policies, engines, sessions
 
 _LIVE = [s.value for s in LIVE_ENGINE_STATES]
 TAKING_WORK = (EngineState.STARTING, EngineState.RUNNING)
@@ -32,7 +33,17 @@ _WARM_COUNT = (
 )
 
 
-def _shared_with_room(keyed: bool) -> sa.Select[Any]:
+# An engine launched to enforce another access policy than the one bound at execution (an
+# engine of the release before has none recorded, and is taken as before).
+_OTHER_POLICY = (
+    sa.select(engine_policies.c.engine_id)
+    .where(engine_policies.c.engine_id == engines.c.id)
+    .where(engine_policies.c.policy != sa.bindparam("policy"))
+    .exists()
+)
+
+
+def _shared_with_room(keyed: bool, policed: bool) -> sa.Select[Any]:
     active = (
         sa.select(sa.func.count())
         .select_from(sessions)
@@ -41,7 +52,7 @@ def _shared_with_room(keyed: bool) -> sa.Select[Any]:
         .scalar_subquery()
     )
     key = engines.c.share_key
-    return (
+    query = (
         sa.select(engines)
         .where(engines.c.kind == sa.bindparam("kind"))
         .where(engines.c.state.in_(_TAKING_WORK))
@@ -50,9 +61,14 @@ def _shared_with_room(keyed: bool) -> sa.Select[Any]:
         .order_by(engines.c.state.desc(), engines.c.id)
         .limit(1)
     )
+    return query.where(~_OTHER_POLICY) if policed else query
 
 
-_SHARED_WITH_ROOM = {keyed: _shared_with_room(keyed) for keyed in (False, True)}
+_SHARED_WITH_ROOM = {
+    (keyed, policed): _shared_with_room(keyed, policed)
+    for keyed in (False, True)
+    for policed in (False, True)
+}
 _T = engines.c.heartbeat_at.type
 _STALE = (
     sa.select(engines)
@@ -86,6 +102,8 @@ _STATE_OF = sa.select(engines.c.state).where(engines.c.id == sa.bindparam("engin
 class Engines:
     def __init__(self, db: Database) -> None:
         self._db = db
+        # A node pinned to a revision before 0015 records and compares no policies.
+        self._policies_present = TablePresence(db, engine_policies)
 
     def add(
         self,
@@ -96,8 +114,11 @@ class Engines:
         node_id: str | None = None,
         session_id: int | None = None,
         share_key: str | None = None,
+        policy: str | None = None,
         conn: Connection | None = None,
     ) -> EngineRecord:
+        """A new ``starting`` engine record; ``policy``: the access policy the process to be
+        launched for it will enforce (``Settings.access_policy``)."""
         stmt = (
             engines.insert()
             .values(
@@ -113,9 +134,26 @@ class Engines:
             )
             .returning(*engines.c)
         )
+        recorded = policy is not None and self._policies_present()
         with self._db.within(conn) as c:
             row = c.execute(stmt).mappings().one()
+            if recorded:
+                c.execute(engine_policies.insert().values(engine_id=row["id"], policy=policy))
         return EngineRecord.from_row(row)
+
+    def of_other_policy(self, policy: str) -> list[EngineRecord]:
+        """Live engines launched to enforce another access policy than ``policy``."""
+        if not self._policies_present():
+            return []
+        query = (
+            sa.select(engines)
+            .where(engines.c.state.in_(_LIVE))
+            .where(_OTHER_POLICY)
+            .order_by(engines.c.id)
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(query, {"policy": policy}).mappings()
+            return [EngineRecord.from_row(r) for r in rows]
 
     def find(self, engine_id: int) -> EngineRecord | None:
         with self._db.read() as conn:
@@ -186,10 +224,18 @@ class Engines:
             state = conn.execute(_STATE_OF, values).scalar()
         return None if state is None else EngineState(state)
 
-    def claim_warm(self, session_id: int, *, now: float) -> EngineRecord | None:
-        """Give a session the oldest unassigned dedicated engine from the warm pool, if any."""
+    def claim_warm(
+        self, session_id: int, *, now: float, policy: str | None = None
+    ) -> EngineRecord | None:
+        """Give a session the oldest unassigned dedicated engine from the warm pool, if any.
+        ``policy`` (here and below): only an engine enforcing that access policy, or none
+        recorded."""
         return self._claim(
-            EngineKind.DEDICATED, engines.c.session_id, {"session_id": session_id}, now=now
+            EngineKind.DEDICATED,
+            engines.c.session_id,
+            {"session_id": session_id},
+            now=now,
+            policy=policy,
         )
 
     def warm_count(self) -> int:
@@ -202,13 +248,18 @@ class Engines:
         kind: EngineKind = EngineKind.SHARED,
         share_key: str | None = None,
         conn: Connection | None = None,
+        *,
+        policy: str | None = None,
     ) -> EngineRecord | None:
         """A live engine of ``kind`` (shared, or streaming) with this share key (NULL: anyone's
         or not yet claimed) hosting fewer than ``max_sessions`` active sessions."""
-        query = _SHARED_WITH_ROOM[share_key is not None]
+        policed = policy is not None and self._policies_present()
+        query = _SHARED_WITH_ROOM[share_key is not None, policed]
         values: dict[str, object] = {"kind": kind.value, "max_sessions": max_sessions}
         if share_key is not None:
             values["share_key"] = share_key
+        if policed:
+            values["policy"] = policy
         with self._db.within(conn) if conn is not None else self._db.read() as c:
             row = c.execute(query, values).mappings().first()
         return None if row is None else EngineRecord.from_row(row)
@@ -221,6 +272,7 @@ class Engines:
         *,
         now: float,
         node_id: str | None = None,
+        policy: str | None = None,
     ) -> tuple[EngineRecord, bool]:
         """:meth:`shared_with_room`, or else a new engine record of ``kind`` for the key; and
         whether it is new (the caller launches it). One transaction, serialised between nodes
@@ -229,10 +281,13 @@ class Engines:
         with self._db.begin() as conn:
             if self._db.dialect == "postgresql":
                 conn.execute(sa.text("SELECT pg_advisory_xact_lock(:k)"), {"k": _SHARED_LOCK})
-            found = self.shared_with_room(max_sessions, kind, share_key, conn=conn)
+            found = self.shared_with_room(max_sessions, kind, share_key, conn=conn, policy=policy)
             if found is not None:
                 return found, False
-            return self.add(kind, now=now, node_id=node_id, share_key=share_key, conn=conn), True
+            added = self.add(
+                kind, now=now, node_id=node_id, share_key=share_key, policy=policy, conn=conn
+            )
+            return added, True
 
     def claim_shared(
         self,
@@ -241,14 +296,16 @@ class Engines:
         *,
         now: float,
         states: Iterable[EngineState] = TAKING_WORK,
+        policy: str | None = None,
     ) -> EngineRecord | None:
         """Give an unclaimed live engine of ``kind`` (one kept warm) to ``share_key``: from
         then on it hosts only sessions with that key."""
-        return self._claim(
-            kind, engines.c.share_key, {"share_key": share_key}, now=now, states=states
-        )
+        values = {"share_key": share_key}
+        return self._claim(kind, engines.c.share_key, values, now=now, states=states, policy=policy)
 
-    def claim_warm_as_shared(self, share_key: str, *, now: float) -> EngineRecord | None:
+    def claim_warm_as_shared(
+        self, share_key: str, *, now: float, policy: str | None = None
+    ) -> EngineRecord | None:
         """Make a running engine of the warm pool a shared engine of ``share_key``. A warm
         engine is a driver with the default conf, as a shared engine is, so it serves either
         way: a user with no shared engine then waits for no JVM while the spare one starts."""
@@ -259,6 +316,7 @@ class Engines:
             values,
             now=now,
             states=[EngineState.RUNNING],
+            policy=policy,
         )
 
     def _claim(
@@ -269,10 +327,12 @@ class Engines:
         *,
         now: float,
         states: Iterable[EngineState] = TAKING_WORK,
+        policy: str | None = None,
     ) -> EngineRecord | None:
         """Compare-and-set the oldest engine of ``kind`` in ``states`` whose ``free`` column
         is NULL to ``values``, so two nodes (or two kinds of claim) cannot both take it."""
         wanted = [s.value for s in states]
+        policed = policy is not None and self._policies_present()
         for _ in range(5):  # another node may grab the same engine; try the next one
             with self._db.begin() as conn:
                 candidate = (
@@ -283,9 +343,13 @@ class Engines:
                     .order_by(engines.c.state.desc(), engines.c.id)  # running before starting
                     .limit(1)
                 )
+                binds = {}
+                if policed:
+                    candidate = candidate.where(~_OTHER_POLICY)
+                    binds["policy"] = policy
                 if self._db.dialect == "postgresql":
                     candidate = candidate.with_for_update(skip_locked=True)
-                engine_id = conn.execute(candidate).scalar()
+                engine_id = conn.execute(candidate, binds).scalar()
                 if engine_id is None:
                     return None
                 taken = conn.execute(

@@ -26,6 +26,7 @@ from sparkgate.store.schema_jobs import deployments, job_decisions, job_runs, jo
 from sparkgate.store.schema_metadata import ID_MAX, Json, Time, metadata
 from sparkgate.store.schema_queues import group_counts, group_places, resource_groups
 from sparkgate.store.schema_sessions import (
+    engine_policies,
     engines,
     idempotency_keys,
     leases,
@@ -49,6 +50,7 @@ __all__ = [
     "connect_sessions",
     "deployments",
     "engine_connect",
+    "engine_policies",
     "engines",
     "group_counts",
     "group_places",

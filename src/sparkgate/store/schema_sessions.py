@@ -38,6 +38,17 @@ engines = sa.Table(
     sa.Index(None, "session_id"),
 )
 
+# The access policy an engine was launched to enforce (``Settings.access_policy``: which access
+# file, which admins). A driver reads them once, from its environment; a node never places work
+# on an engine of another policy, and stops such engines when it starts. A table of its own,
+# not a column: a node of the release before, pinned to an older revision, still reads engines.
+engine_policies = sa.Table(
+    "engine_policies",
+    metadata,
+    sa.Column("engine_id", sa.Integer, sa.ForeignKey("engines.id"), primary_key=True),
+    sa.Column("policy", sa.String(64), nullable=False),
+)
+
 sessions = sa.Table(
     "sessions",
     metadata,
