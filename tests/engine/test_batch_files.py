@@ -164,8 +164,9 @@ def test_sql_script_runs_in_order_and_keeps_the_last_result(
         "SELECT count(*) AS n FROM nums"
     )
     result = run_sql_script(ctx, script)
-    assert result is not None and result["row_count"] == 1
-    assert read_page(result["path"], 0, 10)[0] == [[30]]
+    assert result is not None and result.row_count == 1
+    assert result.path is not None
+    assert read_page(result.path, 0, 10)[0] == [[30]]
     out = capsys.readouterr().out
     assert "-- statement 2 of 3 (line 2): SELECT id FROM nums\nid\n0\n" in out
     assert "20 rows (more not shown)" in out

@@ -108,9 +108,10 @@ class Catalog:
     def call(self, request: dict[str, Any]) -> Answer:
         outcome = EXECUTORS[StatementKind.CATALOG](self.context(json.dumps(request)))
         assert outcome.result is not None
-        rows, total = read_page(outcome.result["path"], 0, 1000)
-        assert outcome.result["row_count"] == total == len(rows)
-        columns = [(c["name"], c["type"]) for c in outcome.result["schema"]]
+        assert outcome.result.path is not None
+        rows, total = read_page(outcome.result.path, 0, 1000)
+        assert outcome.result.row_count == total == len(rows)
+        columns = [(c.name, c.type) for c in outcome.result.schema]
         return Answer(columns, rows)
 
 
@@ -463,7 +464,8 @@ def test_describe_gives_the_columns_kind_and_first_rows(spark: Any, catalog: Cat
     ]
     assert "files" in table and "preview_error" not in table
     assert outcome.result is not None
-    rows, total = read_page(outcome.result["path"], 0, 100)
+    assert outcome.result.path is not None
+    rows, total = read_page(outcome.result.path, 0, 100)
     assert total == 20 and all(name == f"p{pid}" for pid, name in rows)
     view = EXECUTORS[StatementKind.CATALOG](
         catalog.context(json.dumps({"call": "describe", "schema": "cc_sales", "table": "v_orders"}))

@@ -10,6 +10,7 @@ import pytest
 from sparkgate.results import read_page
 from sparkgate.runtime.collect import describe_schema, write_result
 from sparkgate.runtime.failures import describe_failure
+from sparkgate.store.records import ResultColumn
 
 pytestmark = pytest.mark.spark
 
@@ -43,9 +44,9 @@ def test_types_survive_the_trip(spark: Any, tmp_path: Path) -> None:
     assert row[4].startswith("2026-01-02")
     assert row[5:] == [[1, 2], {"k": 1}, {"x": 1}, "AAE=", None]
     assert describe_schema(df)[:3] == [
-        {"name": "i", "type": "int"},
-        {"name": "s", "type": "string"},
-        {"name": "d", "type": "decimal(10,2)"},
+        ResultColumn("i", "int"),
+        ResultColumn("s", "string"),
+        ResultColumn("d", "decimal(10,2)"),
     ]
 
 

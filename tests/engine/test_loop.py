@@ -101,8 +101,9 @@ def test_statement_is_claimed_run_and_reported(engine: Engine) -> None:
         engine, lambda: engine.store.statements.get(statement.id).state is StatementState.SUCCESS
     )
     done = engine.store.statements.get(statement.id)
-    assert done.result is not None and done.result["row_count"] == 3
-    assert read_page(done.result["path"], 0, 10) == ([[0], [1], [2]], 3)
+    assert done.result is not None and done.result.row_count == 3
+    assert done.result.path is not None
+    assert read_page(done.result.path, 0, 10) == ([[0], [1], [2]], 3)
     tick_until(engine, lambda: engine.store.sessions.get(session_id).state is SessionState.IDLE)
 
 
@@ -163,7 +164,8 @@ def test_a_claim_written_but_unanswered_still_runs_its_statement(
         engine, lambda: engine.store.statements.get(statement.id).state is StatementState.SUCCESS
     )
     done = engine.store.statements.get(statement.id)
-    assert done.result is not None and read_page(done.result["path"], 0, 10) == ([[42]], 1)
+    assert done.result is not None and done.result.path is not None
+    assert read_page(done.result.path, 0, 10) == ([[42]], 1)
     tick_until(engine, lambda: engine.store.sessions.get(session_id).state is SessionState.IDLE)
 
 
@@ -186,7 +188,8 @@ def test_an_outcome_written_but_unanswered_keeps_its_result(
     assert lost == ["outcome"]
     done = engine.store.statements.get(statement.id)
     assert done.state is StatementState.SUCCESS and done.result is not None
-    assert read_page(done.result["path"], 0, 10) == ([[42]], 1)
+    assert done.result.path is not None
+    assert read_page(done.result.path, 0, 10) == ([[42]], 1)
 
 
 @pytest.mark.parametrize("written", [False, True], ids=["not-written", "answer-lost"])

@@ -53,6 +53,7 @@ from sparkgate.recorded import (
 )
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.runtime.failures import DescribedError, recorded_failure
+from sparkgate.store.records import ResultInfo
 
 LOG_FLUSH_INTERVAL = 1.0
 PREVIEW_ROWS = 20  # rows of a script's intermediate queries printed to the log
@@ -156,7 +157,7 @@ def run_file(ctx: ExecutionContext) -> ExecResult:
     ):
         source = read_source(ctx.session.spark, path)
         suffix = Path(urlparse(path).path or path).suffix.lower()
-        result: dict[str, Any] | None = None
+        result: ResultInfo | None = None
         if suffix == ".py":
             run_python_script(path, source, args)
         elif suffix == ".sql":
@@ -234,12 +235,12 @@ def _script_traceback(exc: BaseException, filename: str) -> list[str]:
 
 def run_sql_script(
     ctx: ExecutionContext, source: str, path: str = "the SQL script"
-) -> dict[str, Any] | None:
+) -> ResultInfo | None:
     pieces = split_sql(source)
     if not pieces:
         raise DescribedError(SqlScriptEmpty("The SQL script has no statements.").recorded())
     check_settings(ctx, path, pieces)
-    result: dict[str, Any] | None = None
+    result: ResultInfo | None = None
     for index, piece in enumerate(pieces, start=1):
         preview = " ".join(piece.text.split())
         preview = preview if len(preview) <= 100 else preview[:97] + "..."
@@ -251,7 +252,7 @@ def run_sql_script(
             if index == len(pieces):
                 result = run_sql(sub).result
                 if result is not None:
-                    print(f"{result.get('row_count', 0)} rows")
+                    print(f"{result.row_count} rows")
             else:
                 _run_intermediate(sub)
         except (DescribedError, StatementInterrupted):

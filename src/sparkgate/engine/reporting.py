@@ -44,8 +44,8 @@ class Reporter:
             log.error(
                 "recording the outcome of statement %s failed", statement.id, exc_info=refused
             )
-            if isinstance(outcome, ExecResult) and outcome.result and outcome.result.get("path"):
-                delete_result(outcome.result["path"])
+            if isinstance(outcome, ExecResult) and outcome.result and outcome.result.path:
+                delete_result(outcome.result.path)
             self._retrying(partial(self._record_unrecordable, statement, refused))
             self._retrying(partial(self._release_session, execution))
 
@@ -93,8 +93,8 @@ class Reporter:
             # nobody will read the files, unless it is this very outcome, written by an
             # earlier try whose commit landed just before the connection dropped.
             kept = done.state is StatementState.SUCCESS
-            if not done.applied and not kept and outcome.result and outcome.result.get("path"):
-                delete_result(outcome.result["path"])
+            if not done.applied and not kept and outcome.result and outcome.result.path:
+                delete_result(outcome.result.path)
         elif execution.cancelled.is_set():
             done = store.transitions.statement(
                 statement.id,

@@ -26,7 +26,7 @@ def log_lines(statement: StatementRecord) -> list[str]:
     if statement.finished_at is not None:
         seconds = statement.finished_at - (statement.started_at or statement.created_at)
         if statement.state is StatementState.SUCCESS:
-            rows = statement.result_info.row_count if statement.result_info else 0
+            rows = statement.result.row_count if statement.result else 0
             what = f"succeeded: {rows} rows in {seconds:.3f} s"
         else:
             what = f"{statement.state.value}: {failure_text(statement.error, statement.state)}"

@@ -21,7 +21,7 @@ import json
 import logging
 import threading
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from importlib.metadata import version
 from typing import Any
@@ -225,7 +225,7 @@ class HiveService:
             return T.TExecuteStatementResp(status=ok(), operationHandle=handle)
         statement = await self.queries.finished(statement)
         _raise_if_failed(statement)
-        has_result = bool(statement.result_info and statement.result_info.schema)
+        has_result = bool(statement.result and statement.result.schema)
         handle = operation_handle(
             statement.id, T.TOperationType.EXECUTE_STATEMENT, has_result=has_result
         )
@@ -450,8 +450,8 @@ def _page(statement: StatementRecord, key: PageKey, batches: list[pa.RecordBatch
     return EncodedRowSet(encode_struct(rowset), rowset)
 
 
-def _spark_schema(statement: StatementRecord) -> dict[str, Any] | None:
-    info = statement.result_info
+def _spark_schema(statement: StatementRecord) -> Mapping[str, Any] | None:
+    info = statement.result
     return info.spark_schema if info else None
 
 

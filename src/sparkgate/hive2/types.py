@@ -8,6 +8,7 @@ described as such but their values travel as JSON strings (see ``rowsets``).
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,7 +53,7 @@ class ColumnType:
     length: int | None = None
 
 
-def column_types(spark_schema: dict[str, Any] | None) -> list[ColumnType]:
+def column_types(spark_schema: Mapping[str, Any] | None) -> list[ColumnType]:
     fields = (spark_schema or {}).get("fields", [])
     return [column_type(field["name"], field["type"]) for field in fields]
 

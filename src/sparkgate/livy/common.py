@@ -212,7 +212,7 @@ def livy_statement(service: Service, statement: StatementRecord) -> LivyStatemen
 def statement_data(service: Service, statement: StatementRecord) -> dict[str, Any]:
     """A succeeded statement's mimetypes; SQL rows are read from its stored result, up to
     ``livy_sql_row_limit`` (all of them stay pageable through /v1/queries/{id}/result)."""
-    info = statement.result_info
+    info = statement.result
     if statement.kind is not StatementKind.SQL or info is None or info.path is None:
         return views.text_data(statement)
     limit = service.settings.livy_sql_row_limit

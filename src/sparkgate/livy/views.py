@@ -7,6 +7,7 @@ list. Times are epoch milliseconds (0 when not yet), as Livy's statements have t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from decimal import Decimal, InvalidOperation
 from typing import Any
 
@@ -131,7 +132,7 @@ def text_data(statement: StatementRecord) -> dict[str, Any]:
     return {"text/plain": text.rstrip()}
 
 
-def sql_data(spark_schema: dict[str, Any] | None, rows: list[list[Any]]) -> dict[str, Any]:
+def sql_data(spark_schema: Mapping[str, Any] | None, rows: list[list[Any]]) -> dict[str, Any]:
     """Livy's SQL output: Spark's StructType JSON and the rows. Top-level decimals are JSON
     numbers, as Livy gives them (the native API keeps them as exact strings)."""
     schema = spark_schema or {"type": "struct", "fields": []}

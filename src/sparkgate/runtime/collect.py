@@ -14,18 +14,19 @@ from typing import TYPE_CHECKING, Any
 
 from sparkgate.results import ResultWriter, StoredResult
 from sparkgate.runtime import statement_thread
+from sparkgate.store.records import ResultColumn
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession
     from pyspark.sql.types import StructType
 
 
-def describe_schema(df: DataFrame) -> list[dict[str, str]]:
+def describe_schema(df: DataFrame) -> list[ResultColumn]:
     return describe_fields(df.schema)
 
 
-def describe_fields(schema: StructType) -> list[dict[str, str]]:
-    return [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields]
+def describe_fields(schema: StructType) -> list[ResultColumn]:
+    return [ResultColumn(f.name, f.dataType.simpleString()) for f in schema.fields]
 
 
 def write_result(df: DataFrame, directory: Path) -> StoredResult:

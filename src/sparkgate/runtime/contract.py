@@ -30,7 +30,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.store import Store
-from sparkgate.store.records import StatementRecord
+from sparkgate.store.records import ResultInfo, StatementRecord
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -77,7 +77,10 @@ class ExecutionContext:
 
 @dataclass
 class ExecResult:
-    result: dict[str, Any] | None = None
+    """What a statement produced: its stored rows (None: no result), and its output (what it
+    printed, and how sparkgate ran it)."""
+
+    result: ResultInfo | None = None
     output: dict[str, Any] = field(default_factory=dict)
 
 
@@ -106,12 +109,12 @@ def _stored_result(stored: StoredResult, schema: StructType) -> ExecResult:
     from sparkgate.runtime.collect import describe_fields
 
     return ExecResult(
-        result={
-            "schema": describe_fields(schema),
-            "spark_schema": schema.jsonValue(),
-            "row_count": stored.row_count,
-            "path": stored.path,
-        }
+        result=ResultInfo(
+            path=stored.path,
+            schema=describe_fields(schema),
+            spark_schema=schema.jsonValue(),
+            row_count=stored.row_count,
+        )
     )
 
 
@@ -150,11 +153,4 @@ def rows_result(
     except BaseException:
         writer.abort()
         raise
-    return ExecResult(
-        result={
-            "schema": [{"name": f.name, "type": f.dataType.simpleString()} for f in schema.fields],
-            "spark_schema": schema.jsonValue(),
-            "row_count": stored.row_count,
-            "path": stored.path,
-        }
-    )
+    return _stored_result(stored, schema)

@@ -116,7 +116,7 @@ class Query(Body):
         return cls.from_record(
             statement,
             query=statement.code,
-            result=statement.result_info,
+            result=statement.result,
             cost=cost,
             resource_group=None if place is None else place.resource_group,
             queue_position=None if place is None else place.queue_position,

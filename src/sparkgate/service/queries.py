@@ -34,7 +34,7 @@ from sparkgate.settings import Settings
 from sparkgate.states import TERMINAL_STATEMENT_STATES, SessionKind, StatementKind, StatementState
 from sparkgate.store import Store
 from sparkgate.store.idempotency import KeyClaim
-from sparkgate.store.records import Page, SessionRecord, StatementRecord, Window
+from sparkgate.store.records import Page, ResultColumn, SessionRecord, StatementRecord, Window
 from sparkgate.store.resource_groups import GroupPlace
 from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.store.statement_costs import StatementCost
@@ -47,7 +47,7 @@ log = logging.getLogger("sparkgate.service.queries")
 class ResultPage:
     """Rows ``offset`` to ``offset + limit`` of a query's result, of ``total``."""
 
-    schema: list[dict[str, Any]]
+    schema: list[ResultColumn]
     rows: list[list[Any]]
     offset: int
     limit: int
@@ -408,7 +408,7 @@ class Queries:
             rows, total = results.read_page(path, offset, page_limit)
         except FileNotFoundError as exc:
             raise ResultGone(statement.id, path) from exc
-        info = statement.result_info
+        info = statement.result
         return ResultPage(info.schema if info else [], rows, offset, page_limit, total)
 
     def result_batches(
@@ -450,7 +450,7 @@ class Queries:
 
 def result_path(statement: StatementRecord) -> str:
     """Where a query's result is: only a query that succeeded with rows has one."""
-    info = statement.result_info
+    info = statement.result
     if statement.state is not StatementState.SUCCESS or info is None or info.path is None:
         load = statement.kind is StatementKind.LOAD
         raise ResultNotReady(statement.id, statement.state.value, load=load)

@@ -40,6 +40,7 @@ from sparkgate.states import (
     sources_of,
 )
 from sparkgate.store import schema
+from sparkgate.store.records import ResultInfo
 
 S = TypeVar("S", bound=Enum)
 
@@ -78,9 +79,10 @@ class Machine(Generic[S]):
 
 
 def stored(value: Any) -> Any:
-    """A column's value as written: an ``error=`` given as a ``RecordedError`` is kept as its
-    JSON, so the engine side passes errors typed and this is the one place they become JSON."""
-    return value.to_json() if isinstance(value, RecordedError) else value
+    """A column's value as written: an ``error=`` given as a ``RecordedError`` and a
+    ``result=`` given as a ``ResultInfo`` are kept as their JSON, so the engine side passes
+    them typed and this is the one place they become JSON."""
+    return value.to_json() if isinstance(value, (RecordedError, ResultInfo)) else value
 
 
 STATEMENT = Machine(

@@ -94,14 +94,24 @@ class SessionRecord:
 
 
 @dataclass(frozen=True)
+class ResultColumn:
+    """A result's column as the native API shows it: its name and Spark's type
+    (``bigint``, ``decimal(10,2)``, ``array<string>``...)."""
+
+    name: str
+    type: str
+
+
+@dataclass(frozen=True)
 class ResultInfo:
     """What the store keeps of a query's result, typed: where its files are (None: it made no
-    rows to keep), its columns as the native API shows them and as Spark typed them, and how
-    many rows it has. Read from the record's ``result`` (the engine writes it)."""
+    rows to keep), its columns as the native API shows them and as Spark typed them (Spark's
+    own JSON, which HiveServer2 and Livy type their answers by), and how many rows it has.
+    The engine makes one; the statement row keeps it as JSON (``to_json``, ``of``)."""
 
     path: str | None
-    schema: list[dict[str, Any]]
-    spark_schema: dict[str, Any] | None
+    schema: list[ResultColumn]
+    spark_schema: Mapping[str, Any] | None
     row_count: int
 
     @classmethod
@@ -111,10 +121,21 @@ class ResultInfo:
         path = result.get("path")
         return cls(
             path=str(path) if path else None,
-            schema=list(result.get("schema") or []),
+            schema=[
+                ResultColumn(str(c["name"]), str(c["type"])) for c in result.get("schema") or []
+            ],
             spark_schema=result.get("spark_schema"),
             row_count=int(result.get("row_count") or 0),
         )
+
+    def to_json(self) -> Mapping[str, Any]:
+        """The statement row's ``result`` column."""
+        return {
+            "schema": [{"name": c.name, "type": c.type} for c in self.schema],
+            "spark_schema": self.spark_schema,
+            "row_count": self.row_count,
+            "path": self.path,
+        }
 
 
 @dataclass(frozen=True)
@@ -126,7 +147,7 @@ class StatementRecord:
     code: str
     state: StatementState
     error: RecordedError | None
-    result: dict[str, Any] | None
+    result: ResultInfo | None
     output: dict[str, Any] | None
     progress: float
     version: int
@@ -137,16 +158,13 @@ class StatementRecord:
     fetched: int = 0  # rows a HiveServer2 client has fetched so far
     owner: str | None = None  # its session's owner, when it was read with its session
 
-    @property
-    def result_info(self) -> ResultInfo | None:
-        return ResultInfo.of(self.result)
-
     @classmethod
     def from_row(cls, row: Mapping[Any, Any]) -> StatementRecord:
         values = dict(row)
         values["kind"] = StatementKind(values["kind"])
         values["state"] = StatementState(values["state"])
         values["error"] = read_error(values["error"])
+        values["result"] = ResultInfo.of(values["result"])
         return cls(**values)
 
 

@@ -66,9 +66,9 @@ def run_load(ctx: ExecutionContext) -> ExecResult:
             raise _explained(spark, request, df, exc) from exc
         finally:
             spark.catalog.dropTempView(view)
-        if result.result is not None and result.result.get("path"):
+        if result.result is not None and result.result.path:
             # A create's CTAS stored Spark's empty answer: a load has no rows, whatever its mode.
-            delete_result(result.result["path"])
+            delete_result(result.result.path)
         result.result = None
         result.output["load"] = {
             "table": f"{name.schema}.{name.table}",
