@@ -48,7 +48,7 @@ def test_split_sql_respects_strings_comments_and_quotes() -> None:
 def test_unterminated_string_is_a_clear_failure() -> None:
     with pytest.raises(DescribedError) as raised:
         split_sql("SELECT 'open")
-    assert raised.value.error["code"] == "SQL_SCRIPT_INVALID"
+    assert raised.value.recorded.to_json()["code"] == "SQL_SCRIPT_INVALID"
 
 
 def test_errors_point_at_lines_of_the_script() -> None:
@@ -81,7 +81,7 @@ def test_command_lines_and_paths() -> None:
 def test_missing_file_says_where_it_was_looked_for(tmp_path: Path) -> None:
     with pytest.raises(DescribedError) as raised:
         read_source(None, str(tmp_path / "missing.py"))
-    error = raised.value.error
+    error = raised.value.recorded.to_json()
     assert error["code"] == "BATCH_FILE_UNREADABLE"
     assert "missing.py cannot be read by the engine on" in error["message"]
 
@@ -114,7 +114,7 @@ def test_exit_status_decides(source: str, expected: int | None, tmp_path: Path) 
         return
     with pytest.raises(DescribedError) as raised:
         run_python_script(str(tmp_path / "x.py"), source, [])
-    assert raised.value.error["exit_status"] == expected
+    assert raised.value.recorded.to_json()["exit_status"] == expected
 
 
 def test_script_error_has_the_script_traceback(
@@ -123,7 +123,7 @@ def test_script_error_has_the_script_traceback(
     path = str(tmp_path / "boom.py")
     with pytest.raises(DescribedError) as raised:
         run_python_script(path, "def f():\n    return {}['k']\n\nf()\n", [])
-    error = raised.value.error
+    error = raised.value.recorded.to_json()
     assert error["ename"] == "KeyError" and error["code"] == "KeyError"
     assert error["traceback"][1].startswith(f'  File "{path}", line 4')
     assert "batch_files" not in "".join(error["traceback"])
@@ -177,7 +177,7 @@ def test_sql_script_failure_names_statement_and_line(spark: Any, tmp_path: Path)
     ctx = _sql_context(spark, tmp_path)
     with pytest.raises(DescribedError) as raised:
         run_sql_script(ctx, "SELECT 1;\n\nSELECT 2; SELECT nope\nFROM range(1)")
-    error = raised.value.error
+    error = raised.value.recorded.to_json()
     assert error["code"].startswith("UNRESOLVED_COLUMN")
     assert (error["statement"], error["line"], error["position"]) == (3, 3, 18)
     assert error["message"].startswith("Statement 3 of 3 (line 3, position 18) failed:")
@@ -220,7 +220,7 @@ def test_a_sql_script_setting_a_denied_key_is_refused_before_its_first_statement
     )
     with pytest.raises(DescribedError) as raised:
         run_sql_script(ctx, script, "hdfs:///jobs/etl.sql")
-    error = raised.value.error
+    error = raised.value.recorded.to_json()
     assert error["code"] == "SETTING_DENIED" and error["key"] == "spark.hadoop.x"
     assert error["where"] == "hdfs:///jobs/etl.sql, line 4"
     assert "'spark.hadoop.x' (hdfs:///jobs/etl.sql, line 4)" in error["message"]

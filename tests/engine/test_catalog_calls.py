@@ -426,8 +426,8 @@ def test_keys_are_empty_with_jdbc_layouts(catalog: Catalog) -> None:
 def test_bad_requests_are_refused(catalog: Catalog, code: str, says: str) -> None:
     with pytest.raises(DescribedError) as raised:
         EXECUTORS[StatementKind.CATALOG](catalog.context(code))
-    assert raised.value.error["code"] == "INVALID_CATALOG_REQUEST"
-    assert says in raised.value.error["message"]
+    assert raised.value.recorded.to_json()["code"] == "INVALID_CATALOG_REQUEST"
+    assert says in raised.value.recorded.to_json()["message"]
 
 
 # -- the catalog page's calls (catalog_browse) -----------------------------------------
@@ -514,8 +514,8 @@ def test_a_preview_that_cannot_run_in_time_leaves_the_rest(
 def test_what_is_not_there_fails_as_absent(
     catalog: Catalog, request_: dict[str, Any], code: str
 ) -> None:
-    from sparkgate.runtime.failures import describe_failure
+    from sparkgate.runtime.failures import recorded_failure
 
     with pytest.raises(Exception) as raised:
         EXECUTORS[StatementKind.CATALOG](catalog.context(json.dumps(request_)))
-    assert describe_failure(raised.value)["code"] == code
+    assert recorded_failure(raised.value).to_json()["code"] == code

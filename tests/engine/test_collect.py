@@ -9,7 +9,7 @@ import pytest
 
 from sparkgate.results import read_page
 from sparkgate.runtime.collect import describe_schema, write_result
-from sparkgate.runtime.failures import describe_failure
+from sparkgate.runtime.failures import recorded_failure
 from sparkgate.store.records import ResultColumn
 
 pytestmark = pytest.mark.spark
@@ -61,7 +61,7 @@ def test_runtime_failure_raises_sparks_error_and_leaves_nothing(spark: Any, tmp_
     df = spark.sql("SELECT 1 / (id - 500) AS x FROM range(1000)")
     with pytest.raises(Exception) as caught:
         write_result(df, tmp_path / "5")
-    error = describe_failure(caught.value, "SELECT 1 / (id - 500) AS x FROM range(1000)")
+    error = recorded_failure(caught.value, "SELECT 1 / (id - 500) AS x FROM range(1000)").to_json()
     assert error["code"] == "DIVIDE_BY_ZERO"
     assert error["message"].startswith("Division by zero")
     assert (error["line"], error["position"], error["fragment"]) == (1, 8, "1 / (id - 500)")
@@ -71,18 +71,18 @@ def test_runtime_failure_raises_sparks_error_and_leaves_nothing(spark: Any, tmp_
 def test_parse_and_analysis_errors_have_positions(spark: Any) -> None:
     with pytest.raises(Exception) as parse:
         spark.sql("SELECT 1,\nFROM x WHERE")
-    error = describe_failure(parse.value, "SELECT 1,\nFROM x WHERE")
+    error = recorded_failure(parse.value, "SELECT 1,\nFROM x WHERE").to_json()
     assert error["code"] == "PARSE_SYNTAX_ERROR" and error["sql_state"] == "42601"
     assert error["line"] == 2 and error["position"] >= 1
     code = "SELECT a\nFROM range(3)\nWHERE nope > 1"
     with pytest.raises(Exception) as analysis:
         spark.sql(code)
-    error = describe_failure(analysis.value, code)
+    error = recorded_failure(analysis.value, code).to_json()
     assert error["code"].startswith("UNRESOLVED_COLUMN")
     assert (error["line"], error["position"], error["fragment"]) == (3, 7, "nope")
     assert "'Project" not in error["message"]  # the plan dump is left out
 
 
 def test_python_errors_are_described() -> None:
-    error = describe_failure(ValueError("bad value"))
+    error = recorded_failure(ValueError("bad value")).to_json()
     assert error == {"code": "ValueError", "message": "bad value"}

@@ -36,7 +36,7 @@ def namespace(spark: Any) -> dict[str, Any]:
 def failure(code: str, namespace: dict[str, Any]) -> dict[str, Any]:
     with pytest.raises(DescribedError) as raised:
         run_python(code, namespace)
-    return raised.value.error
+    return raised.value.recorded.to_json()
 
 
 def test_namespace_has_spark_sc_and_sqlcontext(namespace: dict[str, Any]) -> None:

@@ -18,7 +18,7 @@ from sparkgate.engine.sql_handlers import run_sql
 from sparkgate.recorded import RecordedError
 from sparkgate.runtime import hooks
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
-from sparkgate.runtime.failures import describe_failure
+from sparkgate.runtime.failures import recorded_failure
 from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import (
@@ -46,7 +46,7 @@ class Ran:
     @property
     def error(self) -> dict[str, Any]:
         assert isinstance(self.outcome, BaseException), self.outcome
-        return describe_failure(self.outcome)
+        return recorded_failure(self.outcome).to_json()
 
 
 class Harness:

@@ -26,11 +26,6 @@ class DescribedError(Exception):
         super().__init__(f"[{error.code}] {error.message}")
         self.recorded = error
 
-    @property
-    def error(self) -> dict[str, Any]:
-        """The record as the store keeps it (a new dict each time)."""
-        return self.recorded.to_json()
-
 
 def recorded_failure(exc: BaseException, code_text: str | None = None) -> RecordedError:
     """What ``exc`` leaves in a record: ``code``, ``message``, then ``sql_state``,
@@ -69,12 +64,6 @@ def recorded_failure(exc: BaseException, code_text: str | None = None) -> Record
             params["parameters"] = dict(parameters)
     params.update(_position(exc, code_text))
     return RecordedError(code, message, params)
-
-
-def describe_failure(exc: BaseException, code_text: str | None = None) -> dict[str, Any]:
-    """``recorded_failure``'s record as JSON, ``{"code", "message", "sql_state"?, "line"?,
-    "position"?, "fragment"?, ...}``, for callers that move its positions or add to it."""
-    return recorded_failure(exc, code_text).to_json()
 
 
 def _position(exc: BaseException, code_text: str | None) -> dict[str, Any]:
