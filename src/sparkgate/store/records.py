@@ -95,8 +95,7 @@ class SessionRecord:
 
 @dataclass(frozen=True)
 class ResultColumn:
-    """A result's column as the native API shows it: its name and Spark's type
-    (``bigint``, ``decimal(10,2)``, ``array<string>``...)."""
+    """A result's column: its name and Spark's type (``bigint``, ``array<string>``...)."""
 
     name: str
     type: str
@@ -104,10 +103,9 @@ class ResultColumn:
 
 @dataclass(frozen=True)
 class ResultInfo:
-    """What the store keeps of a query's result, typed: where its files are (None: it made no
-    rows to keep), its columns as the native API shows them and as Spark typed them (Spark's
-    own JSON, which HiveServer2 and Livy type their answers by), and how many rows it has.
-    The engine makes one; the statement row keeps it as JSON (``to_json``, ``of``)."""
+    """A query's result, typed: where its files are (None: no rows to keep), its columns as
+    the native API shows them and as Spark typed them (the JSON HiveServer2 and Livy type
+    their answers by), and its row count. The engine makes one; the row keeps its JSON."""
 
     path: str | None
     schema: list[ResultColumn]
@@ -128,8 +126,7 @@ class ResultInfo:
             row_count=int(result.get("row_count") or 0),
         )
 
-    def to_json(self) -> Mapping[str, Any]:
-        """The statement row's ``result`` column."""
+    def to_json(self) -> Mapping[str, Any]:  # the statement row's ``result`` column
         return {
             "schema": [{"name": c.name, "type": c.type} for c in self.schema],
             "spark_schema": self.spark_schema,
