@@ -134,12 +134,16 @@ class Engines:
             )
             .returning(*engines.c)
         )
-        recorded = policy is not None and self._policies_present()
+        recorded = self._policed(policy)
         with self._db.within(conn) as c:
             row = c.execute(stmt).mappings().one()
             if recorded:
                 c.execute(engine_policies.insert().values(engine_id=row["id"], policy=policy))
         return EngineRecord.from_row(row)
+
+    def _policed(self, policy: str | None) -> bool:
+        """Whether a policy is given and this store's schema records policies."""
+        return policy is not None and self._policies_present()
 
     def of_other_policy(self, policy: str) -> list[EngineRecord]:
         """Live engines launched to enforce another access policy than ``policy``."""
@@ -253,7 +257,7 @@ class Engines:
     ) -> EngineRecord | None:
         """A live engine of ``kind`` (shared, or streaming) with this share key (NULL: anyone's
         or not yet claimed) hosting fewer than ``max_sessions`` active sessions."""
-        policed = policy is not None and self._policies_present()
+        policed = self._policed(policy)
         query = _SHARED_WITH_ROOM[share_key is not None, policed]
         values: dict[str, object] = {"kind": kind.value, "max_sessions": max_sessions}
         if share_key is not None:
@@ -332,7 +336,7 @@ class Engines:
         """Compare-and-set the oldest engine of ``kind`` in ``states`` whose ``free`` column
         is NULL to ``values``, so two nodes (or two kinds of claim) cannot both take it."""
         wanted = [s.value for s in states]
-        policed = policy is not None and self._policies_present()
+        policed = self._policed(policy)
         for _ in range(5):  # another node may grab the same engine; try the next one
             with self._db.begin() as conn:
                 candidate = (
