@@ -34,7 +34,14 @@ pytestmark = pytest.mark.spark
 NEVER = 600.0
 
 
-def running_engine(spark: Any, home: Path, *, hints: bool, safety_poll: float) -> Engine:
+def running_engine(
+    spark: Any,
+    home: Path,
+    *,
+    hints: bool,
+    safety_poll: float,
+    before_listening: Callable[[Store, int], None] | None = None,
+) -> Engine:
     store = Store.open(f"sqlite:///{home / 'store.db'}", hints=hints)
     store.migrate()
     now = time.time()
@@ -43,7 +50,10 @@ def running_engine(spark: Any, home: Path, *, hints: bool, safety_poll: float) -
     settings = Settings(home=home, catalog="in-memory", hint_safety_poll=safety_poll)
     engine = Engine(settings, store, record.id)
     engine.spark = spark
+    engine.shared.own_spark = spark  # what its table recovery uses
     engine.record = store.engines.get(record.id)
+    if before_listening is not None:  # no hint of what it writes is on its way
+        before_listening(store, record.id)
     engine._hints = store.db.hints.listen(engine_channel(record.id), engine._on_hint)
 
     def loop() -> None:  # Engine.run's loop, without starting Spark
@@ -60,8 +70,19 @@ def running_engine(spark: Any, home: Path, *, hints: bool, safety_poll: float) -
 def engines(spark: Any, tmp_path: Path) -> Iterator[Any]:
     started: list[Engine] = []
 
-    def start(*, hints: bool, safety_poll: float) -> Engine:
-        engine = running_engine(spark, tmp_path, hints=hints, safety_poll=safety_poll)
+    def start(
+        *,
+        hints: bool,
+        safety_poll: float,
+        before_listening: Callable[[Store, int], None] | None = None,
+    ) -> Engine:
+        engine = running_engine(
+            spark,
+            tmp_path,
+            hints=hints,
+            safety_poll=safety_poll,
+            before_listening=before_listening,
+        )
         started.append(engine)
         return engine
 
@@ -174,10 +195,27 @@ def test_a_statement_sent_while_another_runs_runs_when_it_ends(engines: Any) -> 
 def test_a_statement_costs_the_engine_one_read_of_its_work(engines: Any) -> None:
     """A statement's end needs no read of the sessions, and with nothing waiting behind it
     does not even wake the loop: only the hint of a new statement (or the safety poll, here
-    never) does."""
-    engine = engines(hints=True, safety_poll=NEVER)
+    never) does.
+
+    The session is placed before the engine listens, so that the engine's first pass opens it
+    with no hint of it still on its way to wake a pass the count would see."""
+    placed: list[int] = []
+
+    def place_session(store: Store, engine_id: int) -> None:
+        session = store.sessions.add(SessionKind.INTERACTIVE, now=time.time())
+        store.transitions.session(
+            session.id, SessionState.STARTING, now=time.time(), engine_id=engine_id
+        )
+        placed.append(session.id)
+
+    engine = engines(hints=True, safety_poll=NEVER, before_listening=place_session)
     store = engine.store
-    session_id = open_session(engine)
+    (session_id,) = placed
+    eventually(
+        lambda: store.sessions.get(session_id).state is SessionState.IDLE,
+        timeout=60,
+        what=f"session {session_id} to open",
+    )
     reads = 0
     work_of_engine: Callable[[int], list[SessionWork]] = store.sessions.work_of_engine
 
@@ -191,9 +229,15 @@ def test_a_statement_costs_the_engine_one_read_of_its_work(engines: Any) -> None
     for n in range(5):
         statement_id = store.statements.add(session_id, f"SELECT {n}", now=time.time()).id
 
-        def succeeded(statement_id: int = statement_id) -> bool:
-            return store.statements.get(statement_id).state is StatementState.SUCCESS
+        def ended(statement_id: int = statement_id) -> bool:
+            """Succeeded in the store, and over in the engine: its worker records the end
+            before it lets go, and a statement sent between the two would wait behind it
+            (a second read, by design: ``test_a_statement_sent_while_another_runs...``)."""
+            if store.statements.get(statement_id).state is not StatementState.SUCCESS:
+                return False
+            with engine.shared.lock:
+                return all(e.done for e in engine.shared.running.values())
 
-        eventually(succeeded, timeout=60, what=f"statement {statement_id} to succeed")
+        eventually(ended, timeout=60, what=f"statement {statement_id} to succeed and let go")
     assert reads == 5
     assert engine._ticks - ticks == 5  # one pass of the loop each
