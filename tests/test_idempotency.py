@@ -16,6 +16,7 @@ from sparkgate.service.idempotency import fingerprint, parse_key
 from sparkgate.settings import Settings
 from sparkgate.states import SessionKind, StatementState
 from sparkgate.store import Store
+from sparkgate.store.records import Window
 from tests.concurrency import race
 from tests.conftest import NOW, force_state, make_service
 
@@ -25,7 +26,7 @@ BOB = Principal("bob", rights=ALL)
 
 
 def _queries(store: Store) -> int:
-    return len(store.statements.list_page(limit=1000).items)
+    return len(store.statements.list_page(window=Window(limit=1000)).items)
 
 
 def test_a_repeat_answers_the_first_query_as_it_is_now(service: Service, store: Store) -> None:
@@ -42,7 +43,7 @@ def test_a_repeat_answers_the_first_query_as_it_is_now(service: Service, store: 
     assert replayed and same.id == first.id
     assert _queries(store) == 1
     # Audited once: the repeat made nothing.
-    submits = [e for e in store.audit.list_page(limit=100).items if e.action == "query.submit"]
+    submits = [e for e in store.audit.list_page().items if e.action == "query.submit"]
     assert len(submits) == 1
 
 
@@ -126,7 +127,7 @@ def test_racing_repeats_make_one_query_and_all_answer_it(
     assert len({statement.id for statement, _ in answers}) == 1
     assert sorted(replayed for _, replayed in answers) == [False, True, True, True]
     assert _queries(store) == before + 1
-    sessions = store.sessions.list_page(limit=100).items
+    sessions = store.sessions.list_page().items
     assert len(sessions) == 1  # a one-off query's session, or the one it was sent to
 
 

@@ -16,6 +16,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store import Store
+from sparkgate.store.records import Window
 from sparkgate.store.session_attributes import SessionAttributes
 from tests.concurrency import race
 from tests.conftest import NOW, force_state
@@ -43,7 +44,7 @@ def test_session_roundtrip_and_filters(store: Store, make_session: Any) -> None:
     make_session(state=SessionState.DEAD)
     idle = store.sessions.list_page(states=[SessionState.IDLE])
     assert [s.state for s in idle.items] == [SessionState.IDLE] and idle.total == 1
-    page = store.sessions.list_page(offset=1, limit=1)
+    page = store.sessions.list_page(window=Window(offset=1, limit=1))
     assert page.total == 3 and len(page.items) == 1 and page.items[0].id > created.id
 
 
@@ -156,7 +157,9 @@ def test_statement_listing_and_states(store: Store, make_session: Any) -> None:
     session = make_session()
     ids = [store.statements.add(session.id, f"SELECT {i}", now=NOW).id for i in range(3)]
     force_state(store, "statements", ids[1], "running")
-    newest = store.statements.list_page(session_id=session.id, newest_first=True, limit=2)
+    newest = store.statements.list_page(
+        session_id=session.id, newest_first=True, window=Window(limit=2)
+    )
     assert [s.id for s in newest.items] == [ids[2], ids[1]] and newest.total == 3
     running = store.statements.list_page(states=[StatementState.RUNNING])
     assert [s.id for s in running.items] == [ids[1]]

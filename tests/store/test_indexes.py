@@ -21,6 +21,7 @@ from sqlalchemy import event
 
 from sparkgate.states import SessionState, StatementState
 from sparkgate.store import Store, schema
+from sparkgate.store.records import Window
 from tests.conftest import NOW
 
 SESSIONS = 2_000
@@ -143,7 +144,9 @@ IN_ORDER = {"everyone's", "one state", "one session's"}
 
 
 def test_keyset_pages_of_statements_use_indexes(full: Store) -> None:
-    page = full.statements.list_page(newest_first=True, limit=50, after=DEEP, count=False)
+    page = full.statements.list_page(
+        newest_first=True, window=Window(limit=50, after=DEEP, count=False)
+    )
     assert page.items and page.items[0].id == DEEP - 1
     for name, filters in LISTS.items():
         lines = plan(
@@ -152,9 +155,7 @@ def test_keyset_pages_of_statements_use_indexes(full: Store) -> None:
                 full.statements.list_page,
                 **filters,
                 newest_first=True,
-                limit=50,
-                after=DEEP,
-                count=False,
+                window=Window(limit=50, after=DEEP, count=False),
             ),
         )
         assert_indexed(full, [f"-- {name}", *lines])
@@ -171,7 +172,10 @@ def test_keyset_pages_of_sessions_use_indexes(full: Store) -> None:
     }
     for name, filters in cases.items():
         lines = plan(
-            full, partial(full.sessions.list_page, **filters, after=SESSIONS // 2, count=False)
+            full,
+            partial(
+                full.sessions.list_page, **filters, window=Window(after=SESSIONS // 2, count=False)
+            ),
         )
         shown = "\n".join([f"-- {name}", *lines])
         if full.db.dialect == "sqlite":

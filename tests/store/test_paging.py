@@ -7,7 +7,7 @@ from typing import Any
 
 from sparkgate.states import SessionKind, SessionState, StatementState
 from sparkgate.store import Store
-from sparkgate.store.records import Page
+from sparkgate.store.records import Page, Window
 from sparkgate.store.session_attributes import SessionAttributes
 from tests.conftest import NOW, force_state
 
@@ -36,20 +36,22 @@ def test_statements_page_by_cursor_newest_first(store: Store) -> None:
     newest = sorted(ids, reverse=True)
 
     def read(after: Any) -> Page[Any]:
-        return store.statements.list_page(newest_first=True, limit=3, after=after, count=False)
+        return store.statements.list_page(
+            newest_first=True, window=Window(limit=3, after=after, count=False)
+        )
 
     pages = walk(read, lambda s: s.id)
     assert pages == [newest[:3], newest[3:6], newest[6:]]
     assert read(None).total is None
     # Counted on request, over the whole list whatever the cursor; the page is full at the end.
-    counted = store.statements.list_page(newest_first=True, limit=7, after=None)
+    counted = store.statements.list_page(newest_first=True, window=Window(limit=7, after=None))
     assert (counted.total, counted.next_after, len(counted.items)) == (7, None, 7)
-    deep = store.statements.list_page(newest_first=True, limit=2, after=newest[4])
+    deep = store.statements.list_page(newest_first=True, window=Window(limit=2, after=newest[4]))
     assert [s.id for s in deep.items] == newest[5:] and deep.next_after is None
 
     mine = walk(
         lambda after: store.statements.list_page(
-            owner="alice", newest_first=True, limit=2, after=after
+            owner="alice", newest_first=True, window=Window(limit=2, after=after)
         ),
         lambda s: s.id,
     )
@@ -64,13 +66,13 @@ def test_statements_page_by_cursor_with_filters(store: Store) -> None:
         force_state(store, "statements", statement_id, StatementState.FAILED.value)
     failed = walk(
         lambda after: store.statements.list_page(
-            states=[StatementState.FAILED], owner="alice", limit=2, after=after
+            states=[StatementState.FAILED], owner="alice", window=Window(limit=2, after=after)
         ),
         lambda s: s.id,
     )
     assert failed == [ids[1:4:2], ids[5:]]  # oldest first without newest_first
     in_session = store.statements.list_page(
-        session_id=session.id, newest_first=True, limit=10, after=ids[3]
+        session_id=session.id, newest_first=True, window=Window(limit=10, after=ids[3])
     )
     assert [s.id for s in in_session.items] == ids[2::-1] and in_session.total == 6
 
@@ -79,11 +81,13 @@ def test_sessions_page_by_cursor(store: Store) -> None:
     made = [store.sessions.add(SessionKind.BATCH, now=NOW, owner="bob").id for _ in range(5)]
     store.sessions.add(SessionKind.BATCH, now=NOW, owner="alice")
     pages = walk(
-        lambda after: store.sessions.list_page(owner="bob", limit=2, after=after, count=False),
+        lambda after: store.sessions.list_page(
+            owner="bob", window=Window(limit=2, after=after, count=False)
+        ),
         lambda s: s.id,
     )
     assert pages == [made[:2], made[2:4], made[4:]]
-    assert store.sessions.list_page(owner="bob", after=made[0]).total == 5
+    assert store.sessions.list_page(owner="bob", window=Window(after=made[0])).total == 5
 
 
 def test_sessions_and_statements_an_impersonator_made_page_with_its_own(store: Store) -> None:
@@ -106,7 +110,9 @@ def test_sessions_and_statements_an_impersonator_made_page_with_its_own(store: S
     airflows = [ids[0], ids[1], ids[4], ids[5]]
 
     def sessions(after: Any) -> Page[Any]:
-        return store.sessions.list_page(owner="airflow", creator="airflow", limit=3, after=after)
+        return store.sessions.list_page(
+            owner="airflow", creator="airflow", window=Window(limit=3, after=after)
+        )
 
     assert walk(sessions, lambda s: s.id) == [airflows[:3], airflows[3:]]
     assert sessions(None).total == 4
@@ -115,7 +121,10 @@ def test_sessions_and_statements_an_impersonator_made_page_with_its_own(store: S
 
     def statements(after: Any) -> Page[Any]:
         return store.statements.list_page(
-            owner="airflow", creator="airflow", newest_first=True, limit=3, after=after
+            owner="airflow",
+            creator="airflow",
+            newest_first=True,
+            window=Window(limit=3, after=after),
         )
 
     newest = [queries[sid] for sid in reversed(airflows)]
@@ -127,17 +136,25 @@ def test_sessions_and_statements_an_impersonator_made_page_with_its_own(store: S
 def test_stream_jobs_page_by_name(store: Store) -> None:
     for name in ("c", "a", "d", "b"):
         store.stream_jobs.add(name, "SAVE STREAM v TO console", now=NOW)
-    pages = walk(lambda after: store.stream_jobs.list_page(limit=3, after=after), lambda j: j.name)
+    pages = walk(
+        lambda after: store.stream_jobs.list_page(window=Window(limit=3, after=after)),
+        lambda j: j.name,
+    )
     assert pages == [["a", "b", "c"], ["d"]]
 
 
 def test_audit_and_deployments_page_newest_first(store: Store) -> None:
     for n in range(5):
         store.audit.add("login", "ok", now=NOW + n, user="carol", detail={"n": n})
-    events = walk(lambda after: store.audit.list_page(limit=2, after=after), lambda e: e.id)
+    events = walk(
+        lambda after: store.audit.list_page(window=Window(limit=2, after=after)), lambda e: e.id
+    )
     assert [len(page) for page in events] == [2, 2, 1]
     flat = [event for page in events for event in page]
     assert flat == sorted(flat, reverse=True)
     made = [store.deployments.add([], files={}, now=NOW, owner="carol").id for _ in range(3)]
-    pages = walk(lambda after: store.deployments.list_page(limit=2, after=after), lambda d: d.id)
+    pages = walk(
+        lambda after: store.deployments.list_page(window=Window(limit=2, after=after)),
+        lambda d: d.id,
+    )
     assert pages == [made[:0:-1], made[:1]]

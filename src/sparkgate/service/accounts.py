@@ -103,5 +103,5 @@ class Accounts:
         """Audit events, newest first; admins only."""
         self.users.require_admin(user, "read the audit log")
         return self.store.audit.list_page(
-            user=by, action=action, outcome=outcome, since=since, obj=obj, **window.kwargs()
+            user=by, action=action, outcome=outcome, since=since, obj=obj, window=window
         )

@@ -123,7 +123,7 @@ class JobService:
         window: Window = Window(limit=20),
     ) -> Page[DeploymentDetail]:
         """The user's deployments (admins: ``owner``'s, or everyone's), newest first."""
-        page = self.store.deployments.list_page(owner=list_owner(user, owner), **window.kwargs())
+        page = self.store.deployments.list_page(owner=list_owner(user, owner), window=window)
         return page.with_items([self._deployment(d) for d in page.items])
 
     def deployment(self, deployment_id: int, *, user: Principal) -> DeploymentDetail:

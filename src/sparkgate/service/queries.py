@@ -357,7 +357,7 @@ class Queries:
             owner=visible.owner,
             creator=visible.creator,
             newest_first=True,
-            **window.kwargs(),
+            window=window,
         )
 
     def in_session(
@@ -365,7 +365,7 @@ class Queries:
     ) -> Page[StatementRecord]:
         """A session's statements in order, if the user may see the session."""
         self.sessions.get(session_id, user=user)
-        return self.store.statements.list_page(session_id=session_id, **window.kwargs())
+        return self.store.statements.list_page(session_id=session_id, window=window)
 
     def by_seq(self, session_id: int, seq: int, *, user: Principal) -> StatementRecord | None:
         """A session's statement by its number in the session (0 first), if any."""

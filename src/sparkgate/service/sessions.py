@@ -100,7 +100,7 @@ class Sessions:
             one_off=one_off,
             owner=visible.owner,
             creator=visible.creator,
-            **window.kwargs(),
+            window=window,
         )
 
     # -- making them -----------------------------------------------------------------------

@@ -36,7 +36,7 @@ from sparkgate.states import (
     StreamQueryState,
 )
 from sparkgate.store import Store
-from sparkgate.store.records import SessionRecord, StreamJobRecord
+from sparkgate.store.records import SessionRecord, StreamJobRecord, Window
 from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.streaming.definitions import retry_defaults
 from sparkgate.streaming.jobplan import (
@@ -65,6 +65,8 @@ _Q = StreamQueryState
 _JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]{0,127}")
 _RUNNING_QUERY = [_Q.STARTING, _Q.RUNNING, _Q.RESTARTING]
 _ACTIVE_QUERY = [_Q.STARTING, _Q.RUNNING, _Q.RESTARTING, _Q.STOPPING]
+# A starting job's session runs its few statements: read them all, uncounted.
+_EVERY_STATEMENT = Window(limit=10_000, count=False)
 # A job whose next launch can be redefined: nothing is being launched or stopped right now.
 _REDEFINABLE = frozenset({_J.PENDING, _J.RUNNING, _J.RESTARTING, _J.STOPPED, _J.FAILED})
 
@@ -272,7 +274,9 @@ class Streams:
         session = None if job.session_id is None else self.store.sessions.find(job.session_id)
         statements = []
         if job.state is _J.STARTING and session is not None:
-            statements = self.store.statements.list_page(session_id=session.id, limit=10_000).items
+            statements = self.store.statements.list_page(
+                session_id=session.id, window=_EVERY_STATEMENT
+            ).items
         return Situation(job, session, statements, self.store.stream_queries.of_job(job.id))
 
     def _apply(self, situation: Situation, action: Action, now: float) -> None:

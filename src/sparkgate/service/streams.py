@@ -131,7 +131,7 @@ class StreamService:
     ) -> Page[StreamSummary]:
         """Stream jobs by name, each with its queries (admins: ``owner``'s, or everyone's)."""
         page = self.store.stream_jobs.list_page(
-            states=states, owner=list_owner(user, owner), **window.kwargs()
+            states=states, owner=list_owner(user, owner), window=window
         )
         queries = self.store.stream_queries
         return page.with_items([StreamSummary(j, queries.of_job(j.id)) for j in page.items])

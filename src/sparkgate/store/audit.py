@@ -10,7 +10,7 @@ from sqlalchemy.engine import Connection
 
 from sparkgate.store.database import Database
 from sparkgate.store.pages import read_page
-from sparkgate.store.records import Page
+from sparkgate.store.records import FIRST_PAGE, Page, Window
 from sparkgate.store.schema import audit_events
 
 # Built once, its values bound at execution: every statement submitted writes an event, and
@@ -68,16 +68,14 @@ class AuditLog:
         outcome: str | None = None,
         since: float | None = None,
         obj: str | None = None,
-        offset: int = 0,
-        limit: int = 100,
-        after: int | None = None,
-        count: bool = True,
+        window: Window = FIRST_PAGE,
     ) -> Page[AuditRecord]:
         """Events, newest first; ``action`` matches a prefix (``session`` finds session.*);
         ``obj``: the events about one table or view (``hr.salaries``).
 
-        ``after``: keyset paging, the events older than that id (the page's ``next_after`` is
-        the one to pass next). ``count=False`` leaves ``total`` None.
+        ``window``: which page; its ``after`` pages by keyset, the events older than that id
+        (the page's ``next_after`` is the one to pass next); ``count=False`` leaves ``total``
+        None.
         """
         where: list[sa.ColumnElement[bool]] = []
         if user is not None:
@@ -100,15 +98,13 @@ class AuditLog:
                 )
             )
         query = sa.select(audit_events).where(*where)
-        if after is not None:
-            query = query.where(audit_events.c.id < after)
+        if window.after is not None:
+            query = query.where(audit_events.c.id < window.after)
         return read_page(
             self._db,
             query.order_by(audit_events.c.id.desc()),
             sa.select(sa.func.count()).select_from(audit_events).where(*where),
             make=lambda row: AuditRecord(**row),
             key=lambda event: event.id,
-            offset=offset,
-            limit=limit,
-            count=count,
+            window=window,
         )

@@ -21,12 +21,14 @@ from sparkgate.states import DeploymentState, JobRunState
 from sparkgate.store.database import Database
 from sparkgate.store.pages import read_page
 from sparkgate.store.records import (
+    FIRST_PAGE,
     DeploymentRecord,
     JobDecisionRecord,
     JobRecord,
     JobRunRecord,
     JobVersionRecord,
     Page,
+    Window,
 )
 from sparkgate.store.schema import deployments, job_decisions, job_runs, job_versions, jobs
 
@@ -258,30 +260,26 @@ class Deployments:
         *,
         states: Iterable[DeploymentState] | None = None,
         owner: str | None = None,
-        offset: int = 0,
-        limit: int = 100,
-        after: int | None = None,
-        count: bool = True,
+        window: Window = FIRST_PAGE,
     ) -> Page[DeploymentRecord]:
-        """Deployments, newest first; ``after``: keyset paging, those older than that id (the
-        page's ``next_after`` is the one to pass next). ``count=False`` leaves ``total`` None."""
+        """Deployments, newest first. ``window``: which page; its ``after`` pages by keyset,
+        those older than that id (the page's ``next_after`` is the one to pass next);
+        ``count=False`` leaves ``total`` None."""
         where: list[sa.ColumnElement[bool]] = []
         if owner is not None:
             where.append(deployments.c.owner == owner)
         if states is not None:
             where.append(deployments.c.state.in_([s.value for s in states]))
         query = sa.select(deployments).where(*where)
-        if after is not None:
-            query = query.where(deployments.c.id < after)
+        if window.after is not None:
+            query = query.where(deployments.c.id < window.after)
         return read_page(
             self._db,
             query.order_by(deployments.c.id.desc()),
             sa.select(sa.func.count()).select_from(deployments).where(*where),
             make=DeploymentRecord.from_row,
             key=lambda deployment: deployment.id,
-            offset=offset,
-            limit=limit,
-            count=count,
+            window=window,
         )
 
     def running(self) -> list[DeploymentRecord]:

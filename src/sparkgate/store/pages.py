@@ -10,7 +10,7 @@ from typing import Any, TypeVar
 import sqlalchemy as sa
 
 from sparkgate.store.database import Database
-from sparkgate.store.records import Page
+from sparkgate.store.records import Page, Window
 
 T = TypeVar("T")
 
@@ -22,14 +22,13 @@ def read_page(
     *,
     make: Callable[[Mapping[Any, Any]], T],
     key: Callable[[T], int | str],
-    offset: int,
-    limit: int,
-    count: bool,
+    window: Window,
 ) -> Page[T]:
     """``query`` ordered and filtered (keyset included), ``counting`` its count; the page has
     ``next_after`` (``key`` of its last item) when one more row than ``limit`` was there."""
+    offset, limit = window.offset, window.limit
     with db.read() as conn:
-        total = conn.execute(counting).scalar_one() if count else None
+        total = conn.execute(counting).scalar_one() if window.count else None
         rows = conn.execute(query.offset(offset).limit(limit + 1)).mappings().all()
     items = [make(row) for row in rows[:limit]]
     more = len(rows) > limit and bool(items)

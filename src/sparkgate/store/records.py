@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
 from sparkgate.recorded import RecordedError
@@ -257,8 +257,8 @@ class Window:
     after: int | str | None = None
     count: bool = True
 
-    def kwargs(self) -> dict[str, Any]:
-        return asdict(self)
+
+FIRST_PAGE = Window()  # the default of every list: its first 100 rows, counted
 
 
 @dataclass(frozen=True)

@@ -12,7 +12,7 @@ from sparkgate.errors import SessionNotFound
 from sparkgate.states import ACTIVE_SESSION_STATES, SessionKind, SessionState, StatementState
 from sparkgate.store.database import Database
 from sparkgate.store.pages import read_page
-from sparkgate.store.records import Page, SessionRecord, StatementRecord
+from sparkgate.store.records import FIRST_PAGE, Page, SessionRecord, StatementRecord, Window
 from sparkgate.store.schema import sessions, statements
 from sparkgate.store.session_attributes import SessionAttributes
 
@@ -185,17 +185,15 @@ class Sessions:
         one_off: bool | None = None,
         owner: str | None = None,
         creator: str | None = None,
-        offset: int = 0,
-        limit: int = 100,
-        after: int | None = None,
-        count: bool = True,
+        window: Window = FIRST_PAGE,
     ) -> Page[SessionRecord]:
         """Sessions by id; ``ended_since``: only active ones and those ended since then;
         ``one_off``: only one-off queries' sessions (True) or none of them (False);
         ``owner``/``creator``: only those a ``Scope`` with them admits.
 
-        ``after``: keyset paging, the sessions after that id (the page's ``next_after`` is the
-        one to pass for the following page). ``count=False`` leaves ``total`` None.
+        ``window``: which page; its ``after`` pages by keyset, the sessions after that id (the
+        page's ``next_after`` is the one to pass for the following page); ``count=False``
+        leaves ``total`` None.
         """
         where = in_scope(owner, creator)
         if states is not None:
@@ -209,17 +207,15 @@ class Sessions:
         if one_off is not None:
             where.append(one_off_queries(one_off))
         query = sa.select(sessions).where(*where)
-        if after is not None:
-            query = query.where(sessions.c.id > after)
+        if window.after is not None:
+            query = query.where(sessions.c.id > window.after)
         return read_page(
             self._db,
             query.order_by(sessions.c.id),
             sa.select(sa.func.count()).select_from(sessions).where(*where),
             make=SessionRecord.from_row,
             key=lambda session: session.id,
-            offset=offset,
-            limit=limit,
-            count=count,
+            window=window,
         )
 
     def of_engine(

@@ -20,7 +20,7 @@ from sparkgate.store.database import Database
 from sparkgate.store.hints import NEW_STATEMENT, engine_channel
 from sparkgate.store.pages import read_page
 from sparkgate.store.presence import TablePresence
-from sparkgate.store.records import Page, SessionRecord, StatementRecord
+from sparkgate.store.records import FIRST_PAGE, Page, SessionRecord, StatementRecord, Window
 from sparkgate.store.resource_groups import ResourceGroups
 from sparkgate.store.schema import sessions, statement_tags, statements
 from sparkgate.store.sessions import in_scope
@@ -221,18 +221,15 @@ class Statements:
         states: Iterable[StatementState] | None = None,
         owner: str | None = None,
         creator: str | None = None,
-        offset: int = 0,
-        limit: int = 100,
         newest_first: bool = False,
-        after: int | None = None,
-        count: bool = True,
+        window: Window = FIRST_PAGE,
     ) -> Page[StatementRecord]:
         """Statements by id (``newest_first``: descending), each with its session's owner.
 
-        ``after``: keyset paging, the statements past that id in the list's order (the page's
-        ``next_after`` is the one to pass for the following page); it reads only the page
-        whatever the list's length, where ``offset`` reads every row it skips. ``count=False``
-        leaves ``total`` None, sparing a count of every matching row.
+        ``window``: which page; its ``after`` pages by keyset, the statements past that id in
+        the list's order (the page's ``next_after`` is the one to pass for the following page),
+        reading only the page whatever the list's length, where ``offset`` reads every row it
+        skips; ``count=False`` leaves ``total`` None, sparing a count of every matching row.
         """
         # A statement is its session's: seen as the session is (``owner``/``creator``, see
         # ``in_scope``). The planner picks the order of the join: the owner's sessions first
@@ -246,7 +243,7 @@ class Statements:
             where.append(statements.c.state.in_([s.value for s in states]))
         order = statements.c.id.desc() if newest_first else statements.c.id
         query = sa.select(statements, sessions.c.owner).select_from(_WITH_SESSION).where(*where)
-        if after is not None:
+        if (after := window.after) is not None:
             past = statements.c.id < after if newest_first else statements.c.id > after
             query = query.where(past)
         counted = _WITH_SESSION if scoped else statements
@@ -256,9 +253,7 @@ class Statements:
             sa.select(sa.func.count()).select_from(counted).where(*where),
             make=StatementRecord.from_row,
             key=lambda statement: statement.id,
-            offset=offset,
-            limit=limit,
-            count=count,
+            window=window,
         )
 
     def next_waiting(self, session_ids: Iterable[int]) -> dict[int, StatementRecord]:

@@ -22,7 +22,7 @@ from sparkgate.errors.streams import StreamJobActive, StreamJobExists, StreamJob
 from sparkgate.states import ACTIVE_STREAM_JOB_STATES, INACTIVE_STREAM_JOB_STATES, StreamJobState
 from sparkgate.store.database import Database
 from sparkgate.store.pages import read_page
-from sparkgate.store.records import Page, StreamJobRecord
+from sparkgate.store.records import FIRST_PAGE, Page, StreamJobRecord, Window
 from sparkgate.store.schema import stream_jobs, stream_progress, stream_queries, stream_restarts
 
 _INACTIVE_JOB = [s.value for s in INACTIVE_STREAM_JOB_STATES]
@@ -100,30 +100,26 @@ class StreamJobs:
         *,
         states: Iterable[StreamJobState] | None = None,
         owner: str | None = None,
-        offset: int = 0,
-        limit: int = 100,
-        after: str | None = None,
-        count: bool = True,
+        window: Window = FIRST_PAGE,
     ) -> Page[StreamJobRecord]:
-        """Stream jobs by name; ``after``: keyset paging, the jobs named after that (the page's
-        ``next_after`` is the one to pass next). ``count=False`` leaves ``total`` None."""
+        """Stream jobs by name. ``window``: which page; its ``after`` pages by keyset, the
+        jobs named after that (the page's ``next_after`` is the one to pass next);
+        ``count=False`` leaves ``total`` None."""
         where: list[sa.ColumnElement[bool]] = []
         if states is not None:
             where.append(stream_jobs.c.state.in_([s.value for s in states]))
         if owner is not None:
             where.append(stream_jobs.c.owner == owner)
         query = sa.select(stream_jobs).where(*where)
-        if after is not None:
-            query = query.where(stream_jobs.c.name > after)
+        if window.after is not None:
+            query = query.where(stream_jobs.c.name > window.after)
         return read_page(
             self._db,
             query.order_by(stream_jobs.c.name),
             sa.select(sa.func.count()).select_from(stream_jobs).where(*where),
             make=StreamJobRecord.from_row,
             key=lambda job: job.name,
-            offset=offset,
-            limit=limit,
-            count=count,
+            window=window,
         )
 
     def active(self) -> list[StreamJobRecord]:
