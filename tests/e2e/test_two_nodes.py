@@ -13,7 +13,8 @@ from TCLIService import ttypes
 from thrift.transport import THttpClient
 
 from sparkgate.client import Client
-from sparkgate_dev import eventually, free_port
+from sparkgate.store.records import Window
+from sparkgate_dev import ServerProcess, eventually, free_port
 
 ENDLESS = "SELECT sum(id % 7) FROM range(100000000000)"
 ONCE = "SELECT 'once' AS once"
@@ -94,7 +95,7 @@ def test_two_nodes_serve_as_one(pg_url: str, make_server: Any, tmp_path: Any) ->
         assert on_b.wait(after["id"], timeout=60)["state"] == "success"
 
 
-def kill_a_under_a_long_poll(a: Any, b: Any, session_id: int) -> None:
+def kill_a_under_a_long_poll(a: ServerProcess, b: ServerProcess, session_id: int) -> None:
     """SIGKILL node A while a client given both nodes long-polls A, and just after A took a
     submit whose answer it then never sent: the poll is answered by B, and the client's retry
     of the submit through B, with the same Idempotency-Key, answers the query A made, which
@@ -148,5 +149,7 @@ def kill_a_under_a_long_poll(a: Any, b: Any, session_id: int) -> None:
         assert on_b.wait(once["id"], timeout=120)["state"] == "success"
         assert next(on_b.rows(once["id"])) == ["once"]
         with b.store() as store:
-            made = store.statements.list_page(session_id=session_id, limit=1000).items
+            made = store.statements.list_page(
+                session_id=session_id, window=Window(limit=1000)
+            ).items
         assert [q.id for q in made if q.code == ONCE] == [once["id"]]
