@@ -26,6 +26,7 @@ from sparkgate.store import Store
 from sparkgate.store.records import EngineRecord, SessionRecord, StatementRecord
 from sparkgate_dev import (
     TEST_SPARK_CONF,
+    MakeServer,
     ServerProcess,
     free_port,
     kill_engines,
@@ -130,7 +131,7 @@ def server(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iter
 
 
 @pytest.fixture
-def make_server(tmp_path: Path, metastore_uri: str) -> Iterator[Any]:
+def make_server(tmp_path: Path, metastore_uri: str) -> Iterator[MakeServer]:
     """Start servers of a test's own; all of them and their engines are stopped afterwards."""
     started: list[ServerProcess] = []
 

@@ -176,6 +176,10 @@ class ServerProcess:
         eventually(all_running, timeout=timeout, interval=0.5, what="engines running")
 
 
+# The ``make_server`` fixture: a server of a test's own, from a home and setting overrides.
+MakeServer = Callable[..., ServerProcess]
+
+
 def kill_engines(settings: Settings, sig: int = signal.SIGKILL) -> None:
     """Kill every engine process a store knows of (tests clean up all they start)."""
     with contextlib.closing(Store.open(settings.resolved_store_url)) as store:

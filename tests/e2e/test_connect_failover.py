@@ -10,14 +10,14 @@ from typing import Any
 
 import pytest
 
-from sparkgate_dev import eventually, free_port
+from sparkgate_dev import MakeServer, eventually, free_port
 from sparkgate_dev.proxy import TcpProxy
 
 pytestmark = [pytest.mark.spark, pytest.mark.postgres, pytest.mark.timeout(900)]
 
 
 def test_a_client_goes_on_through_another_node(
-    pg_url: str, make_server: Any, tmp_path: Any
+    pg_url: str, make_server: MakeServer, tmp_path: Any
 ) -> None:
     # pg_url first: its schema is dropped after make_server has stopped the nodes and their
     # engines (teardown runs in reverse).

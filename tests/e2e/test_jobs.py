@@ -56,7 +56,9 @@ CLICKS = textwrap.dedent(
 
 
 @pytest.fixture(scope="module")
-def jobs_server(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterator[Any]:
+def jobs_server(
+    tmp_path_factory: pytest.TempPathFactory, metastore_uri: str
+) -> Iterator[ServerProcess]:
     home = tmp_path_factory.mktemp("jobs-server")
     settings = local_test_settings(
         home,

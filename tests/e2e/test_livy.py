@@ -17,7 +17,7 @@ from livy.models import SessionKind, SessionState, SparkRuntimeError, StatementS
 from livy.session import LivySession
 
 from sparkgate.client import Client
-from sparkgate_dev import ServerProcess, eventually
+from sparkgate_dev import MakeServer, ServerProcess, eventually
 from tests.cli.test_cli import sparkgate
 
 
@@ -391,7 +391,7 @@ def test_sessions_and_statements_survive_a_server_restart(server: ServerProcess)
     client.close()
 
 
-def test_csrf_header_is_required_when_switched_on(make_server: Any) -> None:
+def test_csrf_header_is_required_when_switched_on(make_server: MakeServer) -> None:
     # No engines: the check happens before anything would need one.
     server = make_server(shared_engine=False, warm_engines=0, livy_csrf_protection=True)
     with httpx.Client(base_url=server.url, timeout=30) as http:

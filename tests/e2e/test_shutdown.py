@@ -5,13 +5,12 @@ from __future__ import annotations
 
 import subprocess
 import sys
-from typing import Any
 
 from sparkgate.states import LIVE_ENGINE_STATES
-from sparkgate_dev import eventually, wait_pids_gone
+from sparkgate_dev import MakeServer, eventually, wait_pids_gone
 
 
-def test_engines_stop_through_the_api_and_a_home_stops_locally(make_server: Any) -> None:
+def test_engines_stop_through_the_api_and_a_home_stops_locally(make_server: MakeServer) -> None:
     server = make_server(warm_engines=0)
     server.wait_engines_running()
     with server.client() as sg:

@@ -14,7 +14,7 @@ from thrift.transport import THttpClient
 
 from sparkgate.client import Client
 from sparkgate.store.records import Window
-from sparkgate_dev import ServerProcess, eventually, free_port
+from sparkgate_dev import MakeServer, ServerProcess, eventually, free_port
 
 ENDLESS = "SELECT sum(id % 7) FROM range(100000000000)"
 ONCE = "SELECT 'once' AS once"
@@ -22,7 +22,7 @@ ONCE = "SELECT 'once' AS once"
 pytestmark = pytest.mark.postgres
 
 
-def test_two_nodes_serve_as_one(pg_url: str, make_server: Any, tmp_path: Any) -> None:
+def test_two_nodes_serve_as_one(pg_url: str, make_server: MakeServer, tmp_path: Any) -> None:
     # pg_url first: its schema is dropped after make_server has stopped the nodes and their
     # engines (teardown runs in reverse; the other way round, the engines outlived the test).
     home = tmp_path / "shared-home"  # results and warehouse on storage both nodes see

@@ -11,11 +11,10 @@ import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from sparkgate_dev import TEST_SPARK_CONF, cluster, eventually
+from sparkgate_dev import TEST_SPARK_CONF, MakeServer, cluster, eventually
 
 pytestmark = pytest.mark.spark
 
@@ -62,7 +61,7 @@ def test_status_of_a_directory_with_no_cluster_fails(tmp_path: Path) -> None:
 
 
 def test_engines_are_applications_that_share_the_cluster(
-    running: cluster.ClusterInfo, make_server: Any, tmp_path: Path
+    running: cluster.ClusterInfo, make_server: MakeServer, tmp_path: Path
 ) -> None:
     # The defaults, but executors idle for 3 s (not 30) go back: the test need not wait.
     quick = {
