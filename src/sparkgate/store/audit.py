@@ -97,14 +97,13 @@ class AuditLog:
                     audit_events.c.target == f"table:spark_catalog.{name}",
                 )
             )
-        query = sa.select(audit_events).where(*where)
-        if window.after is not None:
-            query = query.where(audit_events.c.id < window.after)
         return read_page(
             self._db,
-            query.order_by(audit_events.c.id.desc()),
+            sa.select(audit_events).where(*where),
             sa.select(sa.func.count()).select_from(audit_events).where(*where),
             make=lambda row: AuditRecord(**row),
             key=lambda event: event.id,
+            by=audit_events.c.id,
+            descending=True,
             window=window,
         )

@@ -270,15 +270,14 @@ class Deployments:
             where.append(deployments.c.owner == owner)
         if states is not None:
             where.append(deployments.c.state.in_([s.value for s in states]))
-        query = sa.select(deployments).where(*where)
-        if window.after is not None:
-            query = query.where(deployments.c.id < window.after)
         return read_page(
             self._db,
-            query.order_by(deployments.c.id.desc()),
+            sa.select(deployments).where(*where),
             sa.select(sa.func.count()).select_from(deployments).where(*where),
             make=DeploymentRecord.from_row,
             key=lambda deployment: deployment.id,
+            by=deployments.c.id,
+            descending=True,
             window=window,
         )
 

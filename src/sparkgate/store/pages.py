@@ -22,11 +22,18 @@ def read_page(
     *,
     make: Callable[[Mapping[Any, Any]], T],
     key: Callable[[T], int | str],
+    by: sa.ColumnElement[Any],
+    descending: bool = False,
     window: Window,
 ) -> Page[T]:
-    """``query`` ordered and filtered (keyset included), ``counting`` its count; the page has
+    """The ``window`` of ``query`` (filtered, not ordered), ``counting`` its count: ordered by
+    the column ``by``, each list's keyset, whose value of a row ``key`` reads from its item;
+    ``window.after`` reads only what comes past that value, in that order. The page has
     ``next_after`` (``key`` of its last item) when one more row than ``limit`` was there."""
-    offset, limit = window.offset, window.limit
+    offset, limit, after = window.offset, window.limit, window.after
+    if after is not None:
+        query = query.where(by < after if descending else by > after)
+    query = query.order_by(by.desc() if descending else by)
     with db.read() as conn:
         total = conn.execute(counting).scalar_one() if window.count else None
         rows = conn.execute(query.offset(offset).limit(limit + 1)).mappings().all()

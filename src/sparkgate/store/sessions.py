@@ -206,15 +206,13 @@ class Sessions:
             where.append(active_or_ended_since(ended_since))
         if one_off is not None:
             where.append(one_off_queries(one_off))
-        query = sa.select(sessions).where(*where)
-        if window.after is not None:
-            query = query.where(sessions.c.id > window.after)
         return read_page(
             self._db,
-            query.order_by(sessions.c.id),
+            sa.select(sessions).where(*where),
             sa.select(sa.func.count()).select_from(sessions).where(*where),
             make=SessionRecord.from_row,
             key=lambda session: session.id,
+            by=sessions.c.id,
             window=window,
         )
 

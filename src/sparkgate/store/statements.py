@@ -241,18 +241,16 @@ class Statements:
             where.append(statements.c.session_id == session_id)
         if states is not None:
             where.append(statements.c.state.in_([s.value for s in states]))
-        order = statements.c.id.desc() if newest_first else statements.c.id
         query = sa.select(statements, sessions.c.owner).select_from(_WITH_SESSION).where(*where)
-        if (after := window.after) is not None:
-            past = statements.c.id < after if newest_first else statements.c.id > after
-            query = query.where(past)
         counted = _WITH_SESSION if scoped else statements
         return read_page(
             self._db,
-            query.order_by(order),
+            query,
             sa.select(sa.func.count()).select_from(counted).where(*where),
             make=StatementRecord.from_row,
             key=lambda statement: statement.id,
+            by=statements.c.id,
+            descending=newest_first,
             window=window,
         )
 

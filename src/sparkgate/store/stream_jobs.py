@@ -110,15 +110,13 @@ class StreamJobs:
             where.append(stream_jobs.c.state.in_([s.value for s in states]))
         if owner is not None:
             where.append(stream_jobs.c.owner == owner)
-        query = sa.select(stream_jobs).where(*where)
-        if window.after is not None:
-            query = query.where(stream_jobs.c.name > window.after)
         return read_page(
             self._db,
-            query.order_by(stream_jobs.c.name),
+            sa.select(stream_jobs).where(*where),
             sa.select(sa.func.count()).select_from(stream_jobs).where(*where),
             make=StreamJobRecord.from_row,
             key=lambda job: job.name,
+            by=stream_jobs.c.name,
             window=window,
         )
 
