@@ -27,6 +27,7 @@ LAYERS: list[set[str]] = [
         "errors",
         "recorded",
         "states",
+        "stream_spec",
         "sql",
         "settings",
         "processes",

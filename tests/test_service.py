@@ -36,6 +36,7 @@ from sparkgate.store import Store
 from sparkgate.store.records import StatementRecord
 from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.store.tokens import TokenNotFound
+from sparkgate.stream_spec import QuerySpec
 from tests.conftest import NOW, force_state, make_service, run_async, succeeded, write_result
 
 ALL = frozenset({"sql", "code", "streams", "jobs"})
@@ -361,7 +362,11 @@ def test_session_streams_are_listed_and_stopped_for_who_sees_the_session(
     other, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)
     force_state(store, "sessions", session.id, "idle")
     query = store.stream_queries.add_for_session(
-        session.id, "ticks_q", now=NOW, spec={"view": "ticks", "format": "noop"}, checkpoint=None
+        session.id,
+        "ticks_q",
+        now=NOW,
+        spec=QuerySpec(name="ticks_q", view="ticks", format="noop"),
+        checkpoint=None,
     )
     force_state(store, "stream_queries", query.id, "running")
     listed = service.streams.in_sessions(user=ALICE, now=NOW)

@@ -30,6 +30,7 @@ from starlette.routing import Mount
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.settings import Settings
 from sparkgate.store.schema import stream_jobs, stream_queries
+from sparkgate.stream_spec import QuerySpec
 from sparkgate_dev import (
     ServerProcess,
     eventually,
@@ -170,7 +171,11 @@ def alice_objects(env: Env) -> dict[str, Any]:
     # And a stopped streaming query of her session, as SAVE STREAM would have left it.
     with env.server.store() as store:
         saved = store.stream_queries.add_for_session(
-            session["id"], "alices_query", now=now, spec={"format": "noop"}, checkpoint=None
+            session["id"],
+            "alices_query",
+            now=now,
+            spec=QuerySpec(name="alices_query", view="v", format="noop"),
+            checkpoint=None,
         )
         with store.db.begin() as conn:
             stopped = stream_queries.update().where(stream_queries.c.id == saved.id)

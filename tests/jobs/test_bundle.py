@@ -6,7 +6,7 @@ import textwrap
 
 from sparkgate.jobs.bundle import load_bundle
 from sparkgate.jobs.files import SourceFile
-from sparkgate.streaming.backoff import RetryPolicy
+from sparkgate.stream_spec import RetryPolicy
 
 
 def yaml(path: str, text: str) -> SourceFile:

@@ -28,7 +28,7 @@ from sparkgate.jobs.steps import new_lineage, register_output
 from sparkgate.sql.parser import parse
 from sparkgate.sql.statements import SaveStream
 from sparkgate.states import StatementKind
-from sparkgate.streaming.backoff import RetryPolicy
+from sparkgate.stream_spec import RetryPolicy
 from sparkgate.streaming.script import check_script
 
 NASTY = [

@@ -27,10 +27,11 @@ from sparkgate.states import (
     StreamQueryState,
 )
 from sparkgate.store import Store
+from sparkgate.stream_spec import QuerySpec
 from tests.conftest import NOW, force_state
 
 J, Q = StreamJobState, StreamQueryState
-SPEC = {"name": "v", "format": "console"}
+SPEC = QuerySpec(name="v", view="v", format="console")
 
 
 @pytest.mark.parametrize(

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparkgate.streaming.backoff import RetryPolicy, after_failure, backoff_delay, is_stable
+from sparkgate.stream_spec import RetryPolicy
+from sparkgate.streaming.backoff import after_failure, backoff_delay, is_stable
 
 # The seed's tables (PSTL sinks, "Exponential Backoff"): failures in a row -> delay in ms.
 NO_RANDOM = [(0, 1000), (1, 2000), (2, 4000), (3, 8000), (4, 16000)]

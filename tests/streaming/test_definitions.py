@@ -7,8 +7,8 @@ import pytest
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.parser import parse
 from sparkgate.sql.statements import CreateStream, OutputMode, SaveStream
-from sparkgate.streaming.backoff import RetryPolicy
-from sparkgate.streaming.definitions import QuerySpec, check_source, connector_hint, query_spec
+from sparkgate.stream_spec import QuerySpec, RetryPolicy
+from sparkgate.streaming.definitions import check_source, connector_hint, query_spec
 from sparkgate.streaming.progress import summarize
 from sparkgate.streaming.script import check_script
 

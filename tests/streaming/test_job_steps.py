@@ -18,7 +18,7 @@ from sparkgate.settings import Settings
 from sparkgate.sql.errors import SqlError
 from sparkgate.states import StatementKind, StatementState, StreamJobState
 from sparkgate.store import Store
-from sparkgate.streaming.backoff import RetryPolicy
+from sparkgate.stream_spec import RetryPolicy
 from sparkgate.streaming.jobplan import Launch, MarkRunning, Situation, Stop, plan
 from sparkgate.streaming.script import Step, launch_steps, script_of
 from tests.conftest import NOW, NoProcesses, force_state

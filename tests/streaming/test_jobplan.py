@@ -21,7 +21,7 @@ from sparkgate.store.records import (
     StreamQueryRecord,
 )
 from sparkgate.store.session_attributes import SessionAttributes
-from sparkgate.streaming.backoff import RetryPolicy
+from sparkgate.stream_spec import QuerySpec, RetryPolicy
 from sparkgate.streaming.jobplan import (
     Finish,
     Launch,
@@ -35,6 +35,7 @@ from sparkgate.streaming.jobplan import (
 )
 
 NOW = 1_800_000_000.0
+SPEC = QuerySpec(name="v", view="v", format="noop")
 POLICY = RetryPolicy(min_backoff=1.0, max_attempts=3, stable_period=60.0)
 SQL = (
     "CREATE STREAM r USING rate;\n"
@@ -80,7 +81,7 @@ def statement(
 def query(state: StreamQueryState, **values: Any) -> StreamQueryRecord:
     base = StreamQueryRecord(
         id=5, job_id=1, session_id=10, statement_id=103, engine_id=3, name="v", state=state,
-        spec={}, checkpoint="/ck/clicks/v", spark_id="s", run_id="r", failures=0, restarts=0,
+        spec=SPEC, checkpoint="/ck/clicks/v", spark_id="s", run_id="r", failures=0, restarts=0,
         next_restart_at=None, error=None, last_progress=None, progress_at=None, version=1,
         created_at=NOW, started_at=NOW, run_started_at=NOW, finished_at=None, updated_at=NOW,
     )  # fmt: skip

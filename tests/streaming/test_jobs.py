@@ -25,10 +25,12 @@ from sparkgate.states import (
     StreamQueryState,
 )
 from sparkgate.store import Store
+from sparkgate.stream_spec import QuerySpec
 from sparkgate.streaming.jobplan import Launch, Situation
 from tests.conftest import NOW, NoProcesses, force_state
 
 J, Q = StreamJobState, StreamQueryState
+SPEC = QuerySpec(name="v", view="v", format="noop")
 SCRIPT = (
     "CREATE STREAM r USING rate;\n"
     "CREATE TEMPORARY VIEW v AS SELECT value FROM r;\n"
@@ -113,7 +115,12 @@ def test_a_stop_while_starting_waits_for_the_queries_then_ends_the_session(
     force_state(store, "sessions", job.session_id, "idle")
     force_state(store, "stream_jobs", job.id, "running", session_id=job.session_id)
     query = store.stream_queries.claim_for_job(
-        job.id, "v", session_id=job.session_id, now=NOW, spec={}, checkpoint="/ck/v"
+        job.id,
+        "v",
+        session_id=job.session_id,
+        now=NOW,
+        spec=SPEC,
+        checkpoint="/ck/v",
     )
     force_state(store, "stream_queries", query.id, "running")
     assert streams.stop("clicks").state is J.STOPPING
@@ -135,7 +142,12 @@ def test_a_lost_engine_relaunches_the_job_after_its_backoff(streams: Streams, st
     assert job.session_id is not None
     force_state(store, "stream_jobs", job.id, "running", session_id=job.session_id)
     query = store.stream_queries.claim_for_job(
-        job.id, "v", session_id=job.session_id, now=NOW, spec={}, checkpoint="/ck/v"
+        job.id,
+        "v",
+        session_id=job.session_id,
+        now=NOW,
+        spec=SPEC,
+        checkpoint="/ck/v",
     )
     force_state(store, "stream_queries", query.id, "running")
     lost = {"code": "ENGINE_LOST", "message": "Engine 1 stopped heartbeating."}
@@ -187,7 +199,12 @@ def test_interactive_queries_left_by_a_dead_engine_are_settled(
     session = make_session(state=SessionState.DEAD, engine_id=engine.id)
     force_state(store, "sessions", session.id, "dead", error={"code": "ENGINE_LOST"})
     query = store.stream_queries.add_for_session(
-        session.id, "v", now=NOW, spec={}, checkpoint=None, engine_id=engine.id
+        session.id,
+        "v",
+        now=NOW,
+        spec=SPEC,
+        checkpoint=None,
+        engine_id=engine.id,
     )
     streams.supervise(NOW)
     settled = store.stream_queries.get(query.id)

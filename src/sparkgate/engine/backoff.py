@@ -28,7 +28,8 @@ from dataclasses import dataclass, replace
 from sparkgate.recorded import ErrorCode, RecordedError
 from sparkgate.states import EngineState
 from sparkgate.store.records import EngineRecord
-from sparkgate.streaming.backoff import RetryPolicy, backoff_delay
+from sparkgate.stream_spec import RetryPolicy
+from sparkgate.streaming.backoff import backoff_delay
 
 HISTORY = 32  # engines of a placement read back; the delay is at its cap long before
 

@@ -23,7 +23,7 @@ from sparkgate.sql.errors import SqlError
 from sparkgate.sql.script import split_script
 from sparkgate.states import StatementKind
 from sparkgate.store.jobs import Fingerprints
-from sparkgate.streaming.backoff import RetryPolicy
+from sparkgate.stream_spec import RetryPolicy
 from sparkgate.streaming.script import check_script
 
 # Where a problem found in the generated SAVE STREAM belongs, by its code.

@@ -106,16 +106,15 @@ class StreamQuery(Body):
         """A query with its recent progress samples and restarts; what it reads and writes,
         how and how often, and its retry policy, from its definition (``spec``)."""
         spec = query.spec
-        trigger = spec.get("trigger")
         return cls.from_record(
             query,
-            source=spec.get("view"),
-            sink=spec.get("table") or spec.get("format"),
-            output_mode=spec.get("output_mode"),
-            trigger=trigger["text"] if trigger else None,
+            source=spec.view,
+            sink=spec.table or spec.format,
+            output_mode=spec.output_mode,
+            trigger=spec.trigger.text if spec.trigger else None,
             last_error=query.error,
             last_progress=_progress_summary(query.last_progress),
-            retry=spec.get("retry"),
+            retry=RetryPolicy.model_validate(spec.retry),
             recent_progress=progress,
             recent_restarts=restarts,
         )

@@ -22,6 +22,7 @@ from sparkgate.states import (
     TableTxnState,
 )
 from sparkgate.store.session_attributes import SessionAttributes
+from sparkgate.stream_spec import QuerySpec
 
 
 def read_error(stored: Mapping[str, Any] | None) -> RecordedError | None:
@@ -311,7 +312,7 @@ class StreamQueryRecord:
     engine_id: int | None
     name: str
     state: StreamQueryState
-    spec: dict[str, Any]
+    spec: QuerySpec
     checkpoint: str | None
     spark_id: str | None
     run_id: str | None
@@ -332,7 +333,7 @@ class StreamQueryRecord:
     def from_row(cls, row: Mapping[Any, Any]) -> StreamQueryRecord:
         values = dict(row)
         values["state"] = StreamQueryState(values["state"])
-        values["spec"] = dict(values["spec"] or {})
+        values["spec"] = QuerySpec.from_json(values["spec"])
         values["error"] = read_error(values["error"])
         return cls(**values)
 

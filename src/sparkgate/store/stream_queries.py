@@ -26,6 +26,7 @@ from sparkgate.store.schema import sessions, stream_jobs, stream_queries
 from sparkgate.store.sessions import active_or_ended_since, in_scope
 from sparkgate.store.stream_history import StreamHistory
 from sparkgate.store.transitions import Transitions
+from sparkgate.stream_spec import QuerySpec
 
 _ACTIVE_QUERY = [s.value for s in ACTIVE_STREAM_QUERY_STATES]
 # A job's query row can be taken by the job's new session from these states.
@@ -114,7 +115,7 @@ class StreamQueries(StreamHistory):
         name: str,
         *,
         now: float,
-        spec: dict[str, Any],
+        spec: QuerySpec,
         checkpoint: str | None,
         statement_id: int | None = None,
         engine_id: int | None = None,
@@ -151,7 +152,7 @@ class StreamQueries(StreamHistory):
         *,
         session_id: int,
         now: float,
-        spec: dict[str, Any],
+        spec: QuerySpec,
         checkpoint: str | None,
         statement_id: int | None = None,
         engine_id: int | None = None,
@@ -205,7 +206,7 @@ class StreamQueries(StreamHistory):
                 session_id=session_id,
                 statement_id=statement_id,
                 engine_id=engine_id,
-                spec=spec,
+                spec=spec.to_json(),
                 checkpoint=checkpoint,
                 run_id=None,
                 next_restart_at=None,
@@ -254,7 +255,7 @@ def _insert(
     session_id: int,
     name: str,
     now: float,
-    spec: dict[str, Any],
+    spec: QuerySpec,
     checkpoint: str | None,
     statement_id: int | None,
     engine_id: int | None,
@@ -269,7 +270,7 @@ def _insert(
             engine_id=engine_id,
             name=name,
             state=StreamQueryState.STARTING.value,
-            spec=spec,
+            spec=spec.to_json(),
             checkpoint=checkpoint,
             failures=0,
             restarts=0,

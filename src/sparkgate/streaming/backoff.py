@@ -16,53 +16,7 @@ import random
 from collections.abc import Callable
 from dataclasses import dataclass
 
-MAX_ATTEMPTS_DEFAULT = 2_147_483_647
-
-
-@dataclass(frozen=True)
-class RetryPolicy:
-    enabled: bool = True
-    max_attempts: int = MAX_ATTEMPTS_DEFAULT
-    min_backoff: float = 1.0  # seconds
-    max_backoff: float = 3600.0
-    random_factor: float = 0.0
-    stable_period: float = 60.0  # running this long with progress resets the failure count
-
-    def __post_init__(self) -> None:
-        if self.max_attempts < 0:
-            raise ValueError("retry.max.attempts must be 0 or more")
-        if self.min_backoff < 0 or self.max_backoff < 0:
-            raise ValueError("backoffs must not be negative")
-        if self.min_backoff > self.max_backoff:
-            raise ValueError(
-                f"retry.min.backoff ({self.min_backoff:g}s) is more than "
-                f"retry.max.backoff ({self.max_backoff:g}s)"
-            )
-        if self.random_factor < 0:
-            raise ValueError("retry.random.factor must be 0 or more")
-        if self.stable_period < 0:
-            raise ValueError("retry.stable.period must not be negative")
-
-    def to_json(self) -> dict[str, object]:
-        return {
-            "enabled": self.enabled,
-            "max_attempts": self.max_attempts,
-            "min_backoff": self.min_backoff,
-            "max_backoff": self.max_backoff,
-            "random_factor": self.random_factor,
-            "stable_period": self.stable_period,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, object]) -> RetryPolicy:
-        return cls(
-            enabled=bool(data["enabled"]),
-            max_attempts=int(str(data["max_attempts"])),
-            min_backoff=float(str(data["min_backoff"])),
-            max_backoff=float(str(data["max_backoff"])),
-            random_factor=float(str(data["random_factor"])),
-            stable_period=float(str(data["stable_period"])),
-        )
+from sparkgate.stream_spec import RetryPolicy
 
 
 def backoff_delay(

@@ -12,15 +12,14 @@ from __future__ import annotations
 
 import difflib
 import re
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from sparkgate.recorded import ErrorCode
 from sparkgate.settings import Settings
 from sparkgate.sql.durations import COMPACT_HELP, parse_duration
 from sparkgate.sql.errors import SqlError
-from sparkgate.sql.statements import CreateStream, Option, OutputMode, SaveStream, Trigger
-from sparkgate.streaming.backoff import RetryPolicy
+from sparkgate.sql.statements import CreateStream, Option, OutputMode, SaveStream
+from sparkgate.stream_spec import QuerySpec, RetryPolicy
 
 FILE_FORMATS = frozenset({"parquet", "json", "csv", "orc", "text", "xml"})
 _ALL_MODES = frozenset(OutputMode)
@@ -61,74 +60,6 @@ RETRY_OPTIONS = (
     "retry.stable.period",
 )
 _QUERY_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]{0,127}")
-
-
-@dataclass(frozen=True)
-class QuerySpec:
-    """Everything needed to (re)start a streaming query, as stored with it."""
-
-    name: str
-    view: str
-    format: str  # Spark's format, or "table" for a catalog table
-    table: str | None = None
-    output_mode: OutputMode | None = None
-    trigger: Trigger | None = None
-    partition_by: tuple[str, ...] = ()
-    options: dict[str, str] = field(default_factory=dict)  # passed to Spark's writer
-    checkpoint_location: str | None = None  # given in OPTIONS; else sparkgate's convention
-    retry: RetryPolicy = field(default_factory=RetryPolicy)
-    sql: str = ""
-
-    @property
-    def resumable(self) -> bool:
-        """Spark's memory sink cannot resume from a checkpoint unless in complete mode: a
-        restart of such a query starts over (without a checkpoint)."""
-        return self.format != "memory" or self.output_mode is OutputMode.COMPLETE
-
-    def checkpoint(self, root: str) -> str | None:
-        """Where the query's checkpoint lives: the option, else ``<root>/<name>``."""
-        if self.checkpoint_location:
-            return self.checkpoint_location
-        if not self.resumable:
-            return None
-        return f"{root.rstrip('/')}/{self.name}"
-
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "view": self.view,
-            "format": self.format,
-            "table": self.table,
-            "output_mode": self.output_mode.value if self.output_mode else None,
-            "trigger": (
-                {"seconds": self.trigger.seconds, "text": self.trigger.text}
-                if self.trigger
-                else None
-            ),
-            "partition_by": list(self.partition_by),
-            "options": dict(self.options),
-            "checkpoint_location": self.checkpoint_location,
-            "retry": self.retry.to_json(),
-            "sql": self.sql,
-        }
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> QuerySpec:
-        trigger = data.get("trigger")
-        mode = data.get("output_mode")
-        return cls(
-            name=data["name"],
-            view=data["view"],
-            format=data["format"],
-            table=data.get("table"),
-            output_mode=OutputMode(mode) if mode else None,
-            trigger=Trigger(float(trigger["seconds"]), trigger["text"]) if trigger else None,
-            partition_by=tuple(data.get("partition_by", ())),
-            options=dict(data.get("options", {})),
-            checkpoint_location=data.get("checkpoint_location"),
-            retry=RetryPolicy.from_json(data["retry"]),
-            sql=data.get("sql", ""),
-        )
 
 
 def query_spec(save: SaveStream, defaults: RetryPolicy) -> QuerySpec:

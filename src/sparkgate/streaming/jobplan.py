@@ -29,7 +29,8 @@ from sparkgate.store.records import (
     StreamJobRecord,
     StreamQueryRecord,
 )
-from sparkgate.streaming.backoff import RetryPolicy, after_failure, is_stable
+from sparkgate.stream_spec import RetryPolicy
+from sparkgate.streaming.backoff import after_failure, is_stable
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,8 @@ from sparkgate.recorded import ErrorCode, RecordedError
 from sparkgate.runtime.failures import recorded_failure
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.statements import CreateStream, SaveStream
-from sparkgate.streaming.definitions import QuerySpec, connector_hint
+from sparkgate.stream_spec import QuerySpec
+from sparkgate.streaming.definitions import connector_hint
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame, SparkSession

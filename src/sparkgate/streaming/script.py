@@ -25,8 +25,8 @@ from sparkgate.sql.parser import parse
 from sparkgate.sql.script import ScriptStatement, split_script
 from sparkgate.sql.statements import CreateStream, SaveStream, StopStream
 from sparkgate.states import StatementKind
-from sparkgate.streaming.backoff import RetryPolicy
-from sparkgate.streaming.definitions import QuerySpec, check_source, query_spec
+from sparkgate.stream_spec import QuerySpec, RetryPolicy
+from sparkgate.streaming.definitions import check_source, query_spec
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.states import StreamQueryState
 from sparkgate.store import Store
-from sparkgate.streaming.definitions import QuerySpec
+from sparkgate.stream_spec import QuerySpec
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame

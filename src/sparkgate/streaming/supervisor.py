@@ -35,8 +35,8 @@ from sparkgate.settings import Settings
 from sparkgate.states import StreamQueryState
 from sparkgate.store import Store
 from sparkgate.store.records import StreamJobRecord, StreamQueryRecord
+from sparkgate.stream_spec import QuerySpec
 from sparkgate.streaming.backoff import is_stable
-from sparkgate.streaming.definitions import QuerySpec
 from sparkgate.streaming.progress import summarize
 from sparkgate.streaming.restarts import Restarts
 from sparkgate.streaming.stopping import Stopping
@@ -123,7 +123,7 @@ class StreamSupervisor:
                 spec.name,
                 session_id=session.record.id,
                 now=now,
-                spec=spec.to_json(),
+                spec=spec,
                 checkpoint=checkpoint,
                 statement_id=statement_id,
                 engine_id=self.engine_id,
@@ -133,7 +133,7 @@ class StreamSupervisor:
                 session.record.id,
                 spec.name,
                 now=now,
-                spec=spec.to_json(),
+                spec=spec,
                 checkpoint=checkpoint,
                 statement_id=statement_id,
                 engine_id=self.engine_id,

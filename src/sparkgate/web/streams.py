@@ -37,7 +37,8 @@ from sparkgate.service.streams import (
     SessionStream,
 )
 from sparkgate.states import SessionState, StreamJobState, StreamQueryState
-from sparkgate.streaming.backoff import RetryPolicy, backoff_delay
+from sparkgate.stream_spec import RetryPolicy
+from sparkgate.streaming.backoff import backoff_delay
 from sparkgate.web.paging import checked_choice, shown, window_of
 from sparkgate.web.templating import render, render_list, timestamp
 
