@@ -8,15 +8,17 @@ the browser's Back, or the link to the first page.
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from enum import Enum
-from typing import Any, TypeVar
+from typing import Generic, TypeVar
 from urllib.parse import urlencode
 
 from sparkgate.errors import InvalidRequest
-from sparkgate.http.paging import paging, window
+from sparkgate.http.paging import window
 from sparkgate.store.records import Page, Window
 
 T = TypeVar("T")
+V = TypeVar("V")
 
 PAGE = 50  # items on a page of a list
 
@@ -34,25 +36,32 @@ def window_of(filters: Mapping[str, str], *, by_name: bool = False) -> Window:
     return window(0, PAGE, filters["after"] or None, by_name=by_name)
 
 
-def shown(
-    key: str, page: Page[T], view: Callable[[T], object], filters: Mapping[str, str]
-) -> dict[str, Any]:
-    """A list page as its template reads it: the items as the API shows them under ``key``
-    (a schema model, or a view's dict: the template reads either), the API's paging fields,
-    and the links (``page_links``)."""
-    listed = {key: [view(item) for item in page.items], **paging(page, filters["after"] or None)}
-    return page_links(listed, filters)
+@dataclass(frozen=True)
+class ListPage(Generic[V]):
+    """A page of a list as its template reads it: the items as the API shows them, the count
+    of the whole list (None when not counted), this page's cursor ("" on the first), and the
+    query strings of this page (for its poll), of the next page (None on the last) and of
+    the first (None on it)."""
+
+    items: list[V]
+    total: int | None
+    after: str
+    query_string: str
+    next_page: str | None
+    first_page: str | None
 
 
-def page_links(page: Mapping[str, Any], filters: Mapping[str, str]) -> dict[str, Any]:
-    """``page`` (an API list answer, with its ``next`` cursor) plus the query strings of this
-    page (for its poll), of the next page (None on the last) and of the first (None on it)."""
+def shown(page: Page[T], view: Callable[[T], V], filters: Mapping[str, str]) -> ListPage[V]:
+    """The page ``page`` of a list, each item through ``view``, with the links between
+    pages that keep ``filters``."""
     after = filters["after"]
-    shown = {k: v for k, v in filters.items() if v and k != "after"}
-    return {
-        **page,
-        "after": after,
-        "query_string": urlencode({**shown, "after": after} if after else shown),
-        "next_page": urlencode({**shown, "after": page["next"]}) if page["next"] else None,
-        "first_page": urlencode(shown) if after else None,
-    }
+    kept = {k: v for k, v in filters.items() if v and k != "after"}
+    next_after = None if page.next_after is None else str(page.next_after)
+    return ListPage(
+        items=[view(item) for item in page.items],
+        total=page.total,
+        after=after,
+        query_string=urlencode({**kept, "after": after} if after else kept),
+        next_page=urlencode({**kept, "after": next_after}) if next_after else None,
+        first_page=urlencode(kept) if after else None,
+    )

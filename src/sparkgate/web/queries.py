@@ -6,8 +6,6 @@ the same access checks, the same views (``sparkgate.schemas``).
 
 from __future__ import annotations
 
-from typing import Any
-
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse, RedirectResponse, Response
 
@@ -19,7 +17,7 @@ from sparkgate.schemas.queries import Query
 from sparkgate.service import Service
 from sparkgate.service.views import result_page_view
 from sparkgate.states import StatementState
-from sparkgate.web.paging import checked_choice, shown, window_of
+from sparkgate.web.paging import ListPage, checked_choice, shown, window_of
 from sparkgate.web.templating import render, render_list
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -49,7 +47,7 @@ def _filters(
     return filters
 
 
-def _page(service: Service, user: Principal, filters: dict[str, str]) -> dict[str, Any]:
+def _page(service: Service, user: Principal, filters: dict[str, str]) -> ListPage[Query]:
     page = service.queries.list_page(
         user=user,
         owner=filters["owner"] or None,
@@ -57,7 +55,7 @@ def _page(service: Service, user: Principal, filters: dict[str, str]) -> dict[st
         states=[StatementState(filters["state"])] if filters["state"] else None,
         window=window_of(filters),
     )
-    return shown("queries", page, Query.of, filters)
+    return shown(page, Query.of, filters)
 
 
 @router.get("/queries")

@@ -6,7 +6,7 @@ the native API does (``sparkgate.schemas``).
 
 from __future__ import annotations
 
-from typing import Any
+from dataclasses import dataclass
 from urllib.parse import urlencode
 
 from fastapi import APIRouter, Request
@@ -20,7 +20,7 @@ from sparkgate.schemas.queries import Session
 from sparkgate.service import Service
 from sparkgate.states import SessionKind, SessionState
 from sparkgate.store.records import Page, SessionRecord, Window
-from sparkgate.web.paging import checked_choice, shown, window_of
+from sparkgate.web.paging import ListPage, checked_choice, shown, window_of
 from sparkgate.web.templating import render, render_list
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -37,7 +37,18 @@ def _session_filters(
     }
 
 
-def _sessions(service: Service, user: Principal, filters: dict[str, str]) -> dict[str, Any]:
+@dataclass(frozen=True)
+class OneOffSessions:
+    """The one-off queries' sessions a page of sessions leaves out (0 when it shows them),
+    and the link that shows or hides them."""
+
+    hidden: int
+    toggle: str
+
+
+def _sessions(
+    service: Service, user: Principal, filters: dict[str, str]
+) -> tuple[ListPage[Session], OneOffSessions]:
     """A page of sessions. One-off queries' sessions (one each, ended with it: most of a new
     user's) are left out unless asked for; the page says how many, and links to them."""
 
@@ -56,11 +67,8 @@ def _sessions(service: Service, user: Principal, filters: dict[str, str]) -> dic
     # The same list with them, or without them again (its first page).
     kept = {k: v for k, v in filters.items() if v and k not in {"after", "one_off"}}
     toggled = urlencode(kept if with_one_off else {**kept, "one_off": "true"})
-    return {
-        **shown("sessions", page, Session.of, filters),
-        "one_off_hidden": hidden,
-        "one_off_toggle": f"/ui/sessions?{toggled}" if toggled else "/ui/sessions",
-    }
+    toggle = f"/ui/sessions?{toggled}" if toggled else "/ui/sessions"
+    return shown(page, Session.of, filters), OneOffSessions(hidden, toggle)
 
 
 @router.get("/sessions")
@@ -74,11 +82,13 @@ def sessions_page(
     after: str | None = None,
 ) -> HTMLResponse:
     filters = _session_filters(state, kind, one_off, after)
+    page, one_off_sessions = _sessions(service, user, filters)
     return render_list(
         request,
         "sessions.html",
         "_sessions_table.html",
-        page=_sessions(service, user, filters),
+        page=page,
+        one_off=one_off_sessions,
         filters=filters,
         states=[s.value for s in SessionState],
         kinds=[k.value for k in SessionKind],
@@ -95,16 +105,12 @@ def kill_session(
     )
 
 
-def _engines(service: Service, all_engines: bool) -> dict[str, Any]:
-    engines = service.engines.list_all(live_only=not all_engines)
-    return {"engines": [Engine.of(e) for e in engines], "all": all_engines}
-
-
 @router.get("/engines")
 def engines_page(
     request: Request, service: ServiceDep, user: UserDep, all: bool = False
 ) -> HTMLResponse:
-    return render_list(request, "engines.html", "_engines_table.html", **_engines(service, all))
+    engines = [Engine.of(e) for e in service.engines.list_all(live_only=not all)]
+    return render_list(request, "engines.html", "_engines_table.html", engines=engines, all=all)
 
 
 @router.post("/engines/{engine_id}/recycle")

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
-from typing import Any
 
 from fastapi import APIRouter, Request
 from fastapi.responses import HTMLResponse
@@ -23,7 +22,13 @@ from sparkgate.errors.streams import StreamJobBusy
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.params import Id, Offset
 from sparkgate.schemas.common import Body
-from sparkgate.schemas.streams import StreamJobDetail, StreamProgress, StreamQuery, StreamRestart
+from sparkgate.schemas.streams import (
+    StreamJobBrief,
+    StreamJobDetail,
+    StreamProgress,
+    StreamQuery,
+    StreamRestart,
+)
 from sparkgate.service import Service
 from sparkgate.service.stream_views import (
     query_detail_view,
@@ -39,7 +44,7 @@ from sparkgate.service.streams import (
 from sparkgate.states import SessionState, StreamJobState, StreamQueryState
 from sparkgate.stream_spec import RetryPolicy
 from sparkgate.streaming.backoff import backoff_delay
-from sparkgate.web.paging import checked_choice, shown, window_of
+from sparkgate.web.paging import ListPage, checked_choice, shown, window_of
 from sparkgate.web.templating import render, render_list, timestamp
 
 router = APIRouter(prefix="/ui", include_in_schema=False)
@@ -69,7 +74,7 @@ class SessionQuery(StreamQuery):
         return cls(**dict(query), owner=stream.session.owner, session_state=stream.session.state)
 
 
-def _filters(state: str | None, owner: str | None, after: str | None) -> dict[str, Any]:
+def _filters(state: str | None, owner: str | None, after: str | None) -> dict[str, str]:
     return {
         "state": checked_choice("state", state, StreamJobState, "stream job state"),
         "owner": owner or "",
@@ -77,17 +82,17 @@ def _filters(state: str | None, owner: str | None, after: str | None) -> dict[st
     }
 
 
-def _page(service: Service, user: Principal, filters: dict[str, Any]) -> dict[str, Any]:
+def _page(service: Service, user: Principal, filters: dict[str, str]) -> ListPage[StreamJobBrief]:
     page = service.streams.list_page(
         user=user,
         owner=filters["owner"] or None,
         states=[StreamJobState(filters["state"])] if filters["state"] else None,
         window=window_of(filters, by_name=True),
     )
-    return shown("streams", page, stream_summary_view, filters)
+    return shown(page, stream_summary_view, filters)
 
 
-def _in_sessions(service: Service, user: Principal, filters: dict[str, Any]) -> list[SessionQuery]:
+def _in_sessions(service: Service, user: Principal, filters: dict[str, str]) -> list[SessionQuery]:
     state = filters["state"]
     if state and state not in {s.value for s in StreamQueryState}:
         return []  # a state only stream jobs have
