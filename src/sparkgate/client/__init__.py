@@ -28,8 +28,10 @@ from typing import Any
 
 from sparkgate.client.access import AccessCalls
 from sparkgate.client.auth import PERSONAL_TOKEN_PREFIX, BearerAuth
+from sparkgate.client.engines import EngineCalls
 from sparkgate.client.jobs import JobCalls
 from sparkgate.client.queries import FINAL_STATES, QueryCalls
+from sparkgate.client.streams import StreamCalls
 from sparkgate.client.tables import TableCalls, format_of
 from sparkgate.client.transport import DEFAULT_SERVER, ClientError, servers_of
 
@@ -45,7 +47,7 @@ __all__ = [
 ]
 
 
-class Client(QueryCalls, JobCalls, AccessCalls, TableCalls):
+class Client(QueryCalls, StreamCalls, EngineCalls, JobCalls, AccessCalls, TableCalls):
     """The native API's calls (grouped by resource, one module each) over one transport
     (``transport``: which node, failover, retries)."""
 

@@ -1,10 +1,13 @@
-"""What the resource methods put in a request besides its path: the paging and filters of a
-list's query, and the Idempotency-Key of a submit. Shared by every group of calls, so in a
-module of their own."""
+"""What the resource methods share besides the transport: the paging and filters of a
+list's query, the Idempotency-Key of a submit, and the poll of the ``wait_*`` calls (for the
+resources the server holds no long poll for). Shared by every group of calls, so in a module
+of their own."""
 
 from __future__ import annotations
 
+import time
 import uuid
+from collections.abc import Callable
 from typing import Any
 
 
@@ -33,3 +36,19 @@ def given(**fields: Any) -> dict[str, Any]:
     set is left out of the request, not sent as null, so the server applies its own default;
     callers pass ``x or None`` where an empty value also means "not set"."""
     return {key: value for key, value in fields.items() if value is not None}
+
+
+def poll(
+    read: Callable[[], dict[str, Any]],
+    done: Callable[[dict[str, Any]], bool],
+    timeout: float,
+    pause: float,
+) -> dict[str, Any]:
+    """``read()`` every ``pause`` seconds until ``done`` says yes of what it read, or
+    ``timeout`` passes: the last answer read, in either case (the caller looks at its state)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        answer = read()
+        if done(answer) or time.monotonic() > deadline:
+            return answer
+        time.sleep(pause)

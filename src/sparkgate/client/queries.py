@@ -10,7 +10,7 @@ from typing import Any
 
 import httpx
 
-from sparkgate.client._params import given, idempotency, paging
+from sparkgate.client._params import given, idempotency, paging, poll
 from sparkgate.client.transport import Transport
 
 FINAL_STATES = frozenset({"success", "failed", "cancelled"})
@@ -61,12 +61,7 @@ class QueryCalls(Transport):
         self, session_id: int, states: set[str], timeout: float = 300
     ) -> dict[str, Any]:
         """Poll until the session is in one of ``states`` (sessions have no long poll)."""
-        deadline = time.monotonic() + timeout
-        while True:
-            session = self.session(session_id)
-            if session["state"] in states or time.monotonic() > deadline:
-                return session
-            time.sleep(0.2)
+        return poll(lambda: self.session(session_id), lambda s: s["state"] in states, timeout, 0.2)
 
     # queries
     def submit(

@@ -1,9 +1,10 @@
 """How every call of the client goes: to the current node or, when it cannot answer, the
 next ones (the failover the package's docstring describes), and the error a call raises.
 
-Kept apart from the resource methods (``queries``, ``jobs``, ``access``, ``tables``), which
-only say which path to call with what: whether a request may be sent twice, to which node,
-and how long to go on trying is decided here once, for every one of them.
+Kept apart from the resource methods (``queries``, ``streams``, ``engines``, ``jobs``,
+``access``, ``tables``), which only say which path to call with what: whether a request may
+be sent twice, to which node, and how long to go on trying is decided here once, for every
+one of them.
 """
 
 from __future__ import annotations
