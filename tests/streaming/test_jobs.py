@@ -25,6 +25,7 @@ from sparkgate.states import (
     StreamQueryState,
 )
 from sparkgate.store import Store
+from sparkgate.store.records import StreamJobRecord, StreamQueryRecord
 from sparkgate.stream_spec import QuerySpec
 from sparkgate.streaming.jobplan import Launch, Situation
 from tests.conftest import NOW, NoProcesses, force_state
@@ -105,6 +106,16 @@ def test_stop_and_start_without_an_engine(streams: Streams, store: Store) -> Non
     assert streams.start("clicks").state is J.PENDING
 
 
+def _running_query(store: Store, job: StreamJobRecord) -> StreamQueryRecord:
+    """The job's query ``v`` as its engine would have started it."""
+    assert job.session_id is not None
+    query = store.stream_queries.claim_for_job(
+        job.id, "v", session_id=job.session_id, now=NOW, spec=SPEC, checkpoint="/ck/v"
+    )
+    force_state(store, "stream_queries", query.id, "running")
+    return query
+
+
 def test_a_stop_while_starting_waits_for_the_queries_then_ends_the_session(
     streams: Streams, store: Store
 ) -> None:
@@ -114,15 +125,7 @@ def test_a_stop_while_starting_waits_for_the_queries_then_ends_the_session(
     assert job.session_id is not None
     force_state(store, "sessions", job.session_id, "idle")
     force_state(store, "stream_jobs", job.id, "running", session_id=job.session_id)
-    query = store.stream_queries.claim_for_job(
-        job.id,
-        "v",
-        session_id=job.session_id,
-        now=NOW,
-        spec=SPEC,
-        checkpoint="/ck/v",
-    )
-    force_state(store, "stream_queries", query.id, "running")
+    query = _running_query(store, job)
     assert streams.stop("clicks").state is J.STOPPING
     assert store.stream_queries.get(query.id).state is Q.STOPPING
     with pytest.raises(StreamJobBusy):
@@ -141,15 +144,7 @@ def test_a_lost_engine_relaunches_the_job_after_its_backoff(streams: Streams, st
     job = store.stream_jobs.get("clicks")
     assert job.session_id is not None
     force_state(store, "stream_jobs", job.id, "running", session_id=job.session_id)
-    query = store.stream_queries.claim_for_job(
-        job.id,
-        "v",
-        session_id=job.session_id,
-        now=NOW,
-        spec=SPEC,
-        checkpoint="/ck/v",
-    )
-    force_state(store, "stream_queries", query.id, "running")
+    query = _running_query(store, job)
     lost = {"code": "ENGINE_LOST", "message": "Engine 1 stopped heartbeating."}
     force_state(store, "sessions", job.session_id, "dead", error=lost)
 
