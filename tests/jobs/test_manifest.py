@@ -6,7 +6,8 @@ import textwrap
 
 import pytest
 
-from sparkgate.jobs.files import ManifestError, SourceFile
+from sparkgate.errors.jobs import ManifestError
+from sparkgate.jobs.files import SourceFile
 from sparkgate.jobs.manifest import Manifest, deep_merge, load_manifests
 
 TEMPLATE = SourceFile(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 from sparkgate.errors import Conflict, ErrorCode, InvalidRequest, NotFound
 
@@ -31,21 +32,34 @@ class JobRunNotFound(NotFound):
         super().__init__(f"Job run {run_id} does not exist.", run_id=run_id)
 
 
+@dataclass(frozen=True)
+class ManifestError:
+    """A problem in a manifest, the template or a definitions file."""
+
+    file: str
+    field: str | None  # "retry.max-attempts", "sources.0", "statement 3"; None: the file
+    line: int | None  # 1-based; None when the problem has no place (a missing field)
+    message: str
+
+    def __str__(self) -> str:
+        where = self.file + (f":{self.line}" if self.line else "")
+        what = f" {self.field}:" if self.field else ""
+        return f"{where}:{what} {self.message}"
+
+    def to_json(self) -> dict[str, str | int | None]:
+        return {"file": self.file, "field": self.field, "line": self.line, "message": self.message}
+
+
 class ManifestsInvalid(InvalidRequest):
     """Manifests, the template or definition files have problems: nothing was deployed."""
 
     code = ErrorCode.MANIFESTS_INVALID
 
-    def __init__(self, errors: list[dict[str, Any]]) -> None:
-        lines = []
-        for e in errors:
-            where = str(e["file"]) + (f":{e['line']}" if e.get("line") else "")
-            what = f" {e['field']}:" if e.get("field") else ""
-            lines.append(f"{where}:{what} {e['message']}")
+    def __init__(self, errors: Sequence[ManifestError]) -> None:
         count = f"{len(errors)} problem{'s' if len(errors) != 1 else ''}"
         super().__init__(
-            f"Nothing was deployed: {count} in the manifests.\n" + "\n".join(lines),
-            errors=errors,
+            f"Nothing was deployed: {count} in the manifests.\n" + "\n".join(map(str, errors)),
+            errors=[e.to_json() for e in errors],
         )
 
 

@@ -12,8 +12,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from sparkgate.errors.jobs import ManifestError
 from sparkgate.jobs.definitions import Definition, read_definitions, used_definitions
-from sparkgate.jobs.files import ManifestError, SourceFile
+from sparkgate.jobs.files import SourceFile
 from sparkgate.jobs.fingerprint import canonical_table, job_fingerprints
 from sparkgate.jobs.manifest import LoadedManifest, Manifest, load_manifests
 from sparkgate.jobs.plan import Declared

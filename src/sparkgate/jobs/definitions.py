@@ -22,7 +22,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from sparkgate.jobs.files import ManifestError, SourceFile
+from sparkgate.errors.jobs import ManifestError
+from sparkgate.jobs.files import SourceFile
 from sparkgate.sql.errors import SqlError
 from sparkgate.sql.lexer import Lexeme, lex
 from sparkgate.sql.parser import parse

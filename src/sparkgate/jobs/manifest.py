@@ -39,7 +39,8 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from sparkgate.errors import InvalidRequest
-from sparkgate.jobs.files import ManifestError, SourceFile
+from sparkgate.errors.jobs import ManifestError
+from sparkgate.jobs.files import SourceFile
 from sparkgate.jobs.manifest_checks import check_fields
 from sparkgate.jobs.yaml_lines import KeyLines, parse_yaml
 from sparkgate.sql.durations import format_duration, parse_duration

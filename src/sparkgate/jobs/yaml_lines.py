@@ -14,7 +14,7 @@ from typing import Any
 
 import yaml
 
-from sparkgate.jobs.files import ManifestError
+from sparkgate.errors.jobs import ManifestError
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ class Deployer:
         ``user``: who deploys (the deployment's owner, and the owner of stream jobs it makes)."""
         bundle = load_bundle(manifests, template, definitions, retry_defaults(self.settings))
         if not bundle.ok:
-            raise ManifestsInvalid([e.to_json() for e in bundle.errors])
+            raise ManifestsInvalid(bundle.errors)
         if check is not None:
             check(bundle)  # the caller's access checks (denied Spark settings), before anything
         files = files_of(manifests, template, definitions)
