@@ -230,24 +230,6 @@ class Page(Generic[T]):
 
 
 @dataclass(frozen=True)
-class Scope:
-    """Whose rows a read may return: everyone's when neither is set; else those ``owner``
-    owns and, with ``creator``, those ``creator`` made for another user (a session's
-    ``attributes.created_by``: an impersonator's). Lists filter by it in SQL (the store's
-    ``owner=``/``creator=``), by-id reads check a row with ``admits``: the same rule."""
-
-    owner: str | None = None
-    creator: str | None = None
-
-    def admits(self, owner: str | None, created_by: object = None) -> bool:
-        if self.owner is None and self.creator is None:
-            return True
-        return (self.owner is not None and owner == self.owner) or (
-            self.creator is not None and created_by == self.creator
-        )
-
-
-@dataclass(frozen=True)
 class Window:
     """Which page of a list to read: ``limit`` rows from ``offset``, or after the keyset
     cursor ``after`` (an id or a name, as the list is ordered); ``count``: count every
