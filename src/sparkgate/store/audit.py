@@ -102,7 +102,6 @@ class AuditLog:
             sa.select(audit_events).where(*where),
             sa.select(sa.func.count()).select_from(audit_events).where(*where),
             make=lambda row: AuditRecord(**row),
-            key=lambda event: event.id,
             by=audit_events.c.id,
             descending=True,
             window=window,

@@ -275,7 +275,6 @@ class Deployments:
             sa.select(deployments).where(*where),
             sa.select(sa.func.count()).select_from(deployments).where(*where),
             make=DeploymentRecord.from_row,
-            key=lambda deployment: deployment.id,
             by=deployments.c.id,
             descending=True,
             window=window,

@@ -21,15 +21,14 @@ def read_page(
     counting: sa.Select[Any],
     *,
     make: Callable[[Mapping[Any, Any]], T],
-    key: Callable[[T], int | str],
     by: sa.ColumnElement[Any],
     descending: bool = False,
     window: Window,
 ) -> Page[T]:
-    """The ``window`` of ``query`` (filtered, not ordered), ``counting`` its count: ordered by
-    the column ``by``, each list's keyset, whose value of a row ``key`` reads from its item;
+    """The ``window`` of ``query`` (filtered, not ordered), ``counting`` its count, each row
+    made an item by ``make``: ordered by the column ``by``, each list's keyset, and
     ``window.after`` reads only what comes past that value, in that order. The page has
-    ``next_after`` (``key`` of its last item) when one more row than ``limit`` was there."""
+    ``next_after`` (its last row's ``by``) when one more row than ``limit`` was there."""
     offset, limit, after = window.offset, window.limit, window.after
     if after is not None:
         query = query.where(by < after if descending else by > after)
@@ -39,4 +38,4 @@ def read_page(
         rows = conn.execute(query.offset(offset).limit(limit + 1)).mappings().all()
     items = [make(row) for row in rows[:limit]]
     more = len(rows) > limit and bool(items)
-    return Page(items, total, offset, limit, key(items[-1]) if more else None)
+    return Page(items, total, offset, limit, rows[limit - 1][by] if more else None)

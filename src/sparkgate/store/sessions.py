@@ -211,7 +211,6 @@ class Sessions:
             sa.select(sessions).where(*where),
             sa.select(sa.func.count()).select_from(sessions).where(*where),
             make=SessionRecord.from_row,
-            key=lambda session: session.id,
             by=sessions.c.id,
             window=window,
         )

@@ -248,7 +248,6 @@ class Statements:
             query,
             sa.select(sa.func.count()).select_from(counted).where(*where),
             make=StatementRecord.from_row,
-            key=lambda statement: statement.id,
             by=statements.c.id,
             descending=newest_first,
             window=window,

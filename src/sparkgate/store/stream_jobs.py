@@ -115,7 +115,6 @@ class StreamJobs:
             sa.select(stream_jobs).where(*where),
             sa.select(sa.func.count()).select_from(stream_jobs).where(*where),
             make=StreamJobRecord.from_row,
-            key=lambda job: job.name,
             by=stream_jobs.c.name,
             window=window,
         )
