@@ -75,10 +75,16 @@ class PagingFields(TypedDict):
     limit: int
 
 
+def next_cursor(page: Page[Any]) -> str | None:
+    """The ``?after=`` that reads the page after ``page`` (None: it is the last), as every
+    list answer (``next``) and the dashboard's page links give it."""
+    return None if page.next_after is None else str(page.next_after)
+
+
 def paging(page: Page[Any], after: str | None) -> PagingFields:
     """The paging fields of a list answer. A keyset page has no offset (null)."""
     return {
-        "next": None if page.next_after is None else str(page.next_after),
+        "next": next_cursor(page),
         "total": page.total,
         "offset": None if after is not None else page.offset,
         "limit": page.limit,

@@ -14,7 +14,7 @@ from typing import Generic, TypeVar
 from urllib.parse import urlencode
 
 from sparkgate.errors import InvalidRequest
-from sparkgate.http.paging import window
+from sparkgate.http.paging import next_cursor, window
 from sparkgate.store.records import Page, Window
 
 T = TypeVar("T")
@@ -56,7 +56,7 @@ def shown(page: Page[T], view: Callable[[T], V], filters: Mapping[str, str]) -> 
     pages that keep ``filters``."""
     after = filters["after"]
     kept = {k: v for k, v in filters.items() if v and k != "after"}
-    next_after = None if page.next_after is None else str(page.next_after)
+    next_after = next_cursor(page)
     return ListPage(
         items=[view(item) for item in page.items],
         total=page.total,
