@@ -7,9 +7,9 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping
 from datetime import UTC, datetime
-from typing import Annotated, Self
+from typing import Annotated, Any, ClassVar, Self
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, ValidationInfo, model_validator
 
 
 def _stamped(value: object) -> object:
@@ -62,10 +62,40 @@ class Body(BaseModel):
     model_config = ConfigDict(extra="forbid", from_attributes=True)
 
     @classmethod
+    def read(cls, answer: object) -> Self:
+        """The model of an answer a server sent (the client's reading): keys this release does
+        not know, which a newer server may add, are left out instead of refused, in nested
+        models too; the server's own models stay closed."""
+        return cls.model_validate(answer, context=_ANSWER)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _newer_keys(cls, data: Any, info: ValidationInfo) -> Any:
+        if info.context is not _ANSWER or not isinstance(data, dict):
+            return data
+        known = cls._known_keys()
+        return {key: value for key, value in data.items() if key in known}
+
+    @classmethod
+    def _known_keys(cls) -> frozenset[str]:
+        keys = cls.__dict__.get("_keys")
+        if keys is None:  # per class (not inherited): a subclass has fields of its own
+            # An aliased field is read by its alias only (``schema``), as the server sends it.
+            keys = frozenset(field.alias or name for name, field in cls.model_fields.items())
+            cls._keys = keys
+        return keys
+
+    _keys: ClassVar[frozenset[str] | None] = None
+
+    @classmethod
     def from_record(cls, record: object, **differing: object) -> Self:
         """The model of ``record``, with ``differing``: the fields the record does not have
         as they are (another name, a value computed from it)."""
         return cls.model_validate(_Overlay(record, differing) if differing else record)
+
+
+# The validation context of an answer read by the client (``Body.read``).
+_ANSWER = {"reading": "answer"}
 
 
 class _Overlay:

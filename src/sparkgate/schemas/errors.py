@@ -36,6 +36,10 @@ class RecordedError(BaseModel):
         """A record's ``error`` (None: it did not fail)."""
         return None if stored is None else cls.model_validate(stored)
 
+    def param(self, name: str) -> Any:
+        """One of the further keys (``position``, ``sql_state``, ...); None when it has none."""
+        return (self.model_extra or {}).get(name)
+
 
 class FieldProblem(_Closed):
     field: str = Field(description="Where: a query parameter, or a dotted path in the body.")
