@@ -120,7 +120,7 @@ def main() -> None:
 
     with bench_server(console) as server:
         clients = [Client(server.url, timeout=120) for _ in range(args.sessions)]
-        sessions = [c.create_session()["id"] for c in clients]
+        sessions = [c.create_session().id for c in clients]
         for client, session in zip(clients, sessions, strict=True):
             client.wait_session(session, {"idle"}, timeout=300)
         spark = raw_spark(server, "bench-cpu-raw")
@@ -146,7 +146,7 @@ def main() -> None:
         def gate(index: int, times: int) -> None:
             for _ in range(times):
                 done = clients[index].submit(sql, session_id=sessions[index], wait=60)
-                assert done["state"] == "success", done
+                assert done.state == "success", done
 
         per_thread = args.statements
         warm = args.warmup

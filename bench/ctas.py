@@ -34,6 +34,7 @@ from rich.table import Table
 
 from bench.harness import bench_server, raw_spark
 from sparkgate.client import Client
+from sparkgate.schemas.queries import Query
 
 WORKLOADS = {
     "flat": "USING parquet AS SELECT id, id % 1000 AS k, concat('row-', id) AS label "
@@ -56,9 +57,9 @@ def main() -> None:
 
     with bench_server(console) as server, server.client() as sg:
         session = sg.create_session()
-        sg.wait_session(session["id"], {"idle"}, timeout=300)
+        sg.wait_session(session.id, {"idle"}, timeout=300)
         spark = raw_spark(server, "bench-ctas-raw")
-        bench = Bench(spark, sg, session["id"], args.rows)
+        bench = Bench(spark, sg, session.id, args.rows)
         bench.warm_up()
         table = Table(
             title=f"CTAS of {args.rows:,} rows, seconds (median of {args.runs}, "
@@ -160,16 +161,17 @@ class Bench:
         start = time.perf_counter()
         done = self._ok(f"{verb} TABLE {name} {clauses}")
         seconds = time.perf_counter() - start
-        ctas = (done.get("output") or {}).get("ctas", {})
+        ctas = (done.output or {}).get("ctas", {})
         assert ctas.get("path") == ("plain" if path == "plain" else "atomic"), done
-        finished = datetime.fromisoformat(done["finished_at"].replace("Z", "+00:00")).timestamp()
+        assert done.finished_at is not None
+        finished = datetime.fromisoformat(done.finished_at.replace("Z", "+00:00")).timestamp()
         seen_at, count = watcher.wait()
         return Run(seconds, name, seen_at - finished, count == self.rows, ctas.get("commit_ms"))
 
-    def _ok(self, sql: str) -> dict[str, Any]:
+    def _ok(self, sql: str) -> Query:
         submitted = self.sg.submit(sql, session_id=self.session_id)
-        done = self.sg.wait(submitted["id"], timeout=1800)
-        assert done["state"] == "success", done
+        done = self.sg.wait(submitted.id, timeout=1800)
+        assert done.state == "success", done
         return done
 
 

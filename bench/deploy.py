@@ -33,6 +33,7 @@ from rich.console import Console
 from rich.table import Table
 
 from sparkgate.client import Client
+from sparkgate.schemas.jobs import Deployment
 from sparkgate.streaming.runner import stop_gracefully
 from sparkgate_dev import ServerProcess, eventually, kill_engines, local_test_settings
 
@@ -112,14 +113,14 @@ def main() -> None:
 
 def timed_deploy(
     sg: Client, manifests: list[dict[str, str]], **options: Any
-) -> tuple[float, dict[str, Any]]:
+) -> tuple[float, Deployment]:
     start = time.perf_counter()
     submitted = sg.deploy(manifests, template=TEMPLATE, **options)
     if options.get("plan_only"):
         return time.perf_counter() - start, submitted
-    done = sg.wait_deployment(submitted["id"], timeout=600)
+    done = sg.wait_deployment(submitted.id, timeout=600)
     elapsed = time.perf_counter() - start
-    assert done["state"] == "succeeded", done
+    assert done.state == "succeeded", done
     return elapsed, done
 
 
@@ -151,7 +152,7 @@ def restart_resume(sg: Client, repeats: int) -> float:
         change = f"properties: {{spark.sql.shuffle.partitions: {round_ + 3}}}\n"
         eventually(lambda: _progress(sg, "warm") >= 2, timeout=120, what="warm progress")
         elapsed, done = timed_deploy(sg, [stream_manifest("warm", change)])
-        assert done["decisions"][0]["action"] == "restart-resume", done
+        assert done.decisions[0].action == "restart-resume", done
         times.append(elapsed)
     return statistics.median(times)
 
@@ -165,16 +166,16 @@ def batch_runs(sg: Client, repeats: int) -> float:
     times = []
     for _ in range(repeats + 1):
         start = time.perf_counter()
-        run = sg.wait_job_run("totals", sg.run_job("totals")["id"], timeout=600)
+        run = sg.wait_job_run("totals", sg.run_job("totals").id, timeout=600)
         times.append(time.perf_counter() - start)
-        assert run["state"] == "succeeded", run
+        assert run.state == "succeeded", run
     return statistics.median(times[1:])  # the first run warms the shared engine's session
 
 
 def _progress(sg: Client, job: str) -> int:
-    queries = sg.stream(job)["queries"]
-    last = (queries[0]["last_progress"] or {}) if queries else {}
-    return int(last.get("batch_id", -1)) if queries and queries[0]["state"] == "running" else -1
+    queries = sg.stream(job).queries
+    last = (queries[0].last_progress or {}) if queries else {}
+    return int(last.get("batch_id", -1)) if queries and queries[0].state == "running" else -1
 
 
 # -- raw PySpark --------------------------------------------------------------------------

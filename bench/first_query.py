@@ -129,8 +129,8 @@ def after_idle(
 
 
 def _idle_session(sg: Client, idle: float, rounds: int) -> list[tuple[str, list[float], str]]:
-    session = sg.create_session()["id"]
-    assert sg.wait_session(session, {"idle", "dead", "error"}, 300)["state"] == "idle"
+    session = sg.create_session().id
+    assert sg.wait_session(session, {"idle", "dead", "error"}, 300).state == "idle"
     warm = [timed_query(sg, session_id=session) for _ in range(3)]
     after = []
     for _ in range(rounds):

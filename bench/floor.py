@@ -74,6 +74,8 @@ from bench.harness import (
 from bench.status import fresh_pg_database
 from sparkgate.catalog.metastore import read_record
 from sparkgate.client import Client
+from sparkgate.schemas.engines import Engine
+from sparkgate.schemas.queries import WaitedQuery
 from sparkgate_dev import ServerProcess, eventually
 
 TRIVIAL = "SELECT 1"
@@ -319,7 +321,7 @@ def step(console: Console, store: str, what: str) -> None:
 
 
 def open_session(sg: Client) -> int:
-    session_id: int = sg.create_session()["id"]
+    session_id: int = sg.create_session().id
     wait_idle(sg, session_id)
     return session_id
 
@@ -327,7 +329,7 @@ def open_session(sg: Client) -> int:
 def wait_idle(sg: Client, session_id: int, timeout: float = 300) -> None:
     # Client.wait_session sleeps 0.2 s between looks: too coarse to time.
     deadline = time.monotonic() + timeout
-    while (state := sg.session(session_id)["state"]) != "idle":
+    while (state := sg.session(session_id).state) != "idle":
         if state not in ("starting", "busy") or time.monotonic() > deadline:
             raise AssertionError(f"session {session_id} is {state}, not idle")
         time.sleep(0.01)
@@ -392,19 +394,20 @@ def old_path(sg: Client, plan: Plan) -> Row:
 def own_engine_one_off(sg: Client) -> tuple[float, str]:
     """Milliseconds, and where they went (waiting for an engine, running)."""
     warm = [
-        e["id"]
-        for e in sg.engines()["engines"]
-        if e["kind"] == "dedicated" and e["state"] == "running" and not e["session_id"]
+        e.id
+        for e in sg.engines().engines
+        if e.kind == "dedicated" and e.state == "running" and not e.session_id
     ]
     started = time.perf_counter()
     submitted = sg.submit(TRIVIAL, isolation="engine")
-    done = sg.wait(submitted["id"], timeout=600)
-    assert done["state"] == "success", done
-    sg.result(submitted["id"])
+    done = sg.wait(submitted.id, timeout=600)
+    assert done.state == "success", done
+    sg.result(submitted.id)
     ms = (time.perf_counter() - started) * 1000
+    assert done.started_at is not None and done.finished_at is not None
     created, began, finished = (
-        datetime.fromisoformat(done[name].replace("Z", "+00:00"))
-        for name in ("created_at", "started_at", "finished_at")
+        datetime.fromisoformat(moment.replace("Z", "+00:00"))
+        for moment in (done.created_at, done.started_at, done.finished_at)
     )
     ready = "a warm engine ready" if warm else "no warm engine ready"
     return ms, (
@@ -413,13 +416,13 @@ def own_engine_one_off(sg: Client) -> tuple[float, str]:
     )
 
 
-def settled_engines(sg: Client) -> list[dict[str, Any]]:
+def settled_engines(sg: Client) -> list[Engine]:
     """Wait for the server's resting state: a shared and a warm dedicated engine, both idle."""
 
-    def settled() -> list[dict[str, Any]] | None:
-        engines: list[dict[str, Any]] = sg.engines()["engines"]
-        kinds = sorted(e["kind"] for e in engines)
-        busy = any(e["state"] != "running" or e["session_id"] for e in engines)
+    def settled() -> list[Engine] | None:
+        engines = sg.engines().engines
+        kinds = sorted(e.kind for e in engines)
+        busy = any(e.state != "running" or e.session_id for e in engines)
         return engines if kinds == ["dedicated", "shared"] and not busy else None
 
     return eventually(settled, timeout=300, interval=0.5, what="two idle engines")
@@ -439,7 +442,7 @@ def warm(
     def through_sparkgate() -> None:
         if one_request:
             done = sg.submit(sql, session_id=session, wait=600)
-            assert done["state"] == "success" and "page" in done, done
+            assert done.state == "success" and isinstance(done, WaitedQuery), done
         else:
             run(sg, sql, session_id=session)
 
@@ -465,7 +468,7 @@ def new_sessions(sg: Client, plan: Plan) -> Row:
     totals, to_idle = [], []
     for _ in range(plan.new_sessions):
         started = time.perf_counter()
-        session_id = sg.create_session()["id"]
+        session_id = sg.create_session().id
         wait_idle(sg, session_id)
         to_idle.append((time.perf_counter() - started) * 1000)
         run(sg, TRIVIAL, session_id=session_id)
@@ -485,8 +488,8 @@ def cancels(sg: Client, plan: Plan) -> Row:
     times: list[float] = []
     outcomes: Counter[str] = Counter()
     for _ in range(plan.cancels):
-        query_id = sg.submit(ENDLESS, session_id=session_id)["id"]
-        while (state := sg.query(query_id)["state"]) != "running":
+        query_id = sg.submit(ENDLESS, session_id=session_id).id
+        while (state := sg.query(query_id).state) != "running":
             assert state == "waiting", f"query {query_id} is {state}"
             time.sleep(0.02)
         time.sleep(0.5)  # its Spark job under way
@@ -494,7 +497,7 @@ def cancels(sg: Client, plan: Plan) -> Row:
         sg.cancel(query_id)
         final = sg.wait(query_id, timeout=120)
         times.append((time.perf_counter() - started) * 1000)
-        outcomes[final["state"]] += 1
+        outcomes[final.state] += 1
     sg.kill_session(session_id)
     states = ", ".join(f"{count} {state}" for state, count in outcomes.items())
     return Row(
@@ -509,7 +512,7 @@ def cancels(sg: Client, plan: Plan) -> Row:
 def concurrency(server: ServerProcess, sg: Client, spark: Any, plan: Plan) -> Row:
     clients = [server.client() for _ in range(CONCURRENCY)]
     try:
-        sessions = [c.create_session()["id"] for c in clients]
+        sessions = [c.create_session().id for c in clients]
         for c, s in zip(clients, sessions, strict=True):
             wait_idle(c, s)
         gate_fns: list[Callable[[], object]] = [
@@ -561,7 +564,7 @@ def cpu_parts(server: ServerProcess, sg: Client) -> dict[str, dict[str, Pick]]:
     """The processes whose CPU each side of the concurrency test spends."""
     assert server.process is not None
     server_pid = server.process.pid
-    engine = next(e["pid"] for e in sg.engines()["engines"] if e["kind"] == "shared")
+    engine = next(e.pid for e in sg.engines().engines if e.kind == "shared")
     me, my_group = os.getpid(), os.getpgrp()
     return {
         "gate": {
@@ -745,12 +748,12 @@ def idle_cpu(
         raise AssertionError(f"the raw idle driver did not start (exit {idle_driver.poll()})")
 
     engines = settled_engines(sg)
-    assert server.process is not None
+    assert server.process is not None and all(e.pid is not None for e in engines), engines
     metastore = read_record(server.settings.resolved_home / "metastore")
     assert metastore is not None and metastore.pid is not None
     groups = {
         "server": server.process.pid,
-        **{f"engine {e['id']} ({e['kind']})": e["pid"] for e in engines},
+        **{f"engine {e.id} ({e.kind})": e.pid or 0 for e in engines},
         "metastore": metastore.pid,
         "raw idle driver": idle_driver.pid,
     }

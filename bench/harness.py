@@ -133,9 +133,9 @@ def interleaved(
 def run(sg: Client, sql: str, **submit: Any) -> None:
     """Submit, long-poll to the end, read the result: what a client does."""
     submitted = sg.submit(sql, **submit)
-    done = sg.wait(submitted["id"], timeout=600)
-    assert done["state"] == "success", done
-    sg.result(submitted["id"])
+    done = sg.wait(submitted.id, timeout=600)
+    assert done.state == "success", done
+    sg.result(submitted.id)
 
 
 def timed_ms(fn: Callable[[], object]) -> float:

@@ -41,20 +41,21 @@ def main() -> None:
         bench_server(console, warm_engines=0, **SHIPPED_TIMERS) as server,
         server.client() as sg,
     ):
-        [engine] = [e for e in sg.engines()["engines"] if e["kind"] == "shared"]
+        [engine] = [e for e in sg.engines().engines if e.kind == "shared"]
+        assert engine.pid is not None
         room = server.settings.shared_engine_max_sessions
         sessions = min(args.sessions, room)
-        before = measure(server, engine["pid"], sg)
+        before = measure(server, engine.pid, sg)
         opened = []
         for _ in range(sessions):
-            session = sg.create_session()["id"]
+            session = sg.create_session().id
             opened.append(session)
         for session in opened:
-            state = sg.wait_session(session, {"idle", "dead", "error"}, 300)["state"]
+            state = sg.wait_session(session, {"idle", "dead", "error"}, 300).state
             assert state == "idle", sg.session(session)
             query = sg.submit("SELECT 1", session_id=session)
-            assert sg.wait(query["id"], timeout=120)["state"] == "success"
-        after = measure(server, engine["pid"], sg)
+            assert sg.wait(query.id, timeout=120).state == "success"
+        after = measure(server, engine.pid, sg)
         for session in opened:
             sg.kill_session(session)
     node_per = (after["node"] - before["node"]) / sessions

@@ -37,7 +37,7 @@ def main() -> None:
 
     with bench_server(console) as server, server.client() as sg:
         session = sg.create_session()
-        sg.wait_session(session["id"], {"idle"}, timeout=300)
+        sg.wait_session(session.id, {"idle"}, timeout=300)
         spark = raw_spark(server, "bench-latency-raw")
         table = Table(title=f"Latency, ms ({args.iterations} runs each, interleaved, warm)")
         table.add_column("query", no_wrap=True)
@@ -47,10 +47,10 @@ def main() -> None:
         for name, sql in QUERIES.items():
 
             def through_sparkgate(sql: str = sql) -> None:
-                submitted = sg.submit(sql, session_id=session["id"])
-                done = sg.query(submitted["id"], wait=60)
-                assert done["state"] == "success", done
-                sg.result(submitted["id"])
+                submitted = sg.submit(sql, session_id=session.id)
+                done = sg.query(submitted.id, wait=60)
+                assert done.state == "success", done
+                sg.result(submitted.id)
 
             raw, gate = interleaved(
                 lambda sql=sql: spark.sql(sql).collect(),  # type: ignore[misc]

@@ -81,13 +81,13 @@ def main() -> None:
             start = time.monotonic()
             query = sg.load(data, "big_load", format="csv", schema=SCHEMA)
             uploaded = time.monotonic() - start
-            done = sg.wait(query["id"], timeout=3600)
+            done = sg.wait(query.id, timeout=3600)
             loaded = time.monotonic() - start
             sampler.done.set()
             sampler.join()
-            assert done["state"] == "success", done.get("error")
-            count = sg.wait(sg.submit("SELECT count(*) FROM big_load")["id"])
-            total = sg.result(count["id"])["rows"][0][0]
+            assert done.state == "success", done.error
+            count = sg.wait(sg.submit("SELECT count(*) FROM big_load").id)
+            total = sg.result(count.id).rows[0][0]
             rows += [
                 ("file", f"{size / 2**30:.2f} GiB, {total:,} rows"),
                 ("node RSS before the upload", f"{before:.0f} MB"),

@@ -115,14 +115,14 @@ def main() -> None:
     count = args.sessions * args.statements
     with bench_server(console) as server, tempfile.TemporaryDirectory() as tmp:
         clients = [Client(server.url, timeout=120) for _ in range(args.sessions)]
-        sessions = [c.create_session()["id"] for c in clients]
+        sessions = [c.create_session().id for c in clients]
         for client, session in zip(clients, sessions, strict=True):
             client.wait_session(session, {"idle"}, timeout=300)
 
         def gate(index: int, times: int) -> None:
             for _ in range(times):
                 done = clients[index].submit(args.query, session_id=sessions[index], wait=60)
-                assert done["state"] == "success", done
+                assert done.state == "success", done
 
         in_threads(args.sessions, lambda i: gate(i, args.warmup))()
         assert server.process is not None

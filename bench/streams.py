@@ -39,6 +39,7 @@ from rich.table import Table
 
 from bench.harness import bench_server, percentile, raw_spark
 from sparkgate.client import Client
+from sparkgate.schemas.streams import StreamJobDetail, StreamRestart
 from sparkgate_dev import ServerProcess, eventually
 
 BENCH = Path(__file__).resolve().parent
@@ -181,8 +182,8 @@ def sparkgate_level(sg: Client, n: int, seconds: float) -> tuple[int, int, list[
         time.sleep(seconds)
         job = sg.stream(name)
         samples = [
-            [(_epoch(p["at"]), p["batch_id"], p["batch_duration_ms"]) for p in q["recent_progress"]]
-            for q in job["queries"]
+            [(_epoch(p.at), p.batch_id, p.batch_duration_ms) for p in q.recent_progress]
+            for q in job.queries
         ]
         return _rates(samples, start)
     finally:
@@ -209,16 +210,16 @@ def _rates(
     return done, round(due), durations
 
 
-def _all_progressing(job: dict[str, Any], n: int, batches: int) -> dict[str, int] | None:
-    queries = job["queries"]
-    if job["state"] != "running" or len(queries) != n:
+def _all_progressing(job: StreamJobDetail, n: int, batches: int) -> dict[str, int] | None:
+    queries = job.queries
+    if job.state != "running" or len(queries) != n:
         return None
     seen = {}
     for query in queries:
-        last = query["last_progress"]
+        last = query.last_progress
         if last is None or last["batch_id"] < batches:
             return None
-        seen[query["name"]] = int(last["batch_id"])
+        seen[query.name] = int(last["batch_id"])
     return seen
 
 
@@ -269,10 +270,10 @@ def sparkgate_failures(sg: Client, home: Path, count: int) -> tuple[list[float],
     )
     try:
 
-        def restarted_enough() -> list[dict[str, Any]] | None:
-            queries = sg.stream("failures")["queries"]
-            restarts = queries[0]["recent_restarts"] if queries else []
-            done = [r for r in restarts if r["restarted_at"] is not None]
+        def restarted_enough() -> list[StreamRestart] | None:
+            queries = sg.stream("failures").queries
+            restarts = queries[0].recent_restarts if queries else []
+            done = [r for r in restarts if r.restarted_at is not None]
             return done if len(done) >= count else None
 
         restarts = eventually(restarted_enough, timeout=300, what=f"{count} restarts")
@@ -282,10 +283,11 @@ def sparkgate_failures(sg: Client, home: Path, count: int) -> tuple[list[float],
         sg.delete_stream("failures")
     detected, restarted = [], []
     for restart in restarts:
-        raised = float(_RAISED.findall(restart["error"]["message"])[-1])
-        failed_at = _epoch(restart["failed_at"])
+        assert restart.error is not None and restart.restarted_at is not None, restart
+        raised = float(_RAISED.findall(restart.error.message)[-1])
+        failed_at = _epoch(restart.failed_at)
         detected.append(failed_at - raised)
-        restarted.append(_epoch(restart["restarted_at"]) - failed_at - restart["delay"])
+        restarted.append(_epoch(restart.restarted_at) - failed_at - restart.delay)
     return detected, restarted
 
 
@@ -343,20 +345,21 @@ def engine_death(sg: Client, server: ServerProcess) -> dict[str, float]:
             lambda: _all_progressing(sg.stream("survivor"), 1, 2), timeout=300, what="running"
         )
         job = sg.stream("survivor")
-        engine_id = job["queries"][0]["engine_id"]
+        engine_id = job.queries[0].engine_id
+        assert engine_id is not None
         with server.store() as store:
             engine = store.engines.get(engine_id)
         assert engine.pid is not None
         killed = time.time()
         os.killpg(engine.pid, signal.SIGKILL)
         eventually(
-            lambda: sg.stream("survivor")["state"] == "restarting",
+            lambda: sg.stream("survivor").state == "restarting",
             timeout=120,
             interval=0.05,
             what="the job to be declared lost",
         )
         detected = time.time() - killed
-        eventually(lambda: sg.stream("survivor")["state"] == "starting", timeout=60, interval=0.05)
+        eventually(lambda: sg.stream("survivor").state == "starting", timeout=60, interval=0.05)
 
         def engine_up() -> bool:
             with server.store() as store:
@@ -371,15 +374,15 @@ def engine_death(sg: Client, server: ServerProcess) -> dict[str, float]:
         engine_ready = time.time() - killed
 
         def query_running() -> bool:
-            query = sg.stream("survivor")["queries"][0]
-            return bool(query["state"] == "running" and query["engine_id"] != engine_id)
+            query = sg.stream("survivor").queries[0]
+            return bool(query.state == "running" and query.engine_id != engine_id)
 
         eventually(query_running, timeout=300, interval=0.05, what="the query to run again")
         running = time.time() - killed
         first = before["src"]
 
         def progress_again() -> bool:
-            last = sg.stream("survivor")["queries"][0]["last_progress"] or {}
+            last = sg.stream("survivor").queries[0].last_progress or {}
             return int(last.get("batch_id", 0)) > first
 
         eventually(progress_again, timeout=300, interval=0.05, what="progress")

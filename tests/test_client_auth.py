@@ -12,6 +12,8 @@ import pytest
 
 from sparkgate import credentials
 from sparkgate.client import Client, ClientError
+from sparkgate.schemas.users import AuditList, NewToken, Token, TokenList, Whoami
+from tests.answers import example
 
 SERVER = "http://sg.example:8998"
 Seen = list[httpx.Request]
@@ -27,7 +29,7 @@ def recording(
         seen.append(request)
         if answer is not None:
             return answer(request)
-        return httpx.Response(200, json={"user": "alice", "groups": [], "admin": False})
+        return httpx.Response(200, json=example(Whoami, user="alice", admin=False))
 
     return httpx.MockTransport(handle)
 
@@ -105,15 +107,16 @@ def test_token_and_audit_calls() -> None:
 
     def answer(request: httpx.Request) -> httpx.Response:
         if request.method == "POST":
-            return httpx.Response(201, json={"id": "t1", "token": "sgp_new"})
+            return httpx.Response(201, json=example(NewToken, id=1, token="sgp_new"))
         if request.url.path == "/v1/tokens":
-            return httpx.Response(200, json={"tokens": []})
+            return httpx.Response(200, json=example(TokenList))
         if request.url.path == "/v1/audit":
-            return httpx.Response(200, json={"events": [], "total": 0})
-        return httpx.Response(200, json={"id": "t1", "revoked_at": "2026-01-01T00:00:00Z"})
+            return httpx.Response(200, json=example(AuditList, total=0))
+        revoked = example(Token, id=1, revoked_at="2026-01-01T00:00:00.000Z")
+        return httpx.Response(200, json=revoked)
 
     with Client(SERVER, token="sgp_x", transport=recording(seen, answer)) as sg:
-        assert sg.create_token("ci", 3600)["token"] == "sgp_new"
+        assert sg.create_token("ci", 3600).token == "sgp_new"
         sg.tokens()
         sg.tokens(owner="bob")
         sg.revoke_token("t1")

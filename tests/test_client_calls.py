@@ -5,18 +5,35 @@ path every method goes through stays exactly the requests the server expects."""
 from __future__ import annotations
 
 import json
+import typing
 from collections.abc import Callable
 from typing import Any
 
 import httpx
 import pytest
+from pydantic import BaseModel
 
 from sparkgate.client import Client, ClientError
+from sparkgate.schemas.queries import ResultPage, Session
+from sparkgate.states import SessionState, StreamJobState
+from tests.answers import example
 
 A, B = "http://a.example:8998", "http://b.example:8998"
-# An answer every method can live with: the pollers see a final state.
-ANSWER = {"id": 1, "state": "success", "rows": [], "total": 0}
+ANSWER = example(Session)
 Call = Callable[[Client], Any]
+# Where a poller waits for a state, the answer is in it (the others wait for any state).
+_ENDED = {"wait": "success", "wait_deployment": "succeeded", "wait_job_run": "succeeded"}
+
+
+def answer_of(name: str) -> dict[str, Any]:
+    """What the server answers the call ``name`` (a ``CALLS`` entry): an example of the model
+    its method says it returns (a submit: the query as queued)."""
+    method = name
+    while not hasattr(Client, method):  # "sessions_one_off": the method "sessions"
+        method = method.rsplit("_", 1)[0]
+    model = typing.get_type_hints(getattr(Client, method))["return"]
+    found: type[BaseModel] = typing.get_args(model)[0] if typing.get_args(model) else model
+    return example(found, **({"state": _ENDED[method]} if method in _ENDED else {}))
 
 
 pytestmark = pytest.mark.usefixtures("client_env")
@@ -42,7 +59,7 @@ CALLS: list[tuple[str, Call, str, str, Any, float | None]] = [
     ("sessions_one_off", lambda sg: sg.sessions(one_off=True), "GET",
      "/v1/sessions?limit=100&one_off=true", None, None),
     ("kill_session", lambda sg: sg.kill_session(3), "DELETE", "/v1/sessions/3", None, None),
-    ("wait_session", lambda sg: sg.wait_session(3, {"success"}), "GET", "/v1/sessions/3",
+    ("wait_session", lambda sg: sg.wait_session(3, set(SessionState)), "GET", "/v1/sessions/3",
      None, None),
     ("submit", lambda sg: sg.submit("SELECT 1"), "POST", "/v1/queries",
      {"query": "SELECT 1"}, None),
@@ -77,7 +94,7 @@ CALLS: list[tuple[str, Call, str, str, Any, float | None]] = [
     ("delete_stream", lambda sg: sg.delete_stream("s"), "DELETE", "/v1/streams/s", None, None),
     ("delete_stream_keep", lambda sg: sg.delete_stream("s", keep_checkpoints=True), "DELETE",
      "/v1/streams/s?keep_checkpoints=true", None, None),
-    ("wait_stream", lambda sg: sg.wait_stream("s", {"success"}), "GET", "/v1/streams/s",
+    ("wait_stream", lambda sg: sg.wait_stream("s", set(StreamJobState)), "GET", "/v1/streams/s",
      None, None),
     ("session_streams", lambda sg: sg.session_streams(3), "GET", "/v1/sessions/3/streams",
      None, None),
@@ -129,21 +146,22 @@ CALLS: list[tuple[str, Call, str, str, Any, float | None]] = [
 
 
 @pytest.mark.parametrize(
-    ("call", "method", "path", "body", "timeout"),
-    [pytest.param(*rest, id=name) for name, *rest in CALLS],
+    ("name", "call", "method", "path", "body", "timeout"),
+    [pytest.param(name, *rest, id=name) for name, *rest in CALLS],
 )
 def test_each_call_sends_its_request(
-    call: Call, method: str, path: str, body: Any, timeout: float | None
+    name: str, call: Call, method: str, path: str, body: Any, timeout: float | None
 ) -> None:
     seen: list[httpx.Request] = []
+    sent = answer_of(name)
 
     def answer(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(200, json=ANSWER)
+        return httpx.Response(200, json=sent)
 
     with Client(A, token="sgp_t", timeout=10, transport=httpx.MockTransport(answer)) as sg:
         result = call(sg)
-    assert result == ANSWER
+    assert result.model_dump(mode="json", by_alias=True) == sent
     [request] = seen
     assert (request.method, request.url.raw_path.decode()) == (method, path)
     assert (json.loads(request.content) if request.content else None) == body
@@ -152,7 +170,12 @@ def test_each_call_sends_its_request(
 
 
 def test_rows_pages_through_the_result() -> None:
-    pages = iter([{"rows": [[1], [2]], "total": 3}, {"rows": [[3]], "total": 3}])
+    pages = iter(
+        [
+            example(ResultPage, rows=[[1], [2]], total=3, limit=2),
+            example(ResultPage, rows=[[3]], offset=2, total=3, limit=2),
+        ]
+    )
     seen: list[str] = []
 
     def answer(request: httpx.Request) -> httpx.Response:
@@ -259,7 +282,7 @@ def test_no_answer_is_unreachable_and_only_safe_calls_go_on() -> None:
             sg.start_stream("s")
         assert (caught.value.status, caught.value.code) == (0, "UNREACHABLE")
         assert caught.value.message == f"cannot reach {A}: server disconnected"
-        assert sg.kill_session(3) == ANSWER  # DELETE: safe to send again
+        assert sg.kill_session(3).model_dump(mode="json") == ANSWER  # DELETE: safe again
         assert sg.server == B
     assert seen == [
         "a POST /v1/streams/s/start",

@@ -12,9 +12,13 @@ import pytest
 
 from sparkgate import credentials
 from sparkgate.client import Client, ClientError, servers_of
+from sparkgate.schemas.health import Health
+from sparkgate.schemas.queries import Query, Session
+from tests.answers import example
 
 A, B = "http://a.example:8998", "http://b.example:8998"
-QUERY = {"id": 7, "session_id": 1, "state": "waiting"}
+# A query as the server answers it (submits and reads alike).
+QUERY = example(Query, id=7, session_id=1, state="waiting")
 Answer = Callable[[httpx.Request], httpx.Response]
 
 
@@ -33,6 +37,9 @@ def nodes(seen: list[str], **answers: Answer) -> httpx.MockTransport:
 
 
 def ok(request: httpx.Request) -> httpx.Response:
+    """A node that answers: the session made, or the query."""
+    if request.url.path == "/v1/sessions":
+        return httpx.Response(201, json=example(Session, id=1))
     return httpx.Response(200, json=QUERY)
 
 
@@ -52,7 +59,9 @@ def store_out(request: httpx.Request) -> httpx.Response:
 def test_a_refused_connection_sends_any_request_on_and_the_client_stays() -> None:
     seen: list[str] = []
     with Client([A, B], transport=nodes(seen, a=refused, b=ok)) as sg:
-        assert sg.submit("SELECT 1", session_id=1) == QUERY  # never sent: safe to send again
+        assert (
+            sg.submit("SELECT 1", session_id=1).model_dump(mode="json") == QUERY
+        )  # never sent: safe to send again
         assert sg.server == B
         sg.query(7)
     assert seen == ["a POST /v1/queries", "b POST /v1/queries", "b GET /v1/queries/7"]
@@ -71,7 +80,7 @@ def test_a_submit_whose_node_died_before_answering_goes_on_with_its_key() -> Non
 
     with Client(f"{A},{B}", transport=nodes(seen, a=keyed(died), b=keyed(ok))) as sg:
         # A may have taken it: B gets the same key, and answers what A made if it did.
-        assert sg.submit("SELECT 1", session_id=1) == QUERY
+        assert sg.submit("SELECT 1", session_id=1).model_dump(mode="json") == QUERY
         assert sg.server == B
         assert len(keys) == 2 and keys[0] == keys[1]
         sg.server = A
@@ -91,7 +100,7 @@ def test_a_post_without_a_key_is_not_sent_twice_but_reads_and_cancels_are() -> N
         assert caught.value.status == 0 and caught.value.code == "UNREACHABLE"
         assert sg.server == A
         # Reads and cancels may be sent twice: they go on to B.
-        assert sg.query(7, wait=5) == QUERY
+        assert sg.query(7, wait=5).model_dump(mode="json") == QUERY
         sg.cancel(7)
     assert seen == [
         "a POST /v1/jobs/nightly/runs",
@@ -104,7 +113,9 @@ def test_a_post_without_a_key_is_not_sent_twice_but_reads_and_cancels_are() -> N
 def test_a_503_goes_on_to_the_next_node_and_every_node_failing_is_the_last_error() -> None:
     seen: list[str] = []
     with Client([A, B], transport=nodes(seen, a=store_out, b=ok)) as sg:
-        assert sg.submit("SELECT 1", session_id=1) == QUERY  # a 503 did nothing
+        assert (
+            sg.submit("SELECT 1", session_id=1).model_dump(mode="json") == QUERY
+        )  # a 503 did nothing
     with Client([A, B], transport=nodes(seen, a=store_out, b=store_out)) as sg:
         with pytest.raises(ClientError) as caught:
             sg.health()
@@ -136,7 +147,7 @@ def test_patience_rides_out_every_node_failing_for_a_while() -> None:
         return next(rounds)(request)
 
     with Client([A, B], transport=nodes(seen, a=recovering, b=refused), patience=30) as sg:
-        assert sg.submit("SELECT 1", session_id=1) == QUERY
+        assert sg.submit("SELECT 1", session_id=1).model_dump(mode="json") == QUERY
         assert sg.server == A
     assert [s.split()[0] for s in seen] == ["a", "b", "a", "b", "a"]
 
@@ -151,7 +162,7 @@ def test_server_lists_and_their_stored_token() -> None:
 
     def record(request: httpx.Request) -> httpx.Response:
         seen.append(request)
-        return httpx.Response(200, json={"status": "ok"})
+        return httpx.Response(200, json=example(Health))
 
     with Client(f"{A},{B}", transport=httpx.MockTransport(record)) as sg:
         sg.health()

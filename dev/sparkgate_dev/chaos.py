@@ -29,6 +29,7 @@ import sqlalchemy as sa
 from sqlalchemy.engine import make_url
 
 from sparkgate.client import FINAL_STATES, Client, ClientError
+from sparkgate.schemas.queries import Query
 from sparkgate.settings import Settings
 from sparkgate.states import LIVE_ENGINE_STATES, TERMINAL_STATEMENT_STATES
 from sparkgate.store import Store
@@ -451,11 +452,11 @@ class Load:
                     raise
                 self.unanswered += 1  # its node died before answering: open another
                 continue
-            session_id = int(created["id"])
+            session_id = int(created.id)
 
             def ready(session_id: int = session_id) -> str | None:
                 self._stopped()
-                state = str(failover.call(lambda c: c.session(session_id))["state"])
+                state = str(failover.call(lambda c: c.session(session_id)).state)
                 return state if state in {"idle", "dead", "error", "killed"} else None
 
             if eventually(ready, timeout=300, interval=0.3, what=f"session {session_id}") == "idle":
@@ -474,7 +475,7 @@ class Load:
                 self.unanswered += 1
                 return False  # the session may be running the unanswered query: a new one
             raise
-        trace.id = int(submitted["id"])
+        trace.id = int(submitted.id)
         with self._lock:
             self.traces.append(trace)
         query_id = trace.id
@@ -482,14 +483,14 @@ class Load:
 
             def started() -> bool:
                 self._stopped()
-                return bool(failover.call(lambda c: c.query(query_id))["state"] != "waiting")
+                return bool(failover.call(lambda c: c.query(query_id)).state != "waiting")
 
             eventually(started, timeout=300, interval=0.2, what=f"query {query_id} to start")
             with contextlib.suppress(ClientError):  # it may have ended meanwhile
                 failover.call(lambda c: c.cancel(query_id))
         final = wait_final(failover, query_id, stop=self._stop)
-        trace.state = str(final["state"])
-        trace.error_code = (final.get("error") or {}).get("code")
+        trace.state = str(final.state)
+        trace.error_code = final.error.code if final.error else None
         trace.ended_at = time.time()
         return trace.error_code != "ENGINE_LOST"
 
@@ -500,17 +501,17 @@ def wait_final(
     timeout: float = 600,
     *,
     stop: threading.Event | None = None,
-) -> dict[str, Any]:
+) -> Query:
     """The query once final; raises :class:`LoadStopped` as soon as ``stop`` is set."""
     deadline = time.monotonic() + timeout
     while True:
         if stop is not None and stop.is_set():
             raise LoadStopped
         query = failover.call(lambda c: c.query(query_id, wait=5))
-        if query["state"] in FINAL_STATES:
+        if query.state in FINAL_STATES:
             return query
         if time.monotonic() > deadline:
-            raise AssertionError(f"query {query_id} still {query['state']} after {timeout}s")
+            raise AssertionError(f"query {query_id} still {query.state} after {timeout}s")
 
 
 def _logged_at(line: str) -> str:
@@ -537,10 +538,10 @@ def start_stream(failover: Failover) -> None:
 def stream_batch(failover: Failover) -> int:
     """The last batch the stream job's query committed (-1: none yet, or not running)."""
     job = failover.call(lambda c: c.stream(STREAM_JOB))
-    queries = job["queries"]
-    if job["state"] != "running" or not queries or queries[0]["state"] != "running":
+    queries = job.queries
+    if job.state != "running" or not queries or queries[0].state != "running":
         return -1
-    return int((queries[0]["last_progress"] or {}).get("batch_id", -1))
+    return int((queries[0].last_progress or {}).get("batch_id", -1))
 
 
 def stream_advances(failover: Failover, past: int, timeout: float = 300) -> int:
@@ -556,9 +557,9 @@ def sink_stats(failover: Failover, session_id: int) -> tuple[int, int, int, int]
     """count, distinct values, min, max of the stream's sink table."""
     sql = f"SELECT count(*), count(DISTINCT value), min(value), max(value) FROM {SINK_TABLE}"
     query = failover.call(lambda c: c.submit(sql, session_id=session_id))
-    final = wait_final(failover, int(query["id"]))
-    assert final["state"] == "success", final
-    [row] = failover.call(lambda c: list(c.rows(int(query["id"]))))
+    final = wait_final(failover, int(query.id))
+    assert final.state == "success", final
+    [row] = failover.call(lambda c: list(c.rows(int(query.id))))
     count, distinct, low, high = (int(v) if v is not None else -1 for v in row)
     return count, distinct, low, high
 
@@ -636,7 +637,7 @@ class Chaos:
         survivor = rig.nodes[1]
         assert survivor is not None
         with survivor.client() as on_b:
-            b_node = on_b.health()["node"]
+            b_node = on_b.health().node
         started = time.monotonic()
         rig.kill_node(0)
 
@@ -760,8 +761,8 @@ class Chaos:
                         raise
                     self._check_session = None
                     continue
-                final = wait_final(self._checker, int(query["id"]))
-                if final["state"] == "success":
+                final = wait_final(self._checker, int(query.id))
+                if final.state == "success":
                     break
                 self._check_session = None  # lost with its engine: try a new session
             else:

@@ -64,8 +64,8 @@ def test_sql_failure_exits_non_zero_with_the_message(server: ServerProcess) -> N
 def test_sql_in_a_session_and_json(server: ServerProcess) -> None:
     with server.client() as sg:
         session = sg.create_session()
-        sg.wait_session(session["id"], {"idle"}, timeout=240)
-    sid = str(session["id"])
+        sg.wait_session(session.id, {"idle"}, timeout=240)
+    sid = str(session.id)
     assert (
         sparkgate(
             server, "sql", "--session", sid, "CREATE TEMPORARY VIEW cli_v AS SELECT 5 AS x"
@@ -75,7 +75,7 @@ def test_sql_in_a_session_and_json(server: ServerProcess) -> None:
     done = sparkgate(server, "sql", "--session", sid, "--json", "SELECT x FROM cli_v")
     assert done.returncode == 0, done.stderr
     body = json.loads(done.stdout)
-    assert body["rows"] == [[5]] and body["query"]["session_id"] == session["id"]
+    assert body["rows"] == [[5]] and body["query"]["session_id"] == session.id
 
     listed = json.loads(sparkgate(server, "queries", "list", "--session", sid, "--json").stdout)
     assert [q["query"] for q in listed["queries"]][:1] == ["SELECT x FROM cli_v"]
@@ -98,7 +98,7 @@ def test_sql_in_a_session_and_json(server: ServerProcess) -> None:
     assert "--since" in sparkgate(server, "usage", "--since", "soon").stderr
 
     sessions = json.loads(sparkgate(server, "sessions", "list", "--state", "idle", "--json").stdout)
-    assert session["id"] in [s["id"] for s in sessions["sessions"]]
+    assert session.id in [s["id"] for s in sessions["sessions"]]
     assert (
         json.loads(sparkgate(server, "sessions", "show", sid, "--json").stdout)["state"] == "idle"
     )
@@ -109,15 +109,13 @@ def test_sql_in_a_session_and_json(server: ServerProcess) -> None:
 def test_queries_cancel(server: ServerProcess) -> None:
     with server.client() as sg:
         session = sg.create_session()
-        sg.wait_session(session["id"], {"idle"}, timeout=240)
-        submitted = sg.submit(
-            "SELECT sum(id % 7) FROM range(100000000000)", session_id=session["id"]
-        )
-        eventually(lambda: sg.query(submitted["id"])["state"] == "running", timeout=60)
-        done = sparkgate(server, "queries", "cancel", str(submitted["id"]))
+        sg.wait_session(session.id, {"idle"}, timeout=240)
+        submitted = sg.submit("SELECT sum(id % 7) FROM range(100000000000)", session_id=session.id)
+        eventually(lambda: sg.query(submitted.id).state == "running", timeout=60)
+        done = sparkgate(server, "queries", "cancel", str(submitted.id))
         assert done.returncode == 0 and ("cancelling" in done.stdout or "cancelled" in done.stdout)
-        assert sg.wait(submitted["id"], timeout=60)["state"] == "cancelled"
-        sg.kill_session(session["id"])
+        assert sg.wait(submitted.id, timeout=60).state == "cancelled"
+        sg.kill_session(session.id)
 
 
 def test_unknown_ids_and_unreachable_servers_fail_in_one_line(server: ServerProcess) -> None:

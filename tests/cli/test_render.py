@@ -10,6 +10,9 @@ from rich.console import Console
 
 from sparkgate.cli.render import queries_table, result_table, short_error, table
 from sparkgate.cli.waiting import status_text
+from sparkgate.schemas.engines import Engine
+from sparkgate.schemas.errors import RecordedError
+from sparkgate.schemas.queries import Column, Query, QueryAccepted, Session
 
 
 def printed(renderable: Any, *, terminal: bool) -> str:
@@ -22,7 +25,7 @@ def printed(renderable: Any, *, terminal: bool) -> str:
 
 def test_without_a_terminal_a_table_is_tsv_whole_and_escaped() -> None:
     long = "v" * 150
-    schema = [{"name": "label", "type": "string"}, {"name": "m", "type": "map<string,int>"}]
+    schema = [Column(name="label", type="string"), Column(name="m", type="map<string,int>")]
     rows: list[list[Any]] = [[long, {"k": 1}], ["tab\there\nand [bold]no markup[/]", None]]
     assert printed(result_table(schema, rows), terminal=False).splitlines() == [
         "label\tm",
@@ -34,14 +37,23 @@ def test_without_a_terminal_a_table_is_tsv_whole_and_escaped() -> None:
 def test_without_a_terminal_nothing_is_cut_that_a_terminal_cuts() -> None:
     query = "SELECT " + ", ".join(f"column_{i}" for i in range(20))
     queries = [
-        {
-            "id": 7,
-            "session_id": 3,
-            "state": "success",
-            "created_at": "2026-11-26T12:00:00.123456Z",
-            "finished_at": "2026-11-26T12:00:01.5Z",
-            "query": query,
-        }
+        Query.read(
+            {
+                "id": 7,
+                "session_id": 3,
+                "owner": None,
+                "query": query,
+                "kind": "sql",
+                "state": "success",
+                "progress": 1.0,
+                "created_at": "2026-11-26T12:00:00.123456Z",
+                "started_at": None,
+                "finished_at": "2026-11-26T12:00:01.5Z",
+                "error": None,
+                "result": None,
+                "output": None,
+            }
+        )
     ]
     assert printed(queries_table(queries), terminal=False).splitlines() == [
         "id\tsession\tstate\tcreated\tfinished\tquery",
@@ -49,7 +61,7 @@ def test_without_a_terminal_nothing_is_cut_that_a_terminal_cuts() -> None:
     ]
     drawn = printed(queries_table(queries), terminal=True)
     assert "┃" in drawn and "..." in drawn and "column_19" not in drawn
-    error = {"code": "BOOM", "message": "x" * 200 + "\nsecond line"}
+    error = RecordedError(code="BOOM", message="x" * 200 + "\nsecond line")
     styled = table(("job", "outcome", "error"), [("j", "[green]failed[/]", short_error(error))])
     assert printed(styled, terminal=False).splitlines() == [
         "job\toutcome\terror",
@@ -62,9 +74,43 @@ def test_a_titled_table_says_its_title_first() -> None:
     assert printed(made, terminal=False) == "# decisions\nversion\toutcome\n1\tstart\n"
 
 
-QUERY = {"id": 7, "state": "waiting", "session_id": 3}
-SESSION = {"id": 3, "state": "starting", "engine_id": 1}
-ENGINE = {"id": 1, "state": "starting"}
+QUERY = QueryAccepted.read({"id": 7, "state": "waiting", "session_id": 3})
+SESSION = Session.read(
+    {
+        "id": 3,
+        "kind": "interactive",
+        "name": None,
+        "state": "starting",
+        "owner": None,
+        "proxy_user": None,
+        "conf": {},
+        "engine_id": 1,
+        "statement_count": 1,
+        "created_at": "2026-11-26T12:00:00.000Z",
+        "started_at": None,
+        "finished_at": None,
+        "last_activity_at": "2026-11-26T12:00:00.000Z",
+        "error": None,
+    }
+)
+ENGINE = Engine.read(
+    {
+        "id": 1,
+        "kind": "shared",
+        "state": "starting",
+        "session_id": None,
+        "host": None,
+        "pid": None,
+        "app_id": None,
+        "spark_ui": None,
+        "log_path": None,
+        "created_at": "2026-11-26T12:00:00.000Z",
+        "started_at": None,
+        "heartbeat_at": None,
+        "finished_at": None,
+        "error": None,
+    }
+)
 
 
 def test_a_query_waiting_for_an_engine_that_starts_says_so() -> None:
@@ -72,12 +118,16 @@ def test_a_query_waiting_for_an_engine_that_starts_says_so() -> None:
     assert said == (
         "query 7: waiting for its Spark engine to start (a new driver takes tens of seconds)"
     )
-    assert status_text(QUERY, {**SESSION, "state": "not_started"}, ENGINE) == said
+    assert status_text(QUERY, SESSION.model_copy(update={"state": "not_started"}), ENGINE) == said
 
 
 def test_otherwise_the_status_is_the_querys_state() -> None:
     assert status_text(QUERY, None, None) == "query 7: waiting"
-    assert status_text(QUERY, SESSION, {**ENGINE, "state": "running"}) == "query 7: waiting"
-    assert status_text(QUERY, {**SESSION, "state": "idle"}, ENGINE) == "query 7: waiting"
-    assert status_text(QUERY, SESSION, {**ENGINE, "id": 2}) == "query 7: waiting"
-    assert status_text({**QUERY, "state": "running"}, SESSION, ENGINE) == "query 7: running"
+    running_engine = ENGINE.model_copy(update={"state": "running"})
+    assert status_text(QUERY, SESSION, running_engine) == "query 7: waiting"
+    idle = SESSION.model_copy(update={"state": "idle"})
+    assert status_text(QUERY, idle, ENGINE) == "query 7: waiting"
+    another = ENGINE.model_copy(update={"id": 2})
+    assert status_text(QUERY, SESSION, another) == "query 7: waiting"
+    running = QUERY.model_copy(update={"state": "running"})
+    assert status_text(running, SESSION, ENGINE) == "query 7: running"

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import httpx
 import pytest
 
 from sparkgate.client import Client
+from sparkgate.schemas.queries import Query, Session
 from sparkgate_dev import ServerProcess, eventually
 
 
@@ -18,16 +19,20 @@ def sg(server: ServerProcess) -> Iterator[Client]:
         yield client
 
 
+# The ``interactive`` fixture: opens a session with the given Spark settings, ready.
+OpenSession = Callable[..., Session]
+
+
 @pytest.fixture
-def interactive(sg: Client) -> Iterator[Any]:
+def interactive(sg: Client) -> Iterator[OpenSession]:
     """Open interactive sessions (idle, ready); all are killed after the test."""
     opened: list[int] = []
 
-    def open_session(**conf: str) -> dict[str, Any]:
+    def open_session(**conf: str) -> Session:
         session = sg.create_session(conf=conf or None)
-        opened.append(session["id"])
-        ready = sg.wait_session(session["id"], {"idle", "error", "dead"}, timeout=240)
-        assert ready["state"] == "idle", ready
+        opened.append(session.id)
+        ready = sg.wait_session(session.id, {"idle", "error", "dead"}, timeout=240)
+        assert ready.state == "idle", ready
         return ready
 
     yield open_session
@@ -35,12 +40,10 @@ def interactive(sg: Client) -> Iterator[Any]:
         sg.kill_session(session_id)
 
 
-def run(
-    sg: Client, query: str, session_id: int | None = None, timeout: float = 240
-) -> dict[str, Any]:
+def run(sg: Client, query: str, session_id: int | None = None, timeout: float = 240) -> Query:
     """Submit and wait; the final query record."""
     submitted = sg.submit(query, session_id=session_id)
-    return sg.wait(submitted["id"], timeout=timeout)
+    return sg.wait(submitted.id, timeout=timeout)
 
 
 def wait_idle(sg: Client, session_id: int) -> None:
@@ -48,7 +51,7 @@ def wait_idle(sg: Client, session_id: int) -> None:
     statement's outcome, then releases the session in a second write, so a long poll (woken
     by the first) may return just before the second."""
     eventually(
-        lambda: sg.session(session_id)["state"] == "idle",
+        lambda: sg.session(session_id).state == "idle",
         timeout=30,
         what=f"session {session_id} back to idle",
     )

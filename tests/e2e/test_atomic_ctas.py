@@ -23,6 +23,7 @@ import pytest
 
 from sparkgate.client import Client
 from sparkgate.recorded import RecordedError
+from sparkgate.schemas.queries import Query
 from sparkgate.states import TableOperation, TableTxnState
 from sparkgate.store.records import TableTxnRecord
 from sparkgate.tables.janitor import TableJanitor
@@ -45,9 +46,9 @@ def client(server: ServerProcess) -> Iterator[Client]:
 
 def _open(sg: Client, conf: dict[str, str] | None = None) -> int:
     session = sg.create_session(conf=conf)
-    ready = sg.wait_session(session["id"], {"idle", "error", "dead"}, timeout=300)
-    assert ready["state"] == "idle", ready
-    session_id: int = ready["id"]
+    ready = sg.wait_session(session.id, {"idle", "error", "dead"}, timeout=300)
+    assert ready.state == "idle", ready
+    session_id: int = ready.id
     return session_id
 
 
@@ -63,19 +64,19 @@ def writer(client: Client) -> Iterator[int]:
 def reader(client: Client, writer: int) -> Iterator[int]:
     """A session on the shared engine: another Spark process than the writer's."""
     session_id = _open(client)
-    assert client.session(session_id)["engine_id"] != client.session(writer)["engine_id"]
+    assert client.session(session_id).engine_id != client.session(writer).engine_id
     yield session_id
     client.kill_session(session_id)
 
 
-def ok(sg: Client, sql: str, session_id: int | None) -> dict[str, Any]:
+def ok(sg: Client, sql: str, session_id: int | None) -> Query:
     done = run(sg, sql, session_id)
-    assert done["state"] == "success", done
+    assert done.state == "success", done
     return done
 
 
 def rows(sg: Client, sql: str, session_id: int) -> list[list[Any]]:
-    result: list[list[Any]] = sg.result(ok(sg, sql, session_id)["id"])["rows"]
+    result: list[list[Any]] = sg.result(ok(sg, sql, session_id).id).rows
     return result
 
 
@@ -99,7 +100,8 @@ def database_dir(sg: Client, reader: int) -> Path:
 def absent(sg: Client, table: str, reader: int) -> None:
     """No catalog entry, no files: as if the statement had never run."""
     done = run(sg, f"SELECT count(*) FROM {table}", reader)
-    assert done["state"] == "failed" and done["error"]["code"] == "TABLE_OR_VIEW_NOT_FOUND", done
+    assert done.error is not None
+    assert done.state == "failed" and done.error.code == "TABLE_OR_VIEW_NOT_FOUND", done
     directory = database_dir(sg, reader)
     assert not (directory / table).exists()
     assert not [p.name for p in directory.iterdir() if p.name.startswith(f"{table}-sparkgate")]
@@ -131,10 +133,10 @@ class Poller(threading.Thread):
         with self.server.client() as sg:
             while not self.halt.is_set():
                 done = run(sg, self.sql, self.session_id, timeout=120)
-                if done["state"] == "success":
-                    self.seen.append(("ok", tuple(sg.result(done["id"])["rows"][0])))
+                if done.state == "success":
+                    self.seen.append(("ok", tuple(sg.result(done.id).rows[0])))
                 else:
-                    self.seen.append((done["state"], (done.get("error") or {}).get("code")))
+                    self.seen.append((done.state, done.error.code if done.error else None))
 
     def until(self, condition: Any, what: str, timeout: float = 120) -> None:
         eventually(lambda: condition(self.seen), timeout=timeout, interval=0.1, what=what)
@@ -170,9 +172,10 @@ def test_a_created_table_appears_whole_to_another_engine(
     first_ok = seen.index(("ok", (200000,)))
     assert first_ok > 0 and all(outcome[0] == "ok" for outcome in seen[first_ok:]), seen
 
-    assert done["output"]["ctas"]["path"] == "atomic"
-    assert done["output"]["ctas"]["outcome"] == "created"
-    [txn] = txns(server, done["id"])
+    assert done.output is not None
+    assert done.output["ctas"]["path"] == "atomic"
+    assert done.output["ctas"]["outcome"] == "created"
+    [txn] = txns(server, done.id)
     assert txn.state is TableTxnState.COMMITTED and txn.operation is TableOperation.CREATE
     assert not path_of(txn.staging_location).exists()
     assert path_of(txn.target_location) == database_dir(client, reader) / table
@@ -193,11 +196,13 @@ def test_a_select_failing_midway_leaves_nothing_and_a_retry_succeeds(
         "FROM range(0, 200000, 1, 4)"
     )
     failed = run(client, statement, writer)
-    assert failed["state"] == "failed", failed
-    assert failed["error"]["code"] == "USER_RAISED_EXCEPTION"
-    assert "bad row 150000" in failed["error"]["message"]
-    assert failed["output"]["ctas"]["path"] == "atomic"  # the record says how it ran
-    txn = assert_cleaned(server, failed["id"])
+    assert failed.state == "failed", failed
+    assert failed.error is not None
+    assert failed.error.code == "USER_RAISED_EXCEPTION"
+    assert "bad row 150000" in failed.error.message
+    assert failed.output is not None
+    assert failed.output["ctas"]["path"] == "atomic"  # the record says how it ran
+    txn = assert_cleaned(server, failed.id)
     assert txn.error is not None and txn.error.code == "QUERY_FAILED"
     absent(client, table, reader)
 
@@ -219,14 +224,14 @@ def test_a_cancelled_ctas_leaves_nothing_and_a_retry_succeeds(
     submitted = client.submit(statement, session_id=writer)
 
     def writing() -> bool:
-        found = txns(server, submitted["id"])
+        found = txns(server, submitted.id)
         return bool(found) and (path_of(found[0].staging_location) / "_temporary").exists()
 
     eventually(writing, timeout=120, what="the CTAS to write staged files")
-    client.cancel(submitted["id"])
-    done = client.wait(submitted["id"], timeout=120)
-    assert done["state"] == "cancelled", done
-    txn = assert_cleaned(server, submitted["id"])
+    client.cancel(submitted.id)
+    done = client.wait(submitted.id, timeout=120)
+    assert done.state == "cancelled", done
+    txn = assert_cleaned(server, submitted.id)
     assert txn.error == RecordedError("CANCELLED", "The query was cancelled.")
     absent(client, table, reader)
 
@@ -247,19 +252,21 @@ def test_a_ctas_whose_engine_is_killed_leaves_nothing_and_a_retry_succeeds(
     submitted = client.submit(statement, isolation="engine")  # a driver of its own, to kill
 
     def writing() -> bool:
-        found = txns(server, submitted["id"])
+        found = txns(server, submitted.id)
         return bool(found) and (path_of(found[0].staging_location) / "_temporary").exists()
 
     eventually(writing, timeout=240, what="the CTAS to write staged files")
-    engine_id = client.session(submitted["session_id"])["engine_id"]
+    engine_id = client.session(submitted.session_id).engine_id
+    assert engine_id is not None
     with server.store() as store:
         pid = store.engines.get(engine_id).pid
     assert pid is not None
     os.killpg(pid, signal.SIGKILL)  # the driver and its JVM, mid-write, no goodbye
 
-    done = client.wait(submitted["id"], timeout=120)
-    assert done["state"] == "failed" and done["error"]["code"] == "ENGINE_LOST", done
-    txn = assert_cleaned(server, submitted["id"])  # the janitor, then an engine's sweep
+    done = client.wait(submitted.id, timeout=120)
+    assert done.error is not None
+    assert done.state == "failed" and done.error.code == "ENGINE_LOST", done
+    txn = assert_cleaned(server, submitted.id)  # the janitor, then an engine's sweep
     assert txn.error is not None and txn.error.code == "ORPHANED"
     absent(client, table, reader)
 
@@ -274,7 +281,7 @@ def test_replace_swaps_complete_versions_under_a_reader(
     created = ok(
         client, f"CREATE TABLE {table} USING parquet AS SELECT id FROM range(1000)", writer
     )
-    first_location = path_of(txns(server, created["id"])[0].target_location)
+    first_location = path_of(txns(server, created.id)[0].target_location)
     versions = {n: (n, n * (n - 1) // 2) for n in (1000, 2000, 3000, 4000)}
     # Each read pauses on some rows, so that switches land while reads are under way.
     poller = Poller(
@@ -302,8 +309,8 @@ def test_replace_swaps_complete_versions_under_a_reader(
     assert all(value in versions.values() for _, value in seen), seen  # never a partial table
     assert counts == sorted(counts), counts  # never an older version after a newer one
 
-    records = [txns(server, r["id"])[0] for r in replaced]
-    assert all(r["output"]["ctas"]["outcome"] == "replaced" for r in replaced)
+    records = [txns(server, r.id)[0] for r in replaced]
+    assert all(r.output and r.output["ctas"]["outcome"] == "replaced" for r in replaced)
     assert all(t.state is TableTxnState.COMMITTED for t in records)
     assert [path_of(t.previous_location) for t in records] == [
         first_location,
@@ -336,17 +343,18 @@ def test_a_failed_replace_leaves_the_old_table_readable(
         "THEN raise_error('bad row') ELSE id END AS id FROM range(0, 4000, 1, 4)",
         writer,
     )
-    assert failed["state"] == "failed" and failed["error"]["code"] == "USER_RAISED_EXCEPTION"
-    txn = assert_cleaned(server, failed["id"])
+    assert failed.error is not None
+    assert failed.state == "failed" and failed.error.code == "USER_RAISED_EXCEPTION"
+    txn = assert_cleaned(server, failed.id)
     assert txn.operation is TableOperation.REPLACE
     assert rows(client, f"SELECT count(*) FROM {table}", reader) == [[1000]]
     assert rows(client, f"DESCRIBE TABLE EXTENDED {table} AS JSON", reader) == before
 
 
-def _error(done: dict[str, Any]) -> dict[str, Any]:
-    assert done["state"] == "failed", done
-    error: dict[str, Any] = done["error"]
-    return error
+def _error(done: Query) -> dict[str, Any]:
+    """A failed query's error as the API answers it: code, message and further keys."""
+    assert done.state == "failed" and done.error is not None, done
+    return done.error.model_dump()
 
 
 def test_conflicts_and_errors_are_exactly_sparks(client: Client, writer: int, reader: int) -> None:
@@ -390,7 +398,8 @@ def test_conflicts_and_errors_are_exactly_sparks(client: Client, writer: int, re
     skipped = ok(
         client, f"CREATE TABLE IF NOT EXISTS {table} AS SELECT raise_error('never runs')", writer
     )
-    assert skipped["output"]["ctas"]["outcome"] == "exists"
+    assert skipped.output is not None
+    assert skipped.output["ctas"]["outcome"] == "exists"
     assert rows(client, f"SELECT a FROM {table}", reader) == [[1]]
 
     # REPLACE of a missing table: what Spark says for tables that support REPLACE.
@@ -403,14 +412,16 @@ def test_what_cannot_be_staged_runs_as_spark_runs_it_and_says_so(
 ) -> None:
     hive = unique("ctas_hive")
     done = ok(client, f"CREATE TABLE {hive} STORED AS PARQUET AS SELECT 7 AS a", writer)
-    assert done["output"]["ctas"]["path"] == "plain"
-    assert "Hive format" in done["output"]["ctas"]["reason"]
+    assert done.output is not None
+    assert done.output["ctas"]["path"] == "plain"
+    assert "Hive format" in done.output["ctas"]["reason"]
     assert rows(client, f"SELECT a FROM {hive}", reader) == [[7]]
 
     table = unique("rtas_reshape")
     ok(client, f"CREATE TABLE {table} USING parquet AS SELECT 1 AS a", writer)
     reshaped = run(client, f"REPLACE TABLE {table} USING parquet AS SELECT 'x' AS b", writer)
     assert _error(reshaped)["code"] == "UNSUPPORTED_FEATURE.TABLE_OPERATION"  # Spark's answer
-    assert reshaped["output"]["ctas"]["path"] == "plain"
-    assert "columns" in reshaped["output"]["ctas"]["reason"]
+    assert reshaped.output is not None
+    assert reshaped.output["ctas"]["path"] == "plain"
+    assert "columns" in reshaped.output["ctas"]["reason"]
     assert rows(client, f"SELECT a FROM {table}", reader) == [[1]]

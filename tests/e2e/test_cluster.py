@@ -11,6 +11,7 @@ import pytest
 from livy.models import SessionKind
 from livy.session import LivySession
 
+from sparkgate.schemas.streams import StreamJobDetail
 from sparkgate_dev import cluster, eventually
 from sparkgate_dev.chaos import SHORT, Chaos, Failover, Rig, describe, wait_final
 
@@ -30,9 +31,9 @@ def rig(tmp_path_factory: pytest.TempPathFactory, pg_available: None) -> Iterato
 
 def rows(failover: Failover, sql: str, session_id: int) -> list[list[Any]]:
     query = failover.call(lambda c: c.submit(sql, session_id=session_id))
-    final = wait_final(failover, int(query["id"]))
-    assert final["state"] == "success", final
-    return failover.call(lambda c: list(c.rows(int(query["id"]))))
+    final = wait_final(failover, int(query.id))
+    assert final.state == "success", final
+    return failover.call(lambda c: list(c.rows(int(query.id))))
 
 
 def test_queries_ctas_stream_and_livy_on_the_cluster_through_two_nodes(rig: Rig) -> None:
@@ -40,19 +41,19 @@ def test_queries_ctas_stream_and_livy_on_the_cluster_through_two_nodes(rig: Rig)
     assert rig.info is not None
     with a.client() as on_a, b.client() as on_b:
         session = on_a.create_session()
-        ready = on_b.wait_session(session["id"], {"idle", "error", "dead"}, timeout=300)
-        assert ready["state"] == "idle", ready
-        sid = session["id"]
+        ready = on_b.wait_session(session.id, {"idle", "error", "dead"}, timeout=300)
+        assert ready.state == "idle", ready
+        sid = session.id
 
         query = on_b.submit(
             "SELECT id % 3 AS k, count(*) AS n FROM range(3000) GROUP BY 1 ORDER BY 1",
             session_id=sid,
         )
-        assert on_a.wait(query["id"], timeout=120)["state"] == "success"
-        assert list(on_a.rows(query["id"])) == [[0, 1000], [1, 1000], [2, 1000]]
+        assert on_a.wait(query.id, timeout=120).state == "success"
+        assert list(on_a.rows(query.id)) == [[0, 1000], [1, 1000], [2, 1000]]
 
         # The engine is an application at the master, with the resources the defaults give.
-        engine_id = on_a.session(sid)["engine_id"]
+        engine_id = on_a.session(sid).engine_id
         [app] = [
             app
             for app in cluster.applications(rig.info.master_ui)
@@ -64,7 +65,7 @@ def test_queries_ctas_stream_and_livy_on_the_cluster_through_two_nodes(rig: Rig)
             "CREATE TABLE cluster_squares AS SELECT id, id * id AS sq FROM range(50)",
             session_id=sid,
         )
-        assert on_b.wait(ctas["id"], timeout=120)["state"] == "success"
+        assert on_b.wait(ctas.id, timeout=120).state == "success"
 
     with rig.failover() as failover:
         assert rows(failover, "SELECT count(*), sum(sq) FROM cluster_squares", sid) == [
@@ -81,13 +82,13 @@ def test_queries_ctas_stream_and_livy_on_the_cluster_through_two_nodes(rig: Rig)
             )
         )
 
-        def batches() -> dict[str, Any] | None:
+        def batches() -> StreamJobDetail | None:
             job = failover.call(lambda c: c.stream("cluster-numbers"))
-            last = (job["queries"][0]["last_progress"] or {}) if job["queries"] else {}
+            last = (job.queries[0].last_progress or {}) if job.queries else {}
             return job if last.get("batch_id", -1) >= 2 else None
 
         running = eventually(batches, timeout=300, what="the stream's third batch")
-        stream_engine = running["queries"][0]["engine_id"]
+        stream_engine = running.queries[0].engine_id
         assert any(
             app["name"] == f"sparkgate-engine-{stream_engine}"
             for app in cluster.applications(rig.info.master_ui)

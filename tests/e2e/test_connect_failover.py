@@ -59,8 +59,8 @@ def test_a_client_goes_on_through_another_node(
                 lambda: next(
                     (
                         q
-                        for q in on_b.queries(state=["running"])["queries"]
-                        if "20000000000" in q["query"]
+                        for q in on_b.queries(state=["running"]).queries
+                        if "20000000000" in q.query
                     ),
                     None,
                 ),
@@ -78,15 +78,15 @@ def test_a_client_goes_on_through_another_node(
         rows = 20_000_000_000
         assert answer == [21 * (rows // 7) + sum(range(rows % 7))]
         with b.client() as on_b:
-            assert on_b.query(query["id"])["state"] == "success"
+            assert on_b.query(query.id).state == "success"
         assert spark.sql("SELECT count(*) AS n FROM survivor").collect()[0].n == 7
         assert spark.conf.get("spark.sql.shuffle.partitions") == "5"
         with b.client() as on_b:
-            queries = on_b.queries()["queries"]
-        texts = [q["query"] for q in queries]
+            queries = on_b.queries().queries
+        texts = [q.query for q in queries]
         # One query a run, on either node (spark.sql's analysis of it is none).
         assert texts.count("SELECT count(*) AS n FROM survivor") == 2, texts
-        assert all(q["state"] == "success" for q in queries), queries
+        assert all(q.state == "success" for q in queries), queries
     finally:
         spark.stop()
         balancer.stop()

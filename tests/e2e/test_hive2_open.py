@@ -95,10 +95,10 @@ def test_without_authentication_every_door_names_the_anonymous_user(
         finally:
             cursor.execute("DROP TABLE open_door_owned")
     with server.client() as sg:
-        rest = sg.wait(sg.submit(who)["id"], timeout=240)
-        assert rest["state"] == "success", rest
-        assert sg.result(rest["id"])["rows"] == [["anonymous"]]
-        ids.append(rest["id"])
+        rest = sg.wait(sg.submit(who).id, timeout=240)
+        assert rest.state == "success", rest
+        assert sg.result(rest.id).rows == [["anonymous"]]
+        ids.append(rest.id)
     with httpx.Client(base_url=server.url, timeout=60) as http:
         ids.append(_livy_sql(http, who, [["anonymous"]]))
     spark = SparkSession.builder.remote(f"sc://localhost:{server.settings.connect_port}/").create()
@@ -107,8 +107,8 @@ def test_without_authentication_every_door_names_the_anonymous_user(
     finally:
         spark.stop()
     with server.client() as sg:
-        listed = sg.queries(limit=1000)["queries"]
-    named = {q["id"]: q["owner"] for q in listed if "current_user()" in q["query"]}
+        listed = sg.queries(limit=1000).queries
+    named = {q.id: q.owner for q in listed if "current_user()" in q.query}
     assert set(ids) < set(named), (ids, named)  # and Spark Connect's
     assert set(named.values()) == {"anonymous"}, named
 

@@ -23,6 +23,8 @@ from typing import Any
 import pytest
 
 from sparkgate.client import Client, ClientError
+from sparkgate.schemas.jobs import Decision, Deployment
+from sparkgate.schemas.streams import StreamQuery
 from sparkgate_dev import ServerProcess, eventually, kill_engines, local_test_settings
 from tests.e2e.conftest import run
 
@@ -87,56 +89,62 @@ def api(jobs_server: ServerProcess) -> Iterator[Client]:
 def reader(api: Client) -> Iterator[int]:
     """An interactive session that reads the jobs' tables."""
     session = api.create_session()
-    ready = api.wait_session(session["id"], {"idle", "error", "dead"}, timeout=240)
-    assert ready["state"] == "idle", ready
-    yield session["id"]
-    api.kill_session(session["id"])
+    ready = api.wait_session(session.id, {"idle", "error", "dead"}, timeout=240)
+    assert ready.state == "idle", ready
+    yield session.id
+    api.kill_session(session.id)
 
 
 def manifest(name: str, text: str) -> dict[str, str]:
     return {"path": f"jobs/{name}.yaml", "content": text}
 
 
-def deploy(api: Client, *manifests: dict[str, str], **options: Any) -> dict[str, Any]:
+def deploy(api: Client, *manifests: dict[str, str], **options: Any) -> Deployment:
     """Deploy and wait until the deployment has ended."""
     options.setdefault("template", TEMPLATE)
     options.setdefault("definitions", [DEFINITIONS])
     submitted = api.deploy(list(manifests), **options)
-    if submitted["plan_only"]:
+    if submitted.plan_only:
         return submitted
-    assert submitted["state"] == "running"
-    return api.wait_deployment(submitted["id"], timeout=300)
+    assert submitted.state == "running"
+    return api.wait_deployment(submitted.id, timeout=300)
 
 
-def decision(deployment: dict[str, Any], job: str) -> dict[str, Any]:
-    found: list[dict[str, Any]] = [d for d in deployment["decisions"] if d["job"] == job]
+def decision(deployment: Deployment, job: str) -> Decision:
+    found = [d for d in deployment.decisions if d.job == job]
     assert len(found) == 1, deployment
     return found[0]
 
 
-def query(api: Client, job: str) -> dict[str, Any]:
-    found: list[dict[str, Any]] = api.stream(job)["queries"]
+def query(api: Client, job: str) -> StreamQuery:
+    found = api.stream(job).queries
     assert len(found) == 1
     return found[0]
 
 
-def progressed(api: Client, job: str, batches: int, since_run: str | None = None) -> dict[str, Any]:
+def progressed(api: Client, job: str, batches: int, since_run: str | None = None) -> StreamQuery:
     """Wait for ``batches`` micro-batches of the query's current run (other than ``since_run``)."""
 
-    def enough() -> dict[str, Any] | None:
+    def enough() -> StreamQuery | None:
         found = query(api, job)
-        last = found["last_progress"] or {}
-        fresh = found["run_id"] != since_run and last.get("run_id") == found["run_id"]
-        ok = found["state"] == "running" and fresh and last.get("batch_id", -1) >= batches
+        last = found.last_progress or {}
+        fresh = found.run_id != since_run and last.get("run_id") == found.run_id
+        ok = found.state == "running" and fresh and last.get("batch_id", -1) >= batches
         return found if ok else None
 
     return eventually(enough, timeout=180, interval=0.3, what=f"{batches} batches of {job}")
 
 
+def batch_of(found: StreamQuery) -> int:
+    """The last micro-batch a query reported."""
+    assert found.last_progress is not None, found
+    return int(found.last_progress["batch_id"])
+
+
 def rows(api: Client, sql: str, session_id: int) -> list[list[Any]]:
     done = run(api, sql, session_id)
-    assert done["state"] == "success", done
-    page: list[list[Any]] = api.result(done["id"])["rows"]
+    assert done.state == "success", done
+    page: list[list[Any]] = api.result(done.id).rows
     return page
 
 
@@ -176,22 +184,20 @@ def invalid_manifest_changes_nothing(api: Client) -> None:
         "trigger",
         4,
     )
-    assert api.jobs()["jobs"] == [] and api.deployments()["total"] == 0
-    assert api.streams()["streams"] == []
+    assert api.jobs().jobs == [] and api.deployments().total == 0
+    assert api.streams().streams == []
 
 
-def start_then_keep_state(
-    api: Client, reader: int, checkpoints: Path
-) -> tuple[dict[str, Any], str]:
+def start_then_keep_state(api: Client, reader: int, checkpoints: Path) -> tuple[StreamQuery, str]:
     """New: version 1 with clean state; then edits that keep its state, or its very run."""
     first = deploy(api, manifest("clicks", CLICKS))
-    assert first["state"] == "succeeded", first
+    assert first.state == "succeeded", first
     made = decision(first, "clicks")
-    assert (made["action"], made["to_version"], made["outcome"]) == ("start-clean", 1, "done")
+    assert (made.action, made.to_version, made.outcome) == ("start-clean", 1, "done")
     job = api.job("clicks")
-    assert (job["version"], job["state"], job["started_before"]) == (1, "running", True)
+    assert (job.version, job.state, job.started_before) == (1, "running", True)
     running = progressed(api, "clicks", 3)
-    assert running["checkpoint"] == str(checkpoints / "clicks" / "1" / "clicks")
+    assert running.checkpoint == str(checkpoints / "clicks" / "1" / "clicks")
 
     # Only whitespace, comments and keyword case: nothing happens, state and run kept.
     reformatted = CLICKS.replace(
@@ -199,30 +205,30 @@ def start_then_keep_state(
         "sql: |\n  select VALUE\n    from Numbers  -- the rate source\n   where value % 2 = 0",
     )
     same = deploy(api, manifest("clicks", reformatted))
-    assert decision(same, "clicks")["action"] == "nothing"
-    assert query(api, "clicks")["run_id"] == running["run_id"]
+    assert decision(same, "clicks").action == "nothing"
+    assert query(api, "clicks").run_id == running.run_id
 
     # Only the description: recorded, the running query untouched.
     described = reformatted.replace("description: first", f"description: {json.dumps(NASTY)}")
     updated = deploy(api, manifest("clicks", described))
-    assert (decision(updated, "clicks")["action"], updated["state"]) == ("update", "succeeded")
-    assert query(api, "clicks")["run_id"] == running["run_id"]
-    assert api.job("clicks")["description"] == NASTY
+    assert (decision(updated, "clicks").action, updated.state) == ("update", "succeeded")
+    assert query(api, "clicks").run_id == running.run_id
+    assert api.job("clicks").description == NASTY
 
     # A property: stop at a batch boundary, resume from the saved state (same version).
     tuned = described + "properties: {spark.sql.shuffle.partitions: 3}\n"
     restarted = deploy(api, manifest("clicks", tuned))
-    assert decision(restarted, "clicks")["action"] == "restart-resume"
-    assert decision(restarted, "clicks")["outcome"] == "done"
+    assert decision(restarted, "clicks").action == "restart-resume"
+    assert decision(restarted, "clicks").outcome == "done"
     return running, tuned
 
 
 def resume_after_a_stop(
-    api: Client, reader: int, running: dict[str, Any], tuned: str
-) -> tuple[dict[str, Any], str]:
-    resumed = progressed(api, "clicks", running["last_progress"]["batch_id"] + 3, running["run_id"])
-    assert resumed["spark_id"] == running["spark_id"]  # the same query, from its checkpoint
-    assert api.stream("clicks")["conf"] == {"spark.sql.shuffle.partitions": "3"}
+    api: Client, reader: int, running: StreamQuery, tuned: str
+) -> tuple[StreamQuery, str]:
+    resumed = progressed(api, "clicks", batch_of(running) + 3, running.run_id)
+    assert resumed.spark_id == running.spark_id  # the same query, from its checkpoint
+    assert api.stream("clicks").conf == {"spark.sql.shuffle.partitions": "3"}
     exactly_once(api, reader, "jobs_e2e.clicks", 1, step=2)
     descriptions = rows(
         api, "SELECT DISTINCT __query_description FROM jobs_e2e.clicks ORDER BY 1", reader
@@ -231,12 +237,12 @@ def resume_after_a_stop(
 
     # Stopped and unchanged: resumes from its checkpoint.
     api.stop_stream("clicks")
-    assert api.wait_stream("clicks", {"stopped"}, timeout=120)["state"] == "stopped"
+    assert api.wait_stream("clicks", {"stopped"}, timeout=120).state == "stopped"
     stopped_at = exactly_once(api, reader, "jobs_e2e.clicks", 1, step=2)
     again = deploy(api, manifest("clicks", tuned))
-    assert decision(again, "clicks")["action"] == "resume"
-    after = progressed(api, "clicks", resumed["last_progress"]["batch_id"] + 3, resumed["run_id"])
-    assert after["spark_id"] == running["spark_id"]
+    assert decision(again, "clicks").action == "resume"
+    after = progressed(api, "clicks", batch_of(resumed) + 3, resumed.run_id)
+    assert after.spark_id == running.spark_id
     assert exactly_once(api, reader, "jobs_e2e.clicks", 1, step=2) > stopped_at
     return after, tuned
 
@@ -245,8 +251,8 @@ def new_version_after_a_query_change(
     api: Client,
     reader: int,
     checkpoints: Path,
-    running: dict[str, Any],
-    resumed: dict[str, Any],
+    running: StreamQuery,
+    resumed: StreamQuery,
     tuned: str,
 ) -> str:
     """A real query change: a new version with clean state under a new checkpoint path; the
@@ -256,18 +262,18 @@ def new_version_after_a_query_change(
     changed = tuned.replace("value % 2 = 0", "value % 3 = 0")
     deployed = deploy(api, manifest("clicks", changed))
     made = decision(deployed, "clicks")
-    assert (made["action"], made["from_version"], made["to_version"]) == ("restart-clean", 1, 2)
+    assert (made.action, made.from_version, made.to_version) == ("restart-clean", 1, 2)
     v2 = api.job("clicks")
-    assert v2["version"] == 2 and v2["query_id"] != v1["query_id"]
-    fresh = progressed(api, "clicks", 3, resumed["run_id"])
-    assert fresh["checkpoint"] == str(checkpoints / "clicks" / "2" / "clicks")
-    assert fresh["spark_id"] != running["spark_id"]
+    assert v2.version == 2 and v2.query_id != v1.query_id
+    fresh = progressed(api, "clicks", 3, resumed.run_id)
+    assert fresh.checkpoint == str(checkpoints / "clicks" / "2" / "clicks")
+    assert fresh.spark_id != running.spark_id
     assert exactly_once(api, reader, "jobs_e2e.clicks", 2, step=3) > 0
     assert rows(api, "SELECT DISTINCT __query_version FROM jobs_e2e.clicks", reader) == [[2]]
     [[query_id]] = rows(api, "SELECT DISTINCT __query_id FROM jobs_e2e.clicks", reader)
-    assert query_id == v2["query_id"]
+    assert query_id == v2.query_id
     assert exactly_once(api, reader, "jobs_e2e.clicks__v1", 1, step=2) >= before
-    assert [v["version"] for v in api.job_history("clicks")["versions"]] == [2, 1]
+    assert [v.version for v in api.job_history("clicks").versions] == [2, 1]
     return changed
 
 
@@ -277,27 +283,27 @@ def lost_checkpoint_then_prune(api: Client, checkpoints: Path, changed: str) -> 
     api.wait_stream("clicks", {"stopped"}, timeout=120)
     shutil.rmtree(checkpoints / "clicks" / "2")
     lost = deploy(api, manifest("clicks", changed))
-    assert lost["state"] == "failed" and lost["error"]["code"] == "DEPLOY_INCOMPLETE"
+    assert lost.state == "failed" and lost.error and lost.error.code == "DEPLOY_INCOMPLETE"
     refused = decision(lost, "clicks")
-    assert (refused["action"], refused["outcome"]) == ("error", "failed")
-    assert "checkpoint is gone" in refused["reason"]
-    assert api.stream("clicks")["state"] == "stopped"
+    assert (refused.action, refused.outcome) == ("error", "failed")
+    assert "checkpoint is gone" in refused.reason
+    assert api.stream("clicks").state == "stopped"
 
     # Its manifest gone: listed, and removed only with --prune (stream job, checkpoints).
     other = manifest(
         "marker", "name: marker\nmode: batch\ntarget-table: jobs_e2e.marker\nsql: SELECT 1 AS n\n"
     )
     planned = deploy(api, other, plan_only=True)
-    assert decision(planned, "clicks")["action"] == "orphaned"
-    assert api.stream("clicks")["state"] == "stopped"
+    assert decision(planned, "clicks").action == "orphaned"
+    assert api.stream("clicks").state == "stopped"
     pruned = deploy(api, other, prune=True)
-    assert decision(pruned, "clicks")["action"] == "remove" and pruned["state"] == "succeeded"
+    assert decision(pruned, "clicks").action == "remove" and pruned.state == "succeeded"
     with pytest.raises(ClientError) as caught:
         api.stream("clicks")
     assert caught.value.status == 404
     assert not (checkpoints / "clicks").exists()
-    assert [j["name"] for j in api.jobs()["jobs"]] == ["marker"]
-    assert api.job("clicks")["state"] == "removed"
+    assert [j.name for j in api.jobs().jobs] == ["marker"]
+    assert api.job("clicks").state == "removed"
 
 
 def sparkgate(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
@@ -331,7 +337,7 @@ def test_batch_and_code_jobs_through_the_cli(
     assert planned.returncode == 0, planned.stderr
     assert "plan (nothing changed)" in planned.stdout and "register" in planned.stdout
     assert "start-clean" in planned.stdout
-    assert {j["name"] for j in api.jobs()["jobs"]} <= {"marker"}
+    assert {j.name for j in api.jobs().jobs} <= {"marker"}
     deployed = sparkgate(jobs_server, "deploy", str(files.jobs), *files.options)
     assert deployed.returncode == 0, deployed.stderr + deployed.stdout
     assert "succeeded" in deployed.stdout
@@ -370,16 +376,22 @@ def batch_runs(jobs_server: ServerProcess, api: Client, reader: int) -> None:
     """A batch run: sources, then one atomic replace of the table, with metadata columns."""
     ran = sparkgate(jobs_server, "jobs", "run", "totals")
     assert ran.returncode == 0 and "succeeded" in ran.stdout, ran.stderr
-    [first] = api.job("totals")["runs"]
-    ctas = api.query(first["query_id"])["output"]["ctas"]
+    [first] = api.job("totals").runs
+    assert first.query_id is not None
+    output = api.query(first.query_id).output
+    assert output is not None
+    ctas = output["ctas"]
     assert (ctas["path"], ctas["outcome"]) == ("atomic", "created")
     totals = rows(
         api, "SELECT k, n, __query_name, __query_version FROM jobs_e2e.totals ORDER BY k", reader
     )
     assert totals == [[0, 4, "totals", 1], [1, 3, "totals", 1], [2, 3, "totals", 1]]
-    again = api.wait_job_run("totals", api.run_job("totals")["id"], timeout=300)
-    assert again["state"] == "succeeded"
-    ctas = api.query(again["query_id"])["output"]["ctas"]
+    again = api.wait_job_run("totals", api.run_job("totals").id, timeout=300)
+    assert again.state == "succeeded"
+    assert again.query_id is not None
+    output = api.query(again.query_id).output
+    assert output is not None
+    ctas = output["ctas"]
     assert (ctas["path"], ctas["operation"]) == ("atomic", "replace")
     assert rows(api, "SELECT count(*) FROM jobs_e2e.totals", reader) == [[3]]
 
@@ -446,10 +458,10 @@ def two_deploys_at_once(api: Client, files: Files) -> None:
     with pytest.raises(ClientError) as caught:
         api.deploy(contents, template=TEMPLATE, definitions=[DEFINITIONS])
     assert (caught.value.status, caught.value.code) == (409, "DEPLOY_IN_PROGRESS")
-    assert f"Deployment {first['id']}" in caught.value.message
+    assert f"Deployment {first.id}" in caught.value.message
     waited = api.deploy(contents, template=TEMPLATE, definitions=[DEFINITIONS], wait=240)
-    done = api.deployment(first["id"])
-    assert done["state"] == "succeeded", done
-    assert decision(done, "stream_squares")["action"] == "restart-resume"
-    assert decision(waited, "stream_squares")["action"] == "nothing"  # planned after the first
-    assert api.wait_deployment(waited["id"])["state"] == "succeeded"
+    done = api.deployment(first.id)
+    assert done.state == "succeeded", done
+    assert decision(done, "stream_squares").action == "restart-resume"
+    assert decision(waited, "stream_squares").action == "nothing"  # planned after the first
+    assert api.wait_deployment(waited.id).state == "succeeded"

@@ -109,17 +109,17 @@ def test_pyspark_session_through_the_livy_client(server: ServerProcess, sg: Clie
         assert session.state is SessionState.IDLE
 
         native = sg.session(session_id)
-        assert native["kind"] == "interactive" and native["state"] == "idle"
-        queries = sg.queries(session_id=session_id)["queries"]
-        assert [q["kind"] for q in queries] == ["pyspark"] * 6  # newest first
-        assert queries[-1]["query"] == "x = 40\nx + 2"
-        assert queries[-1]["output"] == {"data": {"text/plain": "42"}}
+        assert native.kind == "interactive" and native.state == "idle"
+        queries = sg.queries(session_id=session_id).queries
+        assert [q.kind for q in queries] == ["pyspark"] * 6  # newest first
+        assert queries[-1].query == "x = 40\nx + 2"
+        assert queries[-1].output == {"data": {"text/plain": "42"}}
         listed = LivyClient(server.url).list_statements(session_id)
         assert [s.statement_id for s in listed] == list(range(6))
-        shown = sparkgate(server, "queries", "show", str(queries[-2]["id"]))
+        shown = sparkgate(server, "queries", "show", str(queries[-2].id))
         assert shown.returncode == 0, shown.stderr
         assert "kind: pyspark" in shown.stdout and "output:\nhello\n40" in shown.stdout
-    assert sg.session(session_id)["state"] == "killed"  # close() is DELETE
+    assert sg.session(session_id).state == "killed"  # close() is DELETE
 
 
 def test_sql_session_download_sql_and_row_limit(
@@ -155,7 +155,7 @@ def test_sql_session_download_sql_and_row_limit(
         assert len(table["data"]) == limit and table["data"][-1] == [limit - 1]
         # The whole result stays pageable through the native API.
         rest = sg.result(done["sparkgate"]["query_id"], offset=limit)
-        assert rest["total"] == limit + 5 and rest["rows"] == [[limit + i] for i in range(5)]
+        assert rest.total == limit + 5 and rest.rows == [[limit + i] for i in range(5)]
 
 
 def test_a_sql_session_creates_and_drops_a_schema(http: httpx.Client) -> None:
@@ -207,15 +207,15 @@ def test_shared_session_takes_the_kind_per_statement(http: httpx.Client, sg: Cli
 
 def test_native_sessions_are_livy_sessions_too(http: httpx.Client, sg: Client) -> None:
     native = sg.create_session()
-    sg.wait_session(native["id"], {"idle"}, timeout=240)
-    livy = http.get(f"/sessions/{native['id']}").json()
+    sg.wait_session(native.id, {"idle"}, timeout=240)
+    livy = http.get(f"/sessions/{native.id}").json()
     assert livy["kind"] == "shared" and livy["state"] == "idle"
     posted = http.post(
-        f"/sessions/{native['id']}/statements", json={"code": "SELECT 7 AS n", "kind": "sql"}
+        f"/sessions/{native.id}/statements", json={"code": "SELECT 7 AS n", "kind": "sql"}
     ).json()
-    done = wait_statement(http, native["id"], posted["id"])
-    assert sg.result(done["sparkgate"]["query_id"])["rows"] == [[7]]
-    sg.kill_session(native["id"])
+    done = wait_statement(http, native.id, posted["id"])
+    assert sg.result(done["sparkgate"]["query_id"]).rows == [[7]]
+    sg.kill_session(native.id)
 
 
 def test_cancel_a_spark_job_and_a_python_loop(server: ServerProcess) -> None:

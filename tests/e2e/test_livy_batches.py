@@ -104,10 +104,10 @@ def test_python_batch_runs_like_spark_submit(
     assert raw["name"] == "nightly" and raw["log"] == log[-10:]
     assert raw["appInfo"] == {"driverLogUrl": None, "sparkUiUrl": None, "executorLogUrls": None}
     # The same batch through the native API: a batch session and its one statement.
-    assert sg.session(batch.batch_id)["kind"] == "batch"
-    query = sg.queries(session_id=batch.batch_id)["queries"][0]
-    assert query["kind"] == "file" and query["state"] == "success"
-    assert query["query"].endswith("ok.py --day 2024-01-01 'two words'")
+    assert sg.session(batch.batch_id).kind == "batch"
+    query = sg.queries(session_id=batch.batch_id).queries[0]
+    assert query.kind == "file" and query.state == "success"
+    assert query.query.endswith("ok.py --day 2024-01-01 'two words'")
 
 
 def batch_path(server: ServerProcess, batch: LivyBatch) -> str:
@@ -127,8 +127,9 @@ def test_failing_python_batch_is_dead_with_its_traceback(batches: Any, sg: Clien
     assert any(line.strip() == 'raise ValueError(f"bad input: {value}")' for line in stderr)
     assert "ValueError: bad input: 42" in stderr
     assert log[-1] == "[ValueError] bad input: 42"
-    query = sg.queries(session_id=batch.batch_id)["queries"][0]
-    assert query["state"] == "failed" and query["error"]["ename"] == "ValueError"
+    query = sg.queries(session_id=batch.batch_id).queries[0]
+    assert query.error is not None
+    assert query.state == "failed" and query.error.param("ename") == "ValueError"
     # Paging as Livy does: from/size over the same lines.
     page = batch.client.get_batch_log(batch.batch_id, from_=1, size=2)
     assert page is not None and page.lines == log[1:3] and page.total == len(log)
@@ -147,8 +148,8 @@ def test_sql_batch_runs_its_statements_in_order(batches: Any, sg: Client) -> Non
     second = log.index("-- statement 2 of 3 (line 5): SELECT count(*) AS words FROM words")
     assert log[second + 1 : second + 4] == ["words", "2", "1 rows"]  # a query's first rows
     # The last statement's rows are the batch's result, pageable through /v1.
-    query = sg.queries(session_id=batch.batch_id)["queries"][0]
-    assert sg.result(query["id"])["rows"] == [["a;b", 10], ["c", 20]]
+    query = sg.queries(session_id=batch.batch_id).queries[0]
+    assert sg.result(query.id).rows == [["a;b", 10], ["c", 20]]
 
 
 def test_killed_batch_stops_its_job_and_engine(server: ServerProcess, batches: Any) -> None:

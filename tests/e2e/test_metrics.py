@@ -18,7 +18,7 @@ from thrift.transport.TTransport import TTransportException
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.client import Client
 from sparkgate_dev import ServerProcess, free_port, local_test_settings
-from tests.e2e.conftest import run, wait_idle
+from tests.e2e.conftest import OpenSession, run, wait_idle
 
 # Read from the store: the same on every node, labelled scope="cluster".
 CLUSTER_FAMILIES = {
@@ -98,15 +98,15 @@ def no_raw_paths(routes: set[str]) -> None:
 
 
 @pytest.mark.spark
-def test_query_figures_move(server: ServerProcess, sg: Client, interactive: Any) -> None:
+def test_query_figures_move(server: ServerProcess, sg: Client, interactive: OpenSession) -> None:
     session = interactive()
     before = scrape(server.url)
-    ok = run(sg, "SELECT 1 AS one", session["id"])
-    assert ok["state"] == "success", ok
-    wait_idle(sg, session["id"])
-    bad = run(sg, "SELECT no_such_column FROM range(1)", session["id"])
-    assert bad["state"] == "failed", bad
-    wait_idle(sg, session["id"])
+    ok = run(sg, "SELECT 1 AS one", session.id)
+    assert ok.state == "success", ok
+    wait_idle(sg, session.id)
+    bad = run(sg, "SELECT no_such_column FROM range(1)", session.id)
+    assert bad.state == "failed", bad
+    wait_idle(sg, session.id)
     after = scrape(server.url)
 
     def moved(sample: str, **labels: str) -> float:

@@ -6,6 +6,7 @@ from __future__ import annotations
 import subprocess
 import sys
 
+from sparkgate.schemas.queries import Session
 from sparkgate.states import LIVE_ENGINE_STATES
 from sparkgate_dev import MakeServer, eventually, wait_pids_gone
 
@@ -14,20 +15,20 @@ def test_engines_stop_through_the_api_and_a_home_stops_locally(make_server: Make
     server = make_server(warm_engines=0)
     server.wait_engines_running()
     with server.client() as sg:
-        session = sg.wait_session(sg.create_session()["id"], {"idle"}, timeout=240)
-        [engine] = sg.engines()["engines"]
-        assert sg.stop_engine(engine["id"])["state"] in {"stopping", "stopped"}
+        session = sg.wait_session(sg.create_session().id, {"idle"}, timeout=240)
+        [engine] = sg.engines().engines
+        assert sg.stop_engine(engine.id).state in {"stopping", "stopped"}
 
-        ended = eventually(
-            lambda: (s := sg.session(session["id"]))["state"] == "dead" and s, timeout=60
-        )
-        assert ended["error"]["code"] == "ENGINE_STOPPED"
-        eventually(lambda: sg.engines(all=True)["engines"][0]["state"] == "stopped", timeout=60)
+        def dead() -> Session | None:
+            found = sg.session(session.id)
+            return found if found.state == "dead" else None
+
+        ended = eventually(dead, timeout=60)
+        assert ended.error is not None and ended.error.code == "ENGINE_STOPPED"
+        eventually(lambda: sg.engines(all=True).engines[0].state == "stopped", timeout=60)
         # Placement keeps a shared engine, as the settings ask: a new one starts.
-        eventually(
-            lambda: any(e["id"] != engine["id"] for e in sg.engines()["engines"]), timeout=30
-        )
-        assert sg.stop_engine(engine["id"])["state"] == "stopped"  # harmless again
+        eventually(lambda: any(e.id != engine.id for e in sg.engines().engines), timeout=30)
+        assert sg.stop_engine(engine.id).state == "stopped"  # harmless again
 
     def stop(*args: str) -> subprocess.CompletedProcess[str]:
         return subprocess.run(

@@ -61,16 +61,17 @@ def test_a_store_outage_answers_503_and_loses_nothing(
     server, proxy, _ = outage_rig
     with server.client() as sg:
         session = sg.create_session()
-        sid = session["id"]
-        assert sg.wait_session(sid, {"idle", "error", "dead"}, 240)["state"] == "idle"
-        engine_id = sg.session(sid)["engine_id"]
+        sid = session.id
+        assert sg.wait_session(sid, {"idle", "error", "dead"}, 240).state == "idle"
+        engine_id = sg.session(sid).engine_id
+        assert engine_id is not None
         slow = sg.submit(SLOW, session_id=sid)
-        eventually(lambda: sg.query(slow["id"])["state"] == "running", timeout=60)
+        eventually(lambda: sg.query(slow.id).state == "running", timeout=60)
 
         proxy.pause()
         started = time.monotonic()
         try:
-            for path in ("/healthz", f"/v1/queries/{slow['id']}", "/v1/sessions"):
+            for path in ("/healthz", f"/v1/queries/{slow.id}", "/v1/sessions"):
                 answer = httpx.get(f"{server.url}{path}", timeout=30)
                 assert answer.status_code == 503, (path, answer.text)
                 error: dict[str, Any] = answer.json()["error"]
@@ -85,17 +86,17 @@ def test_a_store_outage_answers_503_and_loses_nothing(
             proxy.resume()
 
         eventually(lambda: _healthy(server), timeout=60, what="the node to recover")
-        done = sg.wait(slow["id"], timeout=120)
-        assert done["state"] == "success", done
-        assert list(sg.rows(slow["id"])) == [[7]]
-        eventually(lambda: sg.session(sid)["state"] == "idle", timeout=30, what="idle again")
+        done = sg.wait(slow.id, timeout=120)
+        assert done.state == "success", done
+        assert list(sg.rows(slow.id)) == [[7]]
+        eventually(lambda: sg.session(sid).state == "idle", timeout=30, what="idle again")
         again = sg.submit("SELECT 41 + 1 AS n", session_id=sid)
-        assert sg.wait(again["id"], timeout=60)["state"] == "success"
-        assert list(sg.rows(again["id"])) == [[42]]
-        engines = {e["id"]: e for e in sg.engines(all=True)["engines"]}
-        assert engines[engine_id]["state"] == "running", engines[engine_id]
-        queries = sg.queries(session_id=sid)["queries"]
-        assert {q["state"] for q in queries} == {"success"}, queries
+        assert sg.wait(again.id, timeout=60).state == "success"
+        assert list(sg.rows(again.id)) == [[42]]
+        engines = {e.id: e for e in sg.engines(all=True).engines}
+        assert engines[engine_id].state == "running", engines[engine_id]
+        queries = sg.queries(session_id=sid).queries
+        assert {q.state for q in queries} == {"success"}, queries
 
 
 def _healthy(server: ServerProcess) -> bool:

@@ -19,24 +19,27 @@ from typing import Any
 import pytest
 
 from sparkgate.client import Client, ClientError
+from sparkgate.schemas.streams import StreamJobDetail, StreamQuery
+from sparkgate.store.statement_costs import StatementCost
 from sparkgate_dev import ServerProcess, eventually, kill_engines, local_test_settings
-from tests.e2e.conftest import run
+from tests.e2e.conftest import OpenSession, run
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 def rows(sg: Client, sql: str, session_id: int) -> list[list[Any]]:
     done = run(sg, sql, session_id)
-    assert done["state"] == "success", done
-    page: list[list[Any]] = sg.result(done["id"])["rows"]
+    assert done.state == "success", done
+    page: list[list[Any]] = sg.result(done.id).rows
     return page
 
 
 def failed(sg: Client, sql: str, session_id: int) -> dict[str, Any]:
     done = run(sg, sql, session_id)
-    assert done["state"] == "failed", done
-    error: dict[str, Any] = done["error"]
-    return error
+    assert done.state == "failed", done
+    assert done.error is not None
+    # As the API answers it: code, message and the error's further keys (position, ...).
+    return done.error.model_dump()
 
 
 def output_stats(sg: Client, session_id: int, path: Path) -> tuple[int, int, int, int]:
@@ -68,15 +71,15 @@ def checkpoint_at_batch_boundary(checkpoint: str) -> None:
 
 
 def test_rate_filter_parquet_in_a_session(
-    server: ServerProcess, sg: Client, interactive: Any, tmp_path: Path
+    server: ServerProcess, sg: Client, interactive: OpenSession, tmp_path: Path
 ) -> None:
-    sid = interactive()["id"]
+    sid = interactive().id
     out = tmp_path / "evens"
     columns = rows(sg, "CREATE STREAM r USING rate OPTIONS ('rowsPerSecond'='20')", sid)
     assert columns == [["timestamp", "timestamp"], ["value", "bigint"]]
     run(sg, "CREATE TEMPORARY VIEW evens AS SELECT value FROM r WHERE value % 2 = 0", sid)
     saved = run(sg, f"SAVE STREAM evens TO parquet TRIGGER 500ms OPTIONS ('path'='{out}')", sid)
-    [started] = sg.result(saved["id"])["rows"]
+    [started] = sg.result(saved.id).rows
     name, spark_id, run_id, state, checkpoint = started
     assert (name, state) == ("evens", "running") and spark_id and run_id
     assert checkpoint == str(
@@ -99,23 +102,24 @@ def test_rate_filter_parquet_in_a_session(
     error = failed(sg, "SAVE STREAM evens TO console TRIGGER 5 fortnights", sid)
     assert error["code"] == "PARSE_SYNTAX_ERROR" and error["position"] == 40
 
-    def progressed() -> dict[str, Any] | None:
-        [query] = [q for q in sg.session_streams(sid)["queries"] if q["name"] == "evens"]
-        last = query["last_progress"]
+    def progressed() -> StreamQuery | None:
+        [query] = [q for q in sg.session_streams(sid).queries if q.name == "evens"]
+        last = query.last_progress
         return query if last and last["batch_id"] >= 3 else None
 
     query = eventually(progressed, timeout=120, what="three micro-batches")
-    assert query["state"] == "running" and query["sink"] == "parquet"
-    assert query["recent_progress"][0]["input_rows"] >= 0
-    assert query["last_progress"]["processed_rows_per_second"] is not None
+    assert query.state == "running" and query.sink == "parquet"
+    assert query.recent_progress[0].input_rows >= 0
+    assert query.last_progress is not None
+    assert query.last_progress["processed_rows_per_second"] is not None
 
     # What its batches cost accumulates on the query that started it, batch by batch.
-    def costs_more(than: int) -> dict[str, Any] | None:
-        cost = sg.query(saved["id"])["cost"]
-        return cost if cost is not None and cost["tasks"] > than else None
+    def costs_more(than: int) -> StatementCost | None:
+        cost = sg.query(saved.id).cost
+        return cost if cost is not None and cost.tasks > than else None
 
     first = eventually(lambda: costs_more(0), timeout=60, what="a batch's cost")
-    eventually(lambda: costs_more(first["tasks"]), timeout=60, what="a later batch's cost")
+    eventually(lambda: costs_more(first.tasks), timeout=60, what="a later batch's cost")
 
     [stopped] = rows(sg, "STOP STREAM evens", sid)
     assert stopped[3] == "stopped"
@@ -123,9 +127,10 @@ def test_rate_filter_parquet_in_a_session(
     stats = output_stats(sg, sid, out)
     assert_exactly_once(stats, step=2)
     # Spark's own count of the rows its tasks wrote, summed over every batch, is the output's.
-    cost = sg.query(saved["id"])["cost"]
-    assert cost["output_records"] == stats[0], (cost, stats)
-    assert cost["executor_cpu_time_ns"] > 0
+    cost = sg.query(saved.id).cost
+    assert cost is not None
+    assert cost.output_records == stats[0], (cost, stats)
+    assert cost.executor_cpu_time_ns > 0
     error = failed(sg, "STOP STREAM evens", sid)
     assert error["code"] == "STREAM_QUERY_NOT_FOUND"
 
@@ -134,14 +139,14 @@ def test_rate_filter_parquet_in_a_session(
     sg.kill_session(sid)
 
     def spin_state() -> str | None:
-        states = {q["name"]: q["state"] for q in sg.session_streams(sid)["queries"]}
+        states = {q.name: q.state for q in sg.session_streams(sid).queries}
         return states["spin"] if states["spin"] == "stopped" else None
 
     eventually(spin_state, timeout=60, what="the query to stop with its session")
 
 
-def test_windowed_aggregation_in_update_mode(sg: Client, interactive: Any) -> None:
-    sid = interactive()["id"]
+def test_windowed_aggregation_in_update_mode(sg: Client, interactive: OpenSession) -> None:
+    sid = interactive().id
     run(sg, "CREATE STREAM ticks USING rate OPTIONS ('rowsPerSecond'='10')", sid)
     run(
         sg,
@@ -169,12 +174,11 @@ def test_windowed_aggregation_in_update_mode(sg: Client, interactive: Any) -> No
         return windows if len(windows) >= 4 else None
 
     eventually(four_windows, timeout=120, interval=0.5, what="four windows in the memory sink")
-    [query] = sg.session_streams(sid)["queries"]
-    assert query["output_mode"] == "update" and query["checkpoint"] is None
-    assert query["last_progress"]["state_rows"]
-    assert any(
-        p["watermark"] not in (None, "1970-01-01T00:00:00.000Z") for p in query["recent_progress"]
-    )
+    [query] = sg.session_streams(sid).queries
+    assert query.output_mode == "update" and query.checkpoint is None
+    assert query.last_progress is not None
+    assert query.last_progress["state_rows"]
+    assert any(p.watermark not in (None, "1970-01-01T00:00:00.000Z") for p in query.recent_progress)
     rows(sg, "STOP STREAM window_counts", sid)
 
     windows = rows(
@@ -224,10 +228,10 @@ def stream_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[ServerPr
 def jobs(stream_server: ServerProcess) -> Iterator[Client]:
     with stream_server.client() as client:
         yield client
-        for job in client.streams()["streams"]:  # leave nothing running for the next test
+        for job in client.streams().streams:  # leave nothing running for the next test
             with contextlib.suppress(ClientError):
-                client.stop_stream(job["name"])
-                client.wait_stream(job["name"], {"stopped", "failed"}, timeout=60)
+                client.stop_stream(job.name)
+                client.wait_stream(job.name, {"stopped", "failed"}, timeout=60)
 
 
 def flaky_script(out: Path, flag: Path, bad: str, **options: str) -> str:
@@ -253,7 +257,7 @@ def sparkgate_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProc
 
 
 def test_a_failing_query_restarts_with_backoff_and_resumes_exactly_once(
-    stream_server: ServerProcess, jobs: Client, sg: Client, interactive: Any
+    stream_server: ServerProcess, jobs: Client, sg: Client, interactive: OpenSession
 ) -> None:
     home = stream_server.home
     out, flag = home / "flaky-out", home / "flaky-flag"
@@ -261,38 +265,40 @@ def test_a_failing_query_restarts_with_backoff_and_resumes_exactly_once(
         out, flag, "30", **{"retry.min.backoff": "200ms", "retry.max.backoff": "5s"}
     )
     created = jobs.create_stream("flaky", script)
-    assert created["state"] == "pending"
+    assert created.state == "pending"
 
-    def restarted_three_times() -> dict[str, Any] | None:
+    def restarted_three_times() -> StreamJobDetail | None:
         job = jobs.stream("flaky")
-        queries = job["queries"]
-        return job if queries and queries[0]["restarts"] >= 3 else None
+        queries = job.queries
+        return job if queries and queries[0].restarts >= 3 else None
 
     job = eventually(restarted_three_times, timeout=240, what="three restarts")
     flag.touch()  # the bad row is fixed: the next restart gets through
-    [query] = job["queries"]
-    assert query["last_error"]["code"] == "PYTHON_EXCEPTION"
-    assert "bad row 30" in query["last_error"]["message"]
-    delays = [r["delay"] for r in reversed(query["recent_restarts"])]
+    [query] = job.queries
+    assert query.last_error is not None
+    assert query.last_error.code == "PYTHON_EXCEPTION"
+    assert "bad row 30" in query.last_error.message
+    delays = [r.delay for r in reversed(query.recent_restarts)]
     assert delays[:3] == [0.2, 0.4, 0.8]  # the backoff, as recorded in the store
-    assert job["state"] == "running"
+    assert job.state == "running"
 
     def past_the_bad_row() -> bool:
-        last = jobs.stream("flaky")["queries"][0]["last_progress"] or {}
-        running = jobs.stream("flaky")["queries"][0]["state"] == "running"
+        last = jobs.stream("flaky").queries[0].last_progress or {}
+        running = jobs.stream("flaky").queries[0].state == "running"
         return running and int(last.get("batch_id", 0)) >= 4
 
     eventually(past_the_bad_row, timeout=120, what="batches after the fix")
     stopping = jobs.stop_stream("flaky")
-    assert stopping["state"] in ("stopping", "stopped")
+    assert stopping.state in ("stopping", "stopped")
     stopped = jobs.wait_stream("flaky", {"stopped", "failed"}, timeout=120)
-    assert stopped["state"] == "stopped", stopped
-    [query] = stopped["queries"]
-    assert query["state"] == "stopped"
-    for restart in query["recent_restarts"][:-1]:  # each restart waited its delay
-        assert restart["restarted_at"] is not None
-    checkpoint_at_batch_boundary(query["checkpoint"])
-    sid = interactive()["id"]
+    assert stopped.state == "stopped", stopped
+    [query] = stopped.queries
+    assert query.state == "stopped"
+    for restart in query.recent_restarts[:-1]:  # each restart waited its delay
+        assert restart.restarted_at is not None
+    assert query.checkpoint is not None
+    checkpoint_at_batch_boundary(query.checkpoint)
+    sid = interactive().id
     first = output_stats(sg, sid, out)
     assert_exactly_once(first)
     assert first[3] > 30
@@ -300,19 +306,18 @@ def test_a_failing_query_restarts_with_backoff_and_resumes_exactly_once(
     # Started again, it resumes where its checkpoint says: still every row exactly once.
     jobs.start_stream("flaky")
     restarted = jobs.wait_stream("flaky", {"running", "failed"}, timeout=180)
-    assert restarted["state"] == "running", restarted
+    assert restarted.state == "running", restarted
 
     def more_batches() -> bool:
-        query = jobs.stream("flaky")["queries"][0]
-        last = query["last_progress"] or {}
+        query = jobs.stream("flaky").queries[0]
+        last = query.last_progress or {}
         return bool(
-            query["run_id"] != stopped["queries"][0]["run_id"]
-            and last.get("run_id") == query["run_id"]
+            query.run_id != stopped.queries[0].run_id and last.get("run_id") == query.run_id
         )
 
     eventually(more_batches, timeout=120, what="progress after the start")
     jobs.stop_stream("flaky")
-    assert jobs.wait_stream("flaky", {"stopped"}, timeout=120)["state"] == "stopped"
+    assert jobs.wait_stream("flaky", {"stopped"}, timeout=120).state == "stopped"
     second = output_stats(sg, sid, out)
     assert_exactly_once(second)
     assert second[0] > first[0]
@@ -337,14 +342,16 @@ def test_max_attempts_reached_fails_the_job_with_its_last_error(
     assert made.returncode == 0 and "pending" in made.stdout, made.stderr
 
     job = jobs.wait_stream("doomed", {"failed"}, timeout=240)
-    queries = {q["name"]: q for q in job["queries"]}
+    queries = {q.name: q for q in job.queries}
     checked = queries["checked"]
-    assert checked["state"] == "failed" and checked["restarts"] == 2
-    assert [r["delay"] for r in reversed(checked["recent_restarts"])] == [0.1, 0.2]
-    assert checked["last_error"]["code"] == "PYTHON_EXCEPTION"
-    assert "retry.max.attempts = 2" in checked["last_error"]["not_restarted"]
-    assert queries["bystander"]["state"] == "stopped"  # the job fails as a whole
-    assert job["last_error"]["query"] == "checked" and "bad row 3" in job["last_error"]["message"]
+    assert checked.state == "failed" and checked.restarts == 2
+    assert [r.delay for r in reversed(checked.recent_restarts)] == [0.1, 0.2]
+    assert checked.last_error is not None
+    assert checked.last_error.code == "PYTHON_EXCEPTION"
+    assert "retry.max.attempts = 2" in checked.last_error.param("not_restarted")
+    assert queries["bystander"].state == "stopped"  # the job fails as a whole
+    assert job.last_error is not None
+    assert job.last_error.param("query") == "checked" and "bad row 3" in job.last_error.message
 
     shown = sparkgate_cli(stream_server, "show", "doomed")
     assert shown.returncode == 0 and "failed" in shown.stdout and "PYTHON_EXCEPTION" in shown.stdout
@@ -380,15 +387,15 @@ def test_requests_that_cannot_make_or_change_a_job_are_refused_clearly(
     with pytest.raises(ClientError) as caught:
         jobs.stop_stream("nope")
     assert (caught.value.status, caught.value.code) == (404, "STREAM_JOB_NOT_FOUND")
-    assert jobs.wait_stream("spinner", {"running"}, timeout=240)["state"] == "running"
+    assert jobs.wait_stream("spinner", {"running"}, timeout=240).state == "running"
     stopped = sparkgate_cli(stream_server, "stop", "spinner")  # waits until it is stopped
     assert stopped.returncode == 0 and "spinner: stopped" in stopped.stdout, stopped.stderr
-    assert jobs.stream("spinner")["queries"][0]["state"] == "stopped"
-    assert jobs.delete_stream("spinner")["deleted"] is True
+    assert jobs.stream("spinner").queries[0].state == "stopped"
+    assert jobs.delete_stream("spinner").deleted is True
 
 
 def test_a_job_whose_engine_is_killed_is_relaunched_and_resumes(
-    stream_server: ServerProcess, jobs: Client, sg: Client, interactive: Any
+    stream_server: ServerProcess, jobs: Client, sg: Client, interactive: OpenSession
 ) -> None:
     out = stream_server.home / "survivor-out"
     jobs.create_stream(
@@ -397,29 +404,33 @@ def test_a_job_whose_engine_is_killed_is_relaunched_and_resumes(
         f"SAVE STREAM numbers TO parquet TRIGGER 200ms OPTIONS ('path'='{out}')",
     )
 
-    def batches(minimum: int) -> dict[str, Any] | None:
+    def batches(minimum: int) -> StreamJobDetail | None:
         job = jobs.stream("survivor")
-        queries = job["queries"]
-        last = (queries[0]["last_progress"] or {}) if queries else {}
-        ok = job["state"] == "running" and queries[0]["state"] == "running"
+        queries = job.queries
+        last = (queries[0].last_progress or {}) if queries else {}
+        ok = job.state == "running" and queries[0].state == "running"
         return job if ok and last.get("batch_id", -1) >= minimum else None
 
     before = eventually(lambda: batches(3), timeout=240, what="the job to run")
     with stream_server.store() as store:
-        engine = store.engines.get(before["queries"][0]["engine_id"])
+        engine_id = before.queries[0].engine_id
+        assert engine_id is not None
+        engine = store.engines.get(engine_id)
     assert engine.pid is not None and engine.kind.value == "streaming"
     os.killpg(engine.pid, signal.SIGKILL)  # driver and JVM, no goodbye
-    batch = before["queries"][0]["last_progress"]["batch_id"]
+    progress = before.queries[0].last_progress
+    assert progress is not None
+    batch = progress["batch_id"]
 
     after = eventually(lambda: batches(batch + 3), timeout=240, what="the job to resume")
-    assert after["restarts"] == 1 and after["session_id"] != before["session_id"]
-    assert after["queries"][0]["engine_id"] != engine.id
-    assert after["queries"][0]["spark_id"] == before["queries"][0]["spark_id"]  # same checkpoint
-    assert after["last_error"]["code"] == "ENGINE_LOST"
-    [relaunch] = after["recent_restarts"]
-    assert relaunch["delay"] == 0.5 and relaunch["restarted_at"] is not None
+    assert after.restarts == 1 and after.session_id != before.session_id
+    assert after.queries[0].engine_id != engine.id
+    assert after.queries[0].spark_id == before.queries[0].spark_id  # same checkpoint
+    assert after.last_error is not None and after.last_error.code == "ENGINE_LOST"
+    [relaunch] = after.recent_restarts
+    assert relaunch.delay == 0.5 and relaunch.restarted_at is not None
 
     jobs.stop_stream("survivor")
-    assert jobs.wait_stream("survivor", {"stopped"}, timeout=120)["state"] == "stopped"
-    sid = interactive()["id"]
+    assert jobs.wait_stream("survivor", {"stopped"}, timeout=120).state == "stopped"
+    sid = interactive().id
     assert_exactly_once(output_stats(sg, sid, out))

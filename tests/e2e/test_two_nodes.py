@@ -41,23 +41,23 @@ def test_two_nodes_serve_as_one(pg_url: str, make_server: MakeServer, tmp_path: 
     a = make_server(home, **common, thrift_port=thrift_port)
     b = make_server(home, **common)
     with a.client() as on_a, b.client() as on_b:
-        assert on_a.health()["store"] == on_b.health()["store"] == "postgresql"
+        assert on_a.health().store == on_b.health().store == "postgresql"
         session = on_a.create_session()
-        ready = on_b.wait_session(session["id"], {"idle", "error"}, timeout=240)
-        assert ready["state"] == "idle", ready
+        ready = on_b.wait_session(session.id, {"idle", "error"}, timeout=240)
+        assert ready.state == "idle", ready
 
-        submitted = on_a.submit("SELECT id FROM range(2500)", session_id=session["id"])
-        done = on_b.query(submitted["id"], wait=120)  # long poll on the other node
-        assert done["state"] == "success"
-        assert sum(1 for _ in on_b.rows(submitted["id"], page=1000)) == 2500
+        submitted = on_a.submit("SELECT id FROM range(2500)", session_id=session.id)
+        done = on_b.query(submitted.id, wait=120)  # long poll on the other node
+        assert done.state == "success"
+        assert sum(1 for _ in on_b.rows(submitted.id, page=1000)) == 2500
 
-        long = on_b.submit(ENDLESS, session_id=session["id"])
-        eventually(lambda: on_a.query(long["id"])["state"] == "running", timeout=60)
-        on_a.cancel(long["id"])
-        assert on_b.wait(long["id"], timeout=60)["state"] == "cancelled"
-        assert [q["id"] for q in on_a.queries(session_id=session["id"])["queries"]] == [
-            long["id"],
-            submitted["id"],
+        long = on_b.submit(ENDLESS, session_id=session.id)
+        eventually(lambda: on_a.query(long.id).state == "running", timeout=60)
+        on_a.cancel(long.id)
+        assert on_b.wait(long.id, timeout=60).state == "cancelled"
+        assert [q.id for q in on_a.queries(session_id=session.id).queries] == [
+            long.id,
+            submitted.id,
         ]
 
         # A HiveServer2 client starts on A's binary port and goes on fetching through B's
@@ -80,8 +80,8 @@ def test_two_nodes_serve_as_one(pg_url: str, make_server: MakeServer, tmp_path: 
         # read that got no answer to the next node, and a submit too, with its key.
         with a.store() as store:
             holders = {name: store.leases.get(name) for name in ("reaper", "placement")}
-        kill_a_under_a_long_poll(a, b, session["id"])
-        b_node = on_b.health()["node"]
+        kill_a_under_a_long_poll(a, b, session.id)
+        b_node = on_b.health().node
 
         def b_holds_everything() -> bool:
             with b.store() as store:
@@ -91,8 +91,8 @@ def test_two_nodes_serve_as_one(pg_url: str, make_server: MakeServer, tmp_path: 
                 )
 
         eventually(b_holds_everything, timeout=30, what="node B to take over the leases")
-        after = on_b.submit("SELECT 'still serving' AS s", session_id=session["id"])
-        assert on_b.wait(after["id"], timeout=60)["state"] == "success"
+        after = on_b.submit("SELECT 'still serving' AS s", session_id=session.id)
+        assert on_b.wait(after.id, timeout=60).state == "success"
 
 
 def kill_a_under_a_long_poll(a: ServerProcess, b: ServerProcess, session_id: int) -> None:
@@ -102,7 +102,7 @@ def kill_a_under_a_long_poll(a: ServerProcess, b: ServerProcess, session_id: int
     runs once."""
     with a.client() as on_a, b.client() as on_b:
         endless = on_b.submit(ENDLESS, session_id=session_id)
-        eventually(lambda: on_a.query(endless["id"])["state"] == "running", timeout=60)
+        eventually(lambda: on_a.query(endless.id).state == "running", timeout=60)
         polling_a = threading.Event()
 
         class Watched(httpx.HTTPTransport):
@@ -132,7 +132,7 @@ def kill_a_under_a_long_poll(a: ServerProcess, b: ServerProcess, session_id: int
         answered: dict[str, Any] = {}
         with Client([a.url, b.url], transport=Watched(), timeout=60) as both:
             poll = threading.Thread(
-                target=lambda: answered.update(both.query(endless["id"], wait=120))
+                target=lambda: answered.update(both.query(endless.id, wait=120))
             )
             poll.start()
             assert polling_a.wait(30)
@@ -140,16 +140,16 @@ def kill_a_under_a_long_poll(a: ServerProcess, b: ServerProcess, session_id: int
                 once = retrying.submit(ONCE, session_id=session_id)
                 assert retrying.server == b.url
             assert len(keys) == 2 and keys[0] == keys[1], keys  # A's attempt, then B's
-            assert once["id"] == taken[0], (once, taken)  # B answered the query A made
-            on_b.cancel(endless["id"])
+            assert once.id == taken[0], (once, taken)  # B answered the query A made
+            on_b.cancel(endless.id)
             poll.join(timeout=120)
             assert answered.get("state") == "cancelled", answered
             assert both.server == b.url  # and it stays with the node that answered
         # It runs once, after the cancelled query, and succeeds: one such query in the store.
-        assert on_b.wait(once["id"], timeout=120)["state"] == "success"
-        assert next(on_b.rows(once["id"])) == ["once"]
+        assert on_b.wait(once.id, timeout=120).state == "success"
+        assert next(on_b.rows(once.id)) == ["once"]
         with b.store() as store:
             made = store.statements.list_page(
                 session_id=session_id, window=Window(limit=1000)
             ).items
-        assert [q.id for q in made if q.code == ONCE] == [once["id"]]
+        assert [q.id for q in made if q.code == ONCE] == [once.id]

@@ -76,29 +76,28 @@ def test_engines_are_applications_that_share_the_cluster(
     )
     with server.client() as sg:
         session = sg.create_session()
-        assert sg.wait_session(session["id"], {"idle", "dead", "error"}, 240)["state"] == "idle"
+        assert sg.wait_session(session.id, {"idle", "dead", "error"}, 240).state == "idle"
         query = sg.submit(
             "SELECT id % 2 AS k, count(*) FROM range(1000) GROUP BY 1 ORDER BY 1",
-            session_id=session["id"],
+            session_id=session.id,
         )
-        assert sg.wait(query["id"], timeout=120)["state"] == "success"
-        assert list(sg.rows(query["id"])) == [[0, 500], [1, 500]]
-        engine_id = sg.session(session["id"])["engine_id"]
+        assert sg.wait(query.id, timeout=120).state == "success"
+        assert list(sg.rows(query.id)) == [[0, 500], [1, 500]]
+        engine_id = sg.session(session.id).engine_id
+        assert engine_id is not None
         name = f"sparkgate-engine-{engine_id}"
         [app] = [a for a in cluster.applications(running.master_ui) if a["name"] == name]
         assert app["state"] == "RUNNING" and app["cores"] <= 1  # never more than one core
 
         # The shared engine keeps its executor while idle; the warm one gives its back.
-        [warm] = [
-            e for e in sg.engines()["engines"] if e["kind"] == "dedicated" and not e["session_id"]
-        ]
+        [warm] = [e for e in sg.engines().engines if e.kind == "dedicated" and not e.session_id]
 
         def cores_of(engine: int) -> int | None:
             apps = cluster.applications(running.master_ui)
             found = [a["cores"] for a in apps if a["name"] == f"sparkgate-engine-{engine}"]
             return found[0] if found else None
 
-        eventually(lambda: cores_of(warm["id"]) == 0, timeout=120, what="the warm engine idle")
+        eventually(lambda: cores_of(warm.id) == 0, timeout=120, what="the warm engine idle")
         assert cores_of(engine_id) == 1
 
         # Two cores, three engines: the shared one holds one, the stream job's engine takes
@@ -112,29 +111,30 @@ def test_engines_are_applications_that_share_the_cluster(
         )
 
         def streaming() -> bool:
-            queries = sg.stream("share")["queries"]
-            return bool(queries) and (queries[0]["last_progress"] or {}).get("batch_id", -1) >= 2
+            queries = sg.stream("share").queries
+            return bool(queries) and (queries[0].last_progress or {}).get("batch_id", -1) >= 2
 
         eventually(streaming, timeout=240, what="the stream job's third batch")
-        again = sg.submit("SELECT count(*) FROM range(10)", session_id=session["id"])
-        assert sg.wait(again["id"], timeout=120)["state"] == "success"
+        again = sg.submit("SELECT count(*) FROM range(10)", session_id=session.id)
+        assert sg.wait(again.id, timeout=120).state == "success"
         sg.stop_stream("share")
         sg.wait_stream("share", {"stopped"}, timeout=120)
         one_off = sg.submit("SELECT 40 + 2 AS answer", isolation="engine")
-        assert sg.wait(one_off["id"], timeout=240)["state"] == "success"
-        engines = sg.engines(all=True)["engines"]
-        assert not [e for e in engines if e.get("error")], engines
-        assert {"shared", "streaming", "dedicated"} <= {e["kind"] for e in engines}
+        assert sg.wait(one_off.id, timeout=240).state == "success"
+        engines = sg.engines(all=True).engines
+        assert not [e for e in engines if e.error], engines
+        assert {"shared", "streaming", "dedicated"} <= {e.kind for e in engines}
 
         # Asking more than the worker has: the engine says so instead of waiting forever.
         greedy = sg.create_session(conf={"spark.executor.memory": "64g"})
-        ended = sg.wait_session(greedy["id"], {"idle", "dead", "error"}, 240)
-        assert ended["state"] == "error", ended
-        assert ended["error"]["code"] == "NO_EXECUTORS", ended
-        assert "spark.executor.memory=64g" in ended["error"]["message"]
+        ended = sg.wait_session(greedy.id, {"idle", "dead", "error"}, 240)
+        assert ended.state == "error", ended
+        assert ended.error is not None
+        assert ended.error.code == "NO_EXECUTORS", ended
+        assert "spark.executor.memory=64g" in ended.error.message
 
         stopped = sg.stop_engine(engine_id)
-        assert stopped["state"] in {"stopping", "stopped"}
+        assert stopped.state in {"stopping", "stopped"}
 
     def ended_at_master() -> bool:
         master = cluster.master_state(running.master_ui)

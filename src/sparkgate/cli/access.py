@@ -28,10 +28,10 @@ def explain(
     if as_json:
         print_json(answer)
         return
-    for reason in answer["reasons"]:
+    for reason in answer.reasons:
         console.print(f"- {reason}", highlight=False)
-    verdict = "allowed" if answer["allowed"] else "denied"
-    console.print(f"{who} {answer['privilege']} on {table_name}: {verdict}", highlight=False)
+    verdict = "allowed" if answer.allowed else "denied"
+    console.print(f"{who} {answer.privilege} on {table_name}: {verdict}", highlight=False)
 
 
 @app.command()
@@ -48,8 +48,6 @@ def grants(
     if as_json:
         print_json(answer)
         return
-    console.print(f"{answer['table']}, owned by {answer['owner'] or '(not recorded)'}")
-    rows = (
-        (g["grantee_type"], g["grantee"], g["privilege"], g["granted_by"]) for g in answer["grants"]
-    )
+    console.print(f"{answer.table}, owned by {answer.owner or '(not recorded)'}")
+    rows = ((g.grantee_type, g.grantee, g.privilege, g.granted_by) for g in answer.grants)
     console.print(table(("grantee_type", "grantee", "privilege", "granted_by"), rows))

@@ -60,24 +60,24 @@ def audit(
     if as_json:
         print_json(page)
         return
-    events = page["events"]  # newest first, as the server answers
+    events = page.events  # newest first, as the server answers
     fields = ("at", "user", "address", "action", "target", "outcome")
     rows = (
         (
-            str(e["id"]),
-            *(e.get(field) or "" for field in fields),
-            "" if e.get("detail") in (None, "", {}) else cell(e["detail"]),
+            str(e.id),
+            *(getattr(e, field) or "" for field in fields),
+            "" if e.detail in (None, "", {}) else cell(e.detail),
         )
         for e in events
     )
     console.print(table(("id", *fields, "detail"), rows))
-    first, total = page.get("offset"), page.get("total")
+    first, total = page.offset, page.total
     of = "" if total is None else f" of {total}"
     if events:
         shown = f"after {after}" if first is None else f"{first + 1}-{first + len(events)}"
         summary = f"{len(events)} events ({shown}{of})"
     else:
         summary = "no events" if total is None else f"no events (of {total})"
-    if page.get("next"):
-        summary += f"; more: --after {page['next']}"
+    if page.next:
+        summary += f"; more: --after {page.next}"
     err_console.print(summary, highlight=False)

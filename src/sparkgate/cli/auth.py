@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import socket
 import sys
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
@@ -25,6 +25,7 @@ from sparkgate.cli.common import (
 from sparkgate.cli.render import table
 from sparkgate.client import Client, ClientError
 from sparkgate.credentials import CredentialsError
+from sparkgate.schemas.users import Whoami
 from sparkgate.sql.durations import COMPACT_HELP, parse_duration
 
 app = typer.Typer(help="Personal access tokens: create, list, revoke.", no_args_is_help=True)
@@ -48,10 +49,10 @@ def expires_seconds(text: str | None) -> int | None:
     return round(seconds)
 
 
-def describe(me: dict[str, Any]) -> str:
-    groups = ", ".join(me.get("groups") or []) or "none"
-    admin = "yes" if me.get("admin") else "no"
-    return f"{me.get('user')} (via {me.get('via')}; groups: {groups}; admin: {admin})"
+def describe(me: Whoami) -> str:
+    groups = ", ".join(me.groups or []) or "none"
+    admin = "yes" if me.admin else "no"
+    return f"{me.user} (via {me.via}; groups: {groups}; admin: {admin})"
 
 
 def login(
@@ -85,17 +86,17 @@ def login(
         with Client(server, user=user, password=password) as sg:
             me = sg.whoami()
             created = sg.create_token(token_name, expires_in)
-        where = credentials.save(server, me.get("user") or user, created["token"], created["id"])
+        where = credentials.save(server, me.user or user, created.token, created.id)
     except ClientError as exc:
         fail(str(exc))
     except CredentialsError as exc:
         fail(str(exc))
     if previous is not None and previous.token_id is not None:
         _revoke_quietly(server, previous)
-    expiry = created.get("expires_at") or "never"
+    expiry = created.expires_at or "never"
     console.print(f"logged in to {server} as {describe(me)}", highlight=False, soft_wrap=True)
     console.print(
-        f"token {created['id']} ({token_name}, expires {expiry}) stored in {where}",
+        f"token {created.id} ({token_name}, expires {expiry}) stored in {where}",
         highlight=False,
         soft_wrap=True,
     )
@@ -147,10 +148,8 @@ def whoami(as_json: JsonOption = False) -> None:
         print_json(me)
         return
     console.print(describe(me), highlight=False, soft_wrap=True)
-    if me.get("rights"):
-        console.print(
-            f"rights: {', '.join(map(str, me['rights']))}", highlight=False, soft_wrap=True
-        )
+    if me.rights:
+        console.print(f"rights: {', '.join(map(str, me.rights))}", highlight=False, soft_wrap=True)
     console.print(
         f"server: {server}; credentials: {source or 'none'}", highlight=False, soft_wrap=True
     )
@@ -189,10 +188,10 @@ def create_token(
     if as_json:
         print_json(created)
     else:
-        typer.echo(created["token"])
+        typer.echo(created.token)
     err_console.print(
-        f"token {created['id']} ({created.get('name') or 'unnamed'}, owner {created.get('owner')}, "
-        f"expires {created.get('expires_at') or 'never'}). "
+        f"token {created.id} ({created.name or 'unnamed'}, owner {created.owner}, "
+        f"expires {created.expires_at or 'never'}). "
         "This is the only time the secret is shown: keep it now.",
         highlight=False,
         soft_wrap=True,
@@ -208,20 +207,20 @@ def list_tokens(
 ) -> None:
     """Your tokens (never their secrets)."""
     with client() as sg:
-        tokens = sg.tokens(owner)["tokens"]
+        tokens = sg.tokens(owner).tokens
     if as_json:
         print_json(tokens)
         return
     rows = (
         (
-            str(t["id"]),
-            t.get("name") or "",
-            t.get("prefix") or "",
-            t.get("owner") or "",
-            t.get("created_at") or "",
-            t.get("expires_at") or "never",
-            t.get("last_used_at") or "",
-            t.get("revoked_at") or "",
+            str(t.id),
+            t.name or "",
+            t.prefix or "",
+            t.owner or "",
+            t.created_at or "",
+            t.expires_at or "never",
+            t.last_used_at or "",
+            t.revoked_at or "",
         )
         for t in tokens
     )
@@ -236,7 +235,7 @@ def revoke_token(token_id: str) -> None:
     with client() as sg:
         token = sg.revoke_token(token_id)
     console.print(
-        f"token {token_id}: revoked at {token.get('revoked_at')}", highlight=False, soft_wrap=True
+        f"token {token_id}: revoked at {token.revoked_at}", highlight=False, soft_wrap=True
     )
     try:
         stored = credentials.load(server)

@@ -7,17 +7,20 @@ import json
 import os
 import sys
 import time
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Annotated, Any, NoReturn, TypedDict
+from typing import Annotated, Any, NoReturn, TypedDict, TypeVar
 
 import typer
+from pydantic import BaseModel
+from pydantic_core import to_jsonable_python
 from rich.console import Console, RenderableType
 
 from sparkgate import credentials
 from sparkgate.client import DEFAULT_SERVER, Client, ClientError
 from sparkgate.credentials import CredentialsError
+from sparkgate.schemas.common import Paging
 from sparkgate.sql.durations import parse_duration
 
 console = Console()
@@ -147,27 +150,33 @@ def client(server: str | None = None) -> Iterator[Client]:
         fail(describe_client_error(exc, server))
 
 
+Item = TypeVar("Item")
+
+
 def print_json(value: Any) -> None:
-    typer.echo(json.dumps(value, indent=2, default=str))
+    """``value`` as JSON; answers (models, in lists and dicts too) as the server sent them."""
+    found = to_jsonable_python(value, by_alias=True, fallback=str)
+    typer.echo(json.dumps(found, indent=2))
 
 
-def more_hint(page: dict[str, Any]) -> None:
-    """After a list's table, how to see the next page (on stderr; nothing on the last)."""
-    if page.get("next"):
-        err_console.print(f"more: --after {page['next']}", highlight=False)
+def more_hint(page: BaseModel) -> None:
+    """After a list's table, how to see the next page (on stderr; nothing on the last, nor
+    for a list that is never paged)."""
+    if isinstance(page, Paging) and page.next:
+        err_console.print(f"more: --after {page.next}", highlight=False)
 
 
 def show_page(
-    page: dict[str, Any],
-    key: str,
-    table: Callable[[list[dict[str, Any]]], RenderableType],
+    page: BaseModel,
+    items: Sequence[Item],
+    table: Callable[[Sequence[Item]], RenderableType],
     as_json: bool,
 ) -> None:
-    """A list answer: as JSON, or its ``key`` items as a table and the next page's hint."""
+    """A list answer: as JSON, or its ``items`` as a table and the next page's hint."""
     if as_json:
         print_json(page)
         return
-    console.print(table(page[key]))
+    console.print(table(items))
     more_hint(page)
 
 
@@ -177,7 +186,7 @@ def print_field(name: str, value: object) -> None:
     console.print(f"[bold]{name}[/]: {value}", highlight=False)
 
 
-def print_fields(record: dict[str, Any], keys: Iterable[str]) -> None:
+def print_fields(record: BaseModel, keys: Iterable[str]) -> None:
     """``key: value`` lines of a record, in the given order."""
     for key in keys:
-        print_field(key, record[key])
+        print_field(key, getattr(record, key))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.live import Live
@@ -24,6 +24,7 @@ from sparkgate.cli.render import describe_error, table, versions_text
 from sparkgate.cli.waiting import poll
 from sparkgate.client import Client, ClientError
 from sparkgate.recorded import ErrorCode
+from sparkgate.schemas.jobs import Deployment
 
 MANIFEST_SUFFIXES = (".yaml", ".yml")
 _ACTION_STYLES = {
@@ -85,10 +86,10 @@ def deploy(
                 wait=wait,
             )
             if not plan and not as_json:
-                console.print(plan_table(deployment, title=f"deployment {deployment['id']}"))
+                console.print(plan_table(deployment, title=f"deployment {deployment.id}"))
                 deployment = _follow(sg, deployment, timeout)
             elif not plan:
-                deployment = sg.wait_deployment(deployment["id"], timeout)
+                deployment = sg.wait_deployment(deployment.id, timeout)
         except ClientError as exc:
             _refused(exc)
     if as_json:
@@ -97,21 +98,21 @@ def deploy(
         console.print(plan_table(deployment, title="plan (nothing changed)"))
     else:
         console.print(outcome_table(deployment))
-    decisions = deployment["decisions"]
+    decisions = deployment.decisions
     if plan:
-        if any(d["action"] == "error" for d in decisions):
+        if any(d.action == "error" for d in decisions):
             raise typer.Exit(1)
         return
-    if deployment["state"] != "succeeded":
-        failed = [d for d in decisions if d["outcome"] == "failed"]
+    if deployment.state != "succeeded":
+        failed = [d for d in decisions if d.outcome == "failed"]
         for decision in failed:
             err_console.print(
-                f"[bold red]{decision['job']}[/]: {describe_error(decision['error'])}",
+                f"[bold red]{decision.job}[/]: {describe_error(decision.error)}",
                 highlight=False,
                 soft_wrap=True,
             )
-        message = describe_error(deployment["error"]) if deployment["error"] else "not deployed"
-        fail(f"deployment {deployment['id']} {deployment['state']}: {message}")
+        message = describe_error(deployment.error) if deployment.error else "not deployed"
+        fail(f"deployment {deployment.id} {deployment.state}: {message}")
 
 
 def manifest_files(paths: Iterable[Path], skip: set[Path] | None = None) -> list[Path]:
@@ -129,33 +130,30 @@ def manifest_files(paths: Iterable[Path], skip: set[Path] | None = None) -> list
     return [p for p in dict.fromkeys(found) if p.resolve() not in (skip or set())]
 
 
-def plan_table(deployment: dict[str, Any], *, title: str) -> Table:
-    rows = (
-        (d["job"], versions_text(d), _action(d["action"]), d["reason"])
-        for d in deployment["decisions"]
-    )
+def plan_table(deployment: Deployment, *, title: str) -> Table:
+    rows = ((d.job, versions_text(d), _action(d.action), d.reason) for d in deployment.decisions)
     return table(("job", "version", "action", "reason"), rows, title=title)
 
 
-def outcome_table(deployment: dict[str, Any]) -> Table:
-    title = f"deployment {deployment['id']}: {deployment['state']}"
+def outcome_table(deployment: Deployment) -> Table:
+    title = f"deployment {deployment.id}: {deployment.state}"
     rows = []
-    for d in deployment["decisions"]:
-        style = _OUTCOME_STYLES.get(d["outcome"], "")
-        outcome = f"[{style}]{d['outcome']}[/]" if style else d["outcome"]
-        note = describe_error(d["error"]) if d["error"] else d["note"] or ""
-        rows.append((d["job"], versions_text(d), _action(d["action"]), outcome, note))
+    for d in deployment.decisions:
+        style = _OUTCOME_STYLES.get(d.outcome, "")
+        outcome = f"[{style}]{d.outcome}[/]" if style else d.outcome
+        note = describe_error(d.error) if d.error else d.note or ""
+        rows.append((d.job, versions_text(d), _action(d.action), outcome, note))
     return table(("job", "version", "action", "outcome", "note"), rows, title=title)
 
 
-def _follow(sg: Client, deployment: dict[str, Any], timeout: float) -> dict[str, Any]:
+def _follow(sg: Client, deployment: Deployment, timeout: float) -> Deployment:
     """Show each job's outcome as it comes, until the deployment ends."""
-    deployment_id = deployment["id"]
+    deployment_id = deployment.id
     with Live(outcome_table(deployment), console=err_console, transient=True) as live:
         return poll(
             deployment,
             lambda: sg.deployment(deployment_id),
-            done=lambda d: d["state"] != "running",
+            done=lambda d: d.state != "running",
             show=lambda d: live.update(outcome_table(d)),
             timeout=timeout,
             timed_out=lambda _: f"deployment {deployment_id} still running after {timeout:.0f}s",

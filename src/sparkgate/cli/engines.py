@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import time
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 
 from sparkgate.cli.common import JsonOption, client, console, fail, print_json
 from sparkgate.cli.render import table
 from sparkgate.errors import SparkgateError
+from sparkgate.schemas.errors import RecordedError
 
 app = typer.Typer(help="Engines (Spark drivers): list, stop.", no_args_is_help=True)
 
@@ -21,21 +22,21 @@ def list_engines(
 ) -> None:
     """The engines: kind, state, the session a dedicated one serves, process, heartbeat."""
     with client() as sg:
-        engines = sg.engines(all=all_)["engines"]
+        engines = sg.engines(all=all_).engines
     if as_json:
         print_json(engines)
         return
     rows = (
         (
-            str(e["id"]),
-            e["kind"],
-            e["state"],
-            str(e["session_id"] or ""),
-            e["host"] or "",
-            str(e["pid"] or ""),
-            e["heartbeat_at"] or "",
-            _error(e.get("error")),
-            e["log_path"] or "",
+            str(e.id),
+            e.kind,
+            e.state,
+            str(e.session_id or ""),
+            e.host or "",
+            str(e.pid or ""),
+            e.heartbeat_at or "",
+            _error(e.error),
+            e.log_path or "",
         )
         for e in engines
     )
@@ -43,14 +44,15 @@ def list_engines(
     console.print(table(columns, rows, fold=False))
 
 
-def _error(error: dict[str, Any] | None) -> str:
+def _error(error: RecordedError | None) -> str:
     """An ended engine's error code; after NO_EXECUTORS, the attempt and the next one's time."""
     if not error:
         return ""
-    text = str(error.get("code", ""))
-    if "next_attempt_at" in error:
-        when = time.strftime("%H:%M:%S UTC", time.gmtime(float(error["next_attempt_at"])))
-        text += f" (attempt {error.get('attempt')}, next {when})"
+    text = error.code
+    next_attempt = error.param("next_attempt_at")
+    if next_attempt is not None:
+        when = time.strftime("%H:%M:%S UTC", time.gmtime(float(next_attempt)))
+        text += f" (attempt {error.param('attempt')}, next {when})"
     return text
 
 
@@ -59,7 +61,7 @@ def stop_engine(engine_id: int) -> None:
     """Stop an engine gracefully (its running statements finish; its sessions end)."""
     with client() as sg:
         engine = sg.stop_engine(engine_id)
-    console.print(f"engine {engine_id}: {engine['state']}")
+    console.print(f"engine {engine_id}: {engine.state}")
 
 
 def stop(

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from collections.abc import Sequence
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -20,6 +21,7 @@ from sparkgate.cli.common import (
 )
 from sparkgate.cli.render import describe_error, short_error, table, versions_text
 from sparkgate.cli.waiting import poll
+from sparkgate.schemas.jobs import Decision, Job, JobRun
 
 app = typer.Typer(help="Deployed jobs: list, show, history, run.", no_args_is_help=True)
 
@@ -31,18 +33,19 @@ def list_jobs(
 ) -> None:
     """Jobs by name, with their version and state."""
     with client() as sg:
-        show_page(sg.jobs(removed=removed), "jobs", jobs_table, as_json)
+        page = sg.jobs(removed=removed)
+        show_page(page, page.jobs, jobs_table, as_json)
 
 
-def jobs_table(jobs: list[dict[str, Any]]) -> Table:
+def jobs_table(jobs: Sequence[Job]) -> Table:
     rows = (
         (
-            job["name"],
-            job["mode"],
-            str(job["version"]),
+            job.name,
+            job.mode,
+            str(job.version),
             _state(job),
-            job["target_table"] or "",
-            short_error(job["last_error"] or (job["last_run"] or {}).get("error")),
+            job.target_table or "",
+            short_error(job.last_error or (job.last_run.error if job.last_run else None)),
         )
         for job in jobs
     )
@@ -59,21 +62,21 @@ def show_job(name: str, as_json: JsonOption = False) -> None:
         return
     print_fields(job, ("name", "mode", "version", "query_id", "query_created_at", "target_table"))
     print_field("state", _state(job))
-    if job["description"]:
-        print_field("description", job["description"])
-    if job["last_error"]:
-        print_field("last error", describe_error(job["last_error"]))
-    stream = job["stream"]
+    if job.description:
+        print_field("description", job.description)
+    if job.last_error:
+        print_field("last error", describe_error(job.last_error))
+    stream = job.stream
     if stream is not None:
-        for query in stream["queries"]:
+        for query in stream.queries:
             console.print(
-                f"[bold]query[/] {query['name']}: {query['state']}, {query['restarts']} "
-                f"restarts, checkpoint {query['checkpoint']}",
+                f"[bold]query[/] {query.name}: {query.state}, {query.restarts} "
+                f"restarts, checkpoint {query.checkpoint}",
                 highlight=False,
             )
-    if job["runs"]:
-        console.print(runs_table(job["runs"]))
-    console.print(decisions_table(job["decisions"], title="latest decisions"))
+    if job.runs:
+        console.print(runs_table(job.runs))
+    console.print(decisions_table(job.decisions, title="latest decisions"))
 
 
 @app.command("history")
@@ -86,15 +89,15 @@ def job_history(name: str, as_json: JsonOption = False) -> None:
         return
     rows = (
         (
-            str(version["version"]),
-            version["query_id"],
-            version["created_at"],
-            str(version["manifest"].get("description", "")),
+            str(version.version),
+            version.query_id,
+            version.created_at,
+            str(version.manifest.get("description", "")),
         )
-        for version in history["versions"]
+        for version in history.versions
     )
     console.print(table(("version", "query id", "created", "description"), rows, title="versions"))
-    console.print(decisions_table(history["decisions"], title="decisions"))
+    console.print(decisions_table(history.decisions, title="decisions"))
 
 
 @app.command("run")
@@ -114,16 +117,16 @@ def run_job(
     with client() as sg:
         run = sg.run_job(name)
         if wait:
-            run_id = run["id"]
+            run_id = run.id
             still = f"run {run_id} of {name} still running after {timeout:.0f}s"
-            with err_console.status(f"job {name}: run {run_id} {run['state']}") as status:
+            with err_console.status(f"job {name}: run {run_id} {run.state}") as status:
                 run = poll(
                     run,
                     lambda: sg.job_run(name, run_id),
-                    done=lambda r: r["state"] != "running",
+                    done=lambda r: r.state != "running",
                     show=lambda r: status.update(
-                        f"job {name}: run {run_id} {r['state']} "
-                        f"(step {r['steps_submitted']} of {r['steps']})"
+                        f"job {name}: run {run_id} {r.state} "
+                        f"(step {r.steps_submitted} of {r.steps})"
                     ),
                     timeout=timeout,
                     timed_out=lambda _: still,
@@ -131,20 +134,20 @@ def run_job(
     if as_json:
         print_json(run)
     else:
-        console.print(f"job {name}: run {run['id']} {run['state']}", highlight=False)
-    if run["state"] in ("failed", "cancelled"):
-        fail(describe_error(run["error"]))
+        console.print(f"job {name}: run {run.id} {run.state}", highlight=False)
+    if run.state in ("failed", "cancelled"):
+        fail(describe_error(run.error))
 
 
-def decisions_table(decisions: list[dict[str, Any]], *, title: str) -> Table:
+def decisions_table(decisions: Sequence[Decision], *, title: str) -> Table:
     rows = (
         (
-            str(d["deployment_id"]),
+            str(d.deployment_id),
             versions_text(d),
-            d["action"],
-            d["reason"],
-            d["outcome"] + (f": {short_error(d['error'])}" if d["error"] else ""),
-            d["finished_at"] or d["started_at"] or "",
+            d.action,
+            d.reason,
+            d.outcome + (f": {short_error(d.error)}" if d.error else ""),
+            d.finished_at or d.started_at or "",
         )
         for d in decisions
     )
@@ -152,16 +155,16 @@ def decisions_table(decisions: list[dict[str, Any]], *, title: str) -> Table:
     return table(columns, rows, title=title)
 
 
-def runs_table(runs: list[dict[str, Any]]) -> Table:
+def runs_table(runs: Sequence[JobRun]) -> Table:
     rows = (
         (
-            str(run["id"]),
-            str(run["version"]),
-            run["state"],
-            str(run["session_id"]),
-            run["created_at"] or "",
-            run["finished_at"] or "",
-            short_error(run["error"]),
+            str(run.id),
+            str(run.version),
+            run.state,
+            str(run.session_id),
+            run.created_at or "",
+            run.finished_at or "",
+            short_error(run.error),
         )
         for run in runs
     )
@@ -169,8 +172,8 @@ def runs_table(runs: list[dict[str, Any]]) -> Table:
     return table(columns, rows, title="runs")
 
 
-def _state(job: dict[str, Any]) -> str:
-    if job["state"] == "batch":
-        last = job["last_run"]
-        return f"batch, last run {last['state']}" if last else "batch, never run"
-    return str(job["state"])
+def _state(job: Job) -> str:
+    if job.state == "batch":
+        last = job.last_run
+        return f"batch, last run {last.state}" if last else "batch, never run"
+    return str(job.state)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from enum import StrEnum
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
@@ -13,6 +13,7 @@ from sparkgate.cli.common import JsonOption, client, err_console, fail, print_js
 from sparkgate.cli.render import describe_error
 from sparkgate.cli.waiting import follow
 from sparkgate.client import Client, format_of
+from sparkgate.client.queries import Submitted
 
 
 class Format(StrEnum):
@@ -64,14 +65,14 @@ def load(
     size = file.stat().st_size
     with client() as sg:
         submitted = _upload(sg, file, table, fmt, mode.value, header, schema, size)
-        query_id = submitted["id"]
+        query_id = submitted.id
         current = follow(sg, submitted, what=f"loading into {table}: ")
     if as_json:
         print_json(current)
-    if current["state"] != "success":
-        fail(f"load {query_id} {current['state']}: {describe_error(current['error'])}")
+    if current.state != "success":
+        fail(f"load {query_id} {current.state}: {describe_error(current.error)}")
     if not as_json:
-        loaded = (current.get("output") or {}).get("load") or {}
+        loaded = (current.output or {}).get("load") or {}
         columns = ", ".join(f"{name} {kind}" for name, kind in loaded.get("columns", []))
         err_console.print(
             f"loaded {file.name} ({size:,} bytes) into {table} ({mode.value}) · query {query_id}"
@@ -88,7 +89,7 @@ def _upload(
     header: bool,
     schema: str | None,
     size: int,
-) -> dict[str, Any]:
+) -> Submitted:
     """Send the file, with a progress bar on a terminal; the load's query as queued."""
     with Progress(
         "[progress.description]{task.description}",

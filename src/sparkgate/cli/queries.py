@@ -33,7 +33,7 @@ def list_queries(
     """The newest queries first; older ones with ``--after`` and the cursor printed last."""
     with client() as sg:
         page = sg.queries(session_id=session, state=state, limit=limit, after=after)
-    show_page(page, "queries", queries_table, as_json)
+    show_page(page, page.queries, queries_table, as_json)
 
 
 @app.command("show")
@@ -57,21 +57,21 @@ def show_query(query_id: int, as_json: JsonOption = False) -> None:
             "finished_at",
         ),
     )
-    if query.get("resource_group"):
-        turn = query.get("queue_position")
-        where = query["resource_group"] + (f" (queued: turn {turn})" if turn else "")
+    if query.resource_group:
+        turn = query.queue_position
+        where = query.resource_group + (f" (queued: turn {turn})" if turn else "")
         print_field("resource group", where)
-    print_field("query", query["query"])
-    if query["error"]:
-        print_field("error", describe_error(query["error"]))
-    text = output_text(query.get("output"))
+    print_field("query", query.query)
+    if query.error:
+        print_field("error", describe_error(query.error))
+    text = output_text(query.output)
     if text:
         console.print("[bold]output[/]:", highlight=False)
         console.print(text, markup=False, highlight=False)
-    if query["result"]:
-        columns = ", ".join(f"{c['name']} {c['type']}" for c in query["result"]["schema"])
-        print_field("result", f"{query['result']['row_count']} rows ({columns})")
-    for name, text in cost_lines(query["cost"]) if query.get("cost") else ():
+    if query.result:
+        columns = ", ".join(f"{c.name} {c.type}" for c in query.result.columns)
+        print_field("result", f"{query.result.row_count} rows ({columns})")
+    for name, text in cost_lines(query.cost) if query.cost else ():
         print_field(name, text)
 
 
@@ -80,4 +80,4 @@ def cancel_query(query_id: int) -> None:
     """Cancel a queued, waiting or running query."""
     with client() as sg:
         query = sg.cancel(query_id)
-    console.print(f"query {query_id}: {query['state']}")
+    console.print(f"query {query_id}: {query.state}")

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Sequence
 from typing import Any
 
 from rich.console import Console, ConsoleOptions, RenderResult
@@ -11,6 +11,10 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from sparkgate.schemas.errors import RecordedError
+from sparkgate.schemas.jobs import Decision
+from sparkgate.schemas.queries import Column, Query, Session
+from sparkgate.store.statement_costs import StatementCost
 from sparkgate.units import byte_size
 
 Cell = str | Text  # a str is Rich markup (a styled outcome); a Text is shown as it is
@@ -97,46 +101,46 @@ def shorten(text: str, width: int) -> str:
     return text if len(text) <= width else text[: width - 3] + "..."
 
 
-def result_table(schema: list[dict[str, str]], rows: list[list[Any]]) -> Tabular:
+def result_table(schema: Sequence[Column], rows: list[list[Any]]) -> Tabular:
     """A query's rows; the header names each column and (on a terminal) its type. Values
     are shown as they are, never read as markup."""
-    made = Tabular([column["name"] for column in schema])
+    made = Tabular([column.name for column in schema])
     for column in schema:
-        made.add_column(Text.assemble(column["name"], "\n", (column["type"], "dim")))
+        made.add_column(Text.assemble(column.name, "\n", (column.type, "dim")))
     for row in rows:
         made.add_cells(Text(cell(v)) for v in row)
     return made
 
 
-def queries_table(queries: list[dict[str, Any]]) -> Tabular:
+def queries_table(queries: Sequence[Query]) -> Tabular:
     return table(
         ("id", "session", "state", "created", "finished", "query"),
         (
             (
-                str(q["id"]),
-                str(q["session_id"]),
-                q["state"],
-                q["created_at"] or "",
-                q["finished_at"] or "",
-                Shortened(" ".join(q["query"].split()), 60),
+                str(q.id),
+                str(q.session_id),
+                q.state,
+                q.created_at or "",
+                q.finished_at or "",
+                Shortened(" ".join(q.query.split()), 60),
             )
             for q in queries
         ),
     )
 
 
-def sessions_table(sessions: list[dict[str, Any]]) -> Tabular:
+def sessions_table(sessions: Sequence[Session]) -> Tabular:
     return table(
         ("id", "kind", "name", "state", "engine", "statements", "created"),
         (
             (
-                str(s["id"]),
-                s["kind"],
-                Text(s["name"] or ""),
-                s["state"],
-                cell(s["engine_id"]),
-                str(s["statement_count"]),
-                s["created_at"] or "",
+                str(s.id),
+                s.kind,
+                Text(s.name or ""),
+                s.state,
+                cell(s.engine_id),
+                str(s.statement_count),
+                s.created_at or "",
             )
             for s in sessions
         ),
@@ -144,44 +148,43 @@ def sessions_table(sessions: list[dict[str, Any]]) -> Tabular:
     )
 
 
-def describe_error(error: dict[str, Any] | None) -> str:
+def describe_error(error: RecordedError | None) -> str:
     if not error:
         return "unknown error"
     where = ""
-    if error.get("line") is not None:
-        where = f" (line {error['line']}, position {error.get('position')})"
-    message = str(error.get("message", "")).strip()
-    return f"[{error.get('code', 'ERROR')}] {message}{where}"
+    if error.param("line") is not None:
+        where = f" (line {error.param('line')}, position {error.param('position')})"
+    return f"[{error.code}] {error.message.strip()}{where}"
 
 
-def short_error(error: dict[str, Any] | None) -> str:
+def short_error(error: RecordedError | None) -> str:
     """An error's first line, cut to fit a table cell on a terminal; "" for none."""
     return Shortened(describe_error(error).splitlines()[0], 80) if error else ""
 
 
-def cost_lines(cost: Mapping[str, int]) -> list[tuple[str, str]]:
+def cost_lines(cost: StatementCost) -> list[tuple[str, str]]:
     """A query's cost (``GET /v1/queries/{id}``'s ``cost``) as ``name: value`` lines."""
     return [
         (
             "executor time",
-            f"{cost['executor_cpu_time_ns'] / 1e9:.3f} s CPU, "
-            f"{cost['executor_run_time_ms'] / 1e3:.3f} s run, {cost['tasks']} tasks",
+            f"{cost.executor_cpu_time_ns / 1e9:.3f} s CPU, "
+            f"{cost.executor_run_time_ms / 1e3:.3f} s run, {cost.tasks} tasks",
         ),
         (
             "input/output",
-            f"{byte_size(cost['input_bytes'])} ({cost['input_records']} rows) read, "
-            f"{byte_size(cost['output_bytes'])} ({cost['output_records']} rows) written",
+            f"{byte_size(cost.input_bytes)} ({cost.input_records} rows) read, "
+            f"{byte_size(cost.output_bytes)} ({cost.output_records} rows) written",
         ),
         (
             "shuffle",
-            f"{byte_size(cost['shuffle_read_bytes'])} read, "
-            f"{byte_size(cost['shuffle_write_bytes'])} written",
+            f"{byte_size(cost.shuffle_read_bytes)} read, "
+            f"{byte_size(cost.shuffle_write_bytes)} written",
         ),
         (
             "memory",
-            f"{byte_size(cost['peak_execution_memory'])} peak (one task's), "
-            f"{byte_size(cost['memory_bytes_spilled'])} spilled, "
-            f"{byte_size(cost['disk_bytes_spilled'])} to disk",
+            f"{byte_size(cost.peak_execution_memory)} peak (one task's), "
+            f"{byte_size(cost.memory_bytes_spilled)} spilled, "
+            f"{byte_size(cost.disk_bytes_spilled)} to disk",
         ),
     ]
 
@@ -197,9 +200,9 @@ def output_text(output: dict[str, Any] | None) -> str:
     return (str(output.get("stdout") or "") + str(output.get("stderr") or "")).rstrip()
 
 
-def versions_text(decision: dict[str, Any]) -> str:
+def versions_text(decision: Decision) -> str:
     """A deploy decision's versions: ``new -> 1``, ``2``, ``2 -> 3``, ``-``."""
-    before, after = decision["from_version"], decision["to_version"]
+    before, after = decision.from_version, decision.to_version
     if before is None:
         return "-" if after is None else f"new -> {after}"
     if after is None or after == before:

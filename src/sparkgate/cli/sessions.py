@@ -40,7 +40,7 @@ def list_sessions(
     unless ``--one-off``."""
     with client() as sg:
         page = sg.sessions(state=state, limit=limit, after=after, one_off=one_off)
-    show_page(page, "sessions", sessions_table, as_json)
+    show_page(page, page.sessions, sessions_table, as_json)
 
 
 @app.command("show")
@@ -64,10 +64,10 @@ def show_session(session_id: int, as_json: JsonOption = False) -> None:
             "finished_at",
         ),
     )
-    if session["conf"]:
-        print_field("conf", session["conf"])
-    if session["error"]:
-        print_field("error", describe_error(session["error"]))
+    if session.conf:
+        print_field("conf", session.conf)
+    if session.error:
+        print_field("error", describe_error(session.error))
 
 
 @app.command("kill")
@@ -75,4 +75,4 @@ def kill_session(session_id: int) -> None:
     """End a session; its running query is cancelled."""
     with client() as sg:
         session = sg.kill_session(session_id)
-    console.print(f"session {session_id}: {session['state']}")
+    console.print(f"session {session_id}: {session.state}")

@@ -16,6 +16,7 @@ from sparkgate.cli.common import (
 )
 from sparkgate.cli.render import describe_error, result_table
 from sparkgate.cli.waiting import follow
+from sparkgate.schemas.queries import WaitedQuery
 
 
 def sql(
@@ -40,20 +41,23 @@ def sql(
     with client() as sg:
         # Held up to a second: a short query answers, first page and all, in this one request.
         submitted = sg.submit(query, session_id=session, isolation=isolation, wait=1, limit=limit)
-        query_id = submitted["id"]
+        query_id = submitted.id
         current = follow(sg, submitted)
-        if current["state"] != "success":
+        if current.state != "success":
             if as_json:
                 print_json(current)
-            fail(f"query {query_id} {current['state']}: {describe_error(current['error'])}")
-        page = current.pop("page", None) or sg.result(query_id, limit=limit)
+            fail(f"query {query_id} {current.state}: {describe_error(current.error)}")
+        page = (
+            current.page if isinstance(current, WaitedQuery) else sg.result(query_id, limit=limit)
+        )
         if as_json:
-            print_json({"query": current, "schema": page["schema"], "rows": page["rows"]})
+            whole = current.model_dump(mode="json", by_alias=True, exclude={"page"})
+            print_json({"query": whole, "schema": page.columns, "rows": page.rows})
             return
-        if page["schema"]:
-            console.print(result_table(page["schema"], page["rows"]))
-        shown = len(page["rows"])
-        total = page["total"]
+        if page.columns:
+            console.print(result_table(page.columns, page.rows))
+        shown = len(page.rows)
+        total = page.total
         more = f" (showing {shown})" if shown < total else ""
         err_console.print(
             f"[dim]{total} row{'s' if total != 1 else ''}{more} · query {query_id}[/]"

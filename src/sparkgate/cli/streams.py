@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.table import Table
@@ -23,6 +23,7 @@ from sparkgate.cli.common import (
 from sparkgate.cli.render import cell, describe_error, short_error, table
 from sparkgate.cli.waiting import poll
 from sparkgate.client import Client
+from sparkgate.schemas.streams import StreamJobBrief, StreamJobDetail, StreamQuery
 
 app = typer.Typer(
     help="Stream jobs: list, show, create, stop, start, delete.", no_args_is_help=True
@@ -41,18 +42,19 @@ def list_streams(
 ) -> None:
     """Stream jobs by name, with their queries' states."""
     with client() as sg:
-        show_page(sg.streams(state=state), "streams", streams_table, as_json)
+        page = sg.streams(state=state)
+        show_page(page, page.streams, streams_table, as_json)
 
 
-def streams_table(jobs: list[dict[str, Any]]) -> Table:
+def streams_table(jobs: Sequence[StreamJobBrief]) -> Table:
     rows = (
         (
-            job["name"],
-            job["state"],
-            ", ".join(f"{q['name']} {q['state']}" for q in job["queries"]) or "-",
-            str(job["restarts"]),
-            job["running_since"] or "",
-            short_error(job["last_error"]),
+            job.name,
+            job.state,
+            ", ".join(f"{q.name} {q.state}" for q in job.queries) or "-",
+            str(job.restarts),
+            job.running_since or "",
+            short_error(job.last_error),
         )
         for job in jobs
     )
@@ -69,26 +71,27 @@ def show_stream(name: str, as_json: JsonOption = False) -> None:
         print_json(job)
         return
     for key in ("name", "state", "revision", "session_id", "restarts", "next_restart_at"):
-        if job[key] is not None:
-            print_field(key, job[key])
-    if job["last_error"]:
-        print_field("last error", describe_error(job["last_error"]))
+        value = getattr(job, key)
+        if value is not None:
+            print_field(key, value)
+    if job.last_error:
+        print_field("last error", describe_error(job.last_error))
     columns = ("name", "state", "sink", "restarts", "next restart", "batch", "rows/s", "last error")
-    console.print(table(columns, map(_query_row, job["queries"]), title="queries"))
+    console.print(table(columns, map(_query_row, job.queries), title="queries"))
 
 
-def _query_row(query: dict[str, Any]) -> tuple[str, ...]:
-    progress = query["last_progress"] or {}
+def _query_row(query: StreamQuery) -> tuple[str, ...]:
+    progress = query.last_progress or {}
     rate = progress.get("processed_rows_per_second")
     return (
-        query["name"],
-        query["state"],
-        cell(query["sink"]),
-        str(query["restarts"]),
-        query["next_restart_at"] or "",
+        query.name,
+        query.state,
+        cell(query.sink),
+        str(query.restarts),
+        query.next_restart_at or "",
         cell(progress.get("batch_id")),
         f"{rate:.1f}" if isinstance(rate, (int, float)) else "",
-        short_error(query["last_error"]),
+        short_error(query.last_error),
     )
 
 
@@ -120,7 +123,7 @@ def create_stream(
     if as_json:
         print_json(job)
     else:
-        console.print(f"stream job {job['name']}: {job['state']}")
+        console.print(f"stream job {job.name}: {job.state}")
 
 
 @app.command("stop")
@@ -142,8 +145,8 @@ def start_stream(
     """Start a stopped or failed job again; its queries resume from their checkpoints."""
     until = {"running", "failed", "stopped"} if wait else None
     job = _change(name, Client.start_stream, until, timeout)
-    if job["state"] == "failed":
-        fail(describe_error(job["last_error"]))
+    if job.state == "failed":
+        fail(describe_error(job.last_error))
 
 
 @app.command("delete")
@@ -157,7 +160,7 @@ def delete_stream(
 ) -> None:
     """Delete a stopped or failed job (with --stop, stop it first)."""
     with client() as sg:
-        if stop and sg.stream(name)["state"] not in ("stopped", "failed"):
+        if stop and sg.stream(name).state not in ("stopped", "failed"):
             sg.stop_stream(name)
             _wait(sg, name, {"stopped", "failed"}, timeout)
         sg.delete_stream(name, keep_checkpoints=keep_checkpoints)
@@ -166,30 +169,30 @@ def delete_stream(
 
 def _change(
     name: str,
-    change: Callable[[Client, str], dict[str, Any]],
+    change: Callable[[Client, str], StreamJobDetail],
     until: set[str] | None,
     timeout: float,
-) -> dict[str, Any]:
+) -> StreamJobDetail:
     """Ask for a change of the job, wait (if ``until``) for one of those states, say where
     it got."""
     with client() as sg:
         job = change(sg, name)
         if until:
             job = _wait(sg, name, until, timeout)
-    console.print(f"stream job {name}: {job['state']}")
+    console.print(f"stream job {name}: {job.state}")
     return job
 
 
-def _wait(sg: Client, name: str, states: set[str], timeout: float) -> dict[str, Any]:
+def _wait(sg: Client, name: str, states: set[str], timeout: float) -> StreamJobDetail:
     job = sg.stream(name)
-    with err_console.status(f"stream job {name}: {job['state']}") as status:
+    with err_console.status(f"stream job {name}: {job.state}") as status:
         return poll(
             job,
             lambda: sg.stream(name),
-            done=lambda j: j["state"] in states,
-            show=lambda j: status.update(f"stream job {name}: {j['state']}"),
+            done=lambda j: j.state in states,
+            show=lambda j: status.update(f"stream job {name}: {j.state}"),
             timeout=timeout,
-            timed_out=lambda j: f"stream job {name} is still {j['state']} after {timeout:.0f}s",
+            timed_out=lambda j: f"stream job {name} is still {j.state} after {timeout:.0f}s",
         )
 
 

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Annotated, Any
+from typing import Annotated
 
 import typer
 from rich.filesize import decimal
 
 from sparkgate.cli.common import JsonOption, client, console, print_json
 from sparkgate.cli.render import describe_error, result_table, table
+from sparkgate.schemas.tables import TableDetail
 
 app = typer.Typer(help="The catalog: schemas, tables and views you may see.", no_args_is_help=True)
 
@@ -27,8 +28,8 @@ def list_tables(
     if as_json:
         print_json(listing)
         return
-    rows = [(s["name"], t["name"], t["kind"]) for s in listing["schemas"] for t in s["tables"]] + [
-        (s["name"], "-", "-") for s in listing["schemas"] if not s["tables"]
+    rows = [(s.name, t.name, t.kind) for s in listing.schemas for t in s.tables] + [
+        (s.name, "-", "-") for s in listing.schemas if not s.tables
     ]
     console.print(table(("schema", "name", "kind"), sorted(rows)))
 
@@ -48,8 +49,7 @@ def show_table(
         print_json(detail)
         return
     console.print(
-        f"[bold]{detail['name']}[/] ({detail['kind']}), owned by "
-        f"{detail['owner'] or '(not recorded)'}",
+        f"[bold]{detail.name}[/] ({detail.kind}), owned by {detail.owner or '(not recorded)'}",
         highlight=False,
     )
     for line in _facts(detail):
@@ -57,36 +57,34 @@ def show_table(
     console.print(
         table(
             ("column", "type", "nullable", "comment"),
-            (
-                (c["name"], c["type"], _yes_no(c["nullable"]), c["comment"] or "")
-                for c in detail["columns"]
-            ),
+            ((c.name, c.type, _yes_no(c.nullable), c.comment or "") for c in detail.columns),
         )
     )
-    preview = detail["preview"]
+    preview = detail.preview
     if preview is not None:
-        console.print(f"first {len(preview['rows'])} rows:", highlight=False)
-        console.print(result_table(preview["schema"], preview["rows"]))
-    elif detail["preview_error"]:
-        console.print(f"no preview: {describe_error(detail['preview_error'])}", highlight=False)
-    recent = detail["recent_queries"]
+        console.print(f"first {len(preview.rows)} rows:", highlight=False)
+        console.print(result_table(preview.columns, preview.rows))
+    elif detail.preview_error:
+        console.print(f"no preview: {describe_error(detail.preview_error)}", highlight=False)
+    recent = detail.recent_queries
     console.print(
         table(
             ("query", "user", "access", "state", "at"),
-            ((str(q["id"]), q["user"] or "", q["access"], q["state"], q["at"]) for q in recent),
+            ((str(q.id), q.user or "", q.access, q.state, q.at) for q in recent),
             title="recent queries" if recent else "recent queries: none of yours",
         )
     )
 
 
-def _facts(detail: dict[str, Any]) -> list[str]:
+def _facts(detail: TableDetail) -> list[str]:
     facts = []
-    if detail["size_bytes"] is not None:
-        more = "" if detail["files_complete"] else " (counted so far)"
-        facts.append(f"size: {decimal(detail['size_bytes'])} in {detail['files']} files{more}")
+    if detail.size_bytes is not None:
+        more = "" if detail.files_complete else " (counted so far)"
+        facts.append(f"size: {decimal(detail.size_bytes)} in {detail.files} files{more}")
     for key in ("last_change", "created_at", "provider", "location", "comment", "view_text"):
-        if detail[key]:
-            facts.append(f"{key}: {detail[key]}")
+        value = getattr(detail, key)
+        if value:
+            facts.append(f"{key}: {value}")
     return facts
 
 

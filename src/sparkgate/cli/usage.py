@@ -47,23 +47,23 @@ def usage(
     columns = (by, *(("day",) if by_day else ()), "queries", "tasks", "CPU s", "run s")
     rows = [
         (
-            row["key"] or "",
-            *((row["bucket"][:10],) if by_day else ()),
-            str(row["queries"]),
-            str(row["cost"]["tasks"]),
-            f"{row['cost']['executor_cpu_time_ns'] / 1e9:.3f}",
-            f"{row['cost']['executor_run_time_ms'] / 1e3:.3f}",
+            row.key or "",
+            *(((row.bucket or "")[:10],) if by_day else ()),
+            str(row.queries),
+            str(row.cost.tasks),
+            f"{row.cost.executor_cpu_time_ns / 1e9:.3f}",
+            f"{row.cost.executor_run_time_ms / 1e3:.3f}",
         )
-        for row in report["rows"]
+        for row in report.rows
     ]
     wide = ("read", "written", "shuffled")
     sizes = [
         (
-            byte_size(row["cost"]["input_bytes"]),
-            byte_size(row["cost"]["output_bytes"]),
-            byte_size(row["cost"]["shuffle_write_bytes"]),
+            byte_size(row.cost.input_bytes),
+            byte_size(row.cost.output_bytes),
+            byte_size(row.cost.shuffle_write_bytes),
         )
-        for row in report["rows"]
+        for row in report.rows
     ]
     console.print(table((*columns, *wide), [(*r, *s) for r, s in zip(rows, sizes, strict=True)]))
     if not rows:

@@ -2,8 +2,11 @@
 
 with Client("http://127.0.0.1:8998") as sg:
     query = sg.submit("SELECT 1 AS one")
-    done = sg.wait(query["id"])
-    page = sg.result(query["id"])
+    done = sg.wait(query.id)          # a schemas.Query: done.state, done.error, ...
+    page = sg.result(query.id)        # a schemas.ResultPage: page.columns, page.rows
+
+Each call answers the native API's model of what it asked for (``sparkgate.schemas``, the
+models the server answers with), read leniently: keys a newer server adds are left out.
 
 Several nodes (``Client("http://a:8998,http://b:8998")`` or a list, and ``--server`` /
 ``SPARKGATE_SERVER`` in the CLI the same way): calls go to one node until it cannot answer,
@@ -24,8 +27,6 @@ server. A token is sent as ``Authorization: Bearer``, a user and password as Bas
 
 from __future__ import annotations
 
-from typing import Any
-
 from sparkgate.client.access import AccessCalls
 from sparkgate.client.auth import PERSONAL_TOKEN_PREFIX, BearerAuth
 from sparkgate.client.engines import EngineCalls
@@ -34,6 +35,7 @@ from sparkgate.client.queries import FINAL_STATES, QueryCalls
 from sparkgate.client.streams import StreamCalls
 from sparkgate.client.tables import TableCalls, format_of
 from sparkgate.client.transport import DEFAULT_SERVER, ClientError, servers_of
+from sparkgate.schemas.health import Health
 
 __all__ = [
     "DEFAULT_SERVER",
@@ -51,5 +53,5 @@ class Client(QueryCalls, StreamCalls, EngineCalls, JobCalls, AccessCalls, TableC
     """The native API's calls (grouped by resource, one module each) over one transport
     (``transport``: which node, failover, retries)."""
 
-    def health(self) -> dict[str, Any]:
-        return self._call("GET", "/healthz")
+    def health(self) -> Health:
+        return Health.read(self._call("GET", "/healthz"))

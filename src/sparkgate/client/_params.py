@@ -8,7 +8,9 @@ from __future__ import annotations
 import time
 import uuid
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
+
+Answer = TypeVar("Answer")
 
 
 def paging(
@@ -39,11 +41,11 @@ def given(**fields: Any) -> dict[str, Any]:
 
 
 def poll(
-    read: Callable[[], dict[str, Any]],
-    done: Callable[[dict[str, Any]], bool],
+    read: Callable[[], Answer],
+    done: Callable[[Answer], bool],
     timeout: float,
     pause: float,
-) -> dict[str, Any]:
+) -> Answer:
     """``read()`` every ``pause`` seconds until ``done`` says yes of what it read, or
     ``timeout`` passes: the last answer read, in either case (the caller looks at its state)."""
     deadline = time.monotonic() + timeout

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from sparkgate.client.transport import Transport
+from sparkgate.schemas.engines import Engine, EngineList
 
 
 class EngineCalls(Transport):
     """Engines."""
 
-    def engines(self, *, all: bool = False) -> dict[str, Any]:
-        return self._call("GET", "/v1/engines", params={"all": all})
+    def engines(self, *, all: bool = False) -> EngineList:
+        return EngineList.read(self._call("GET", "/v1/engines", params={"all": all}))
 
-    def stop_engine(self, engine_id: int) -> dict[str, Any]:
-        return self._call("POST", f"/v1/engines/{engine_id}/stop")
+    def stop_engine(self, engine_id: int) -> Engine:
+        return Engine.read(self._call("POST", f"/v1/engines/{engine_id}/stop"))

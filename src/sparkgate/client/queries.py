@@ -12,6 +12,19 @@ import httpx
 
 from sparkgate.client._params import given, idempotency, paging, poll
 from sparkgate.client.transport import Transport
+from sparkgate.schemas.queries import (
+    Query,
+    QueryAccepted,
+    QueryList,
+    ResultPage,
+    Session,
+    SessionList,
+    WaitedQuery,
+)
+
+# A submit's answer: the query as queued, or (``wait``) as it stands when the wait ended, with
+# its first result page if it succeeded.
+Submitted = QueryAccepted | Query | WaitedQuery
 
 FINAL_STATES = frozenset({"success", "failed", "cancelled"})
 
@@ -27,15 +40,16 @@ class QueryCalls(Transport):
         name: str | None = None,
         conf: dict[str, str] | None = None,
         idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Session:
         """Start a session; sent with ``idempotency_key`` (a fresh one if none is given), so
         that a retry after a lost answer answers the session made, not a second one."""
         body = {"kind": kind, "conf": conf or {}, **given(name=name)}
         headers = idempotency(idempotency_key)
-        return self._call("POST", "/v1/sessions", json=body, headers=headers, idempotent=True)
+        answer = self._call("POST", "/v1/sessions", json=body, headers=headers, idempotent=True)
+        return Session.read(answer)
 
-    def session(self, session_id: int) -> dict[str, Any]:
-        return self._call("GET", f"/v1/sessions/{session_id}")
+    def session(self, session_id: int) -> Session:
+        return Session.read(self._call("GET", f"/v1/sessions/{session_id}"))
 
     def sessions(
         self,
@@ -46,22 +60,20 @@ class QueryCalls(Transport):
         after: str | None = None,
         total: bool | None = None,
         one_off: bool = False,
-    ) -> dict[str, Any]:
-        """A page of sessions, oldest first; the next one is ``sessions(after=page["next"])``
+    ) -> SessionList:
+        """A page of sessions, oldest first; the next one is ``sessions(after=page.next)``
         (``next`` is None on the last page). ``one_off``: one-off queries' sessions too."""
         params = paging(
             offset, limit, after, total, state=state or None, one_off="true" if one_off else None
         )
-        return self._call("GET", "/v1/sessions", params=params)
+        return SessionList.read(self._call("GET", "/v1/sessions", params=params))
 
-    def kill_session(self, session_id: int) -> dict[str, Any]:
-        return self._call("DELETE", f"/v1/sessions/{session_id}")
+    def kill_session(self, session_id: int) -> Session:
+        return Session.read(self._call("DELETE", f"/v1/sessions/{session_id}"))
 
-    def wait_session(
-        self, session_id: int, states: set[str], timeout: float = 300
-    ) -> dict[str, Any]:
+    def wait_session(self, session_id: int, states: set[str], timeout: float = 300) -> Session:
         """Poll until the session is in one of ``states`` (sessions have no long poll)."""
-        return poll(lambda: self.session(session_id), lambda s: s["state"] in states, timeout, 0.2)
+        return poll(lambda: self.session(session_id), lambda s: s.state in states, timeout, 0.2)
 
     # queries
     def submit(
@@ -74,7 +86,7 @@ class QueryCalls(Transport):
         wait: float = 0,
         limit: int | None = None,
         idempotency_key: str | None = None,
-    ) -> dict[str, Any]:
+    ) -> Submitted:
         """Queue a query in a session, or (no session) as a one-off query; ``isolation``
         ``"engine"`` (or driver settings in ``conf``) gives a one-off query its own engine.
         With ``wait``, the answer comes when the query is final (or ``wait`` seconds pass):
@@ -89,7 +101,7 @@ class QueryCalls(Transport):
         params = given(wait=wait or None, limit=limit)
         # The server holds a waiting submit up to ``wait`` seconds: the read must outlast it.
         timeout = httpx.Timeout(wait + 30) if wait else None
-        return self._call(
+        answer = self._call(
             "POST",
             "/v1/queries",
             json=body,
@@ -98,19 +110,21 @@ class QueryCalls(Transport):
             headers=idempotency(idempotency_key),
             idempotent=True,
         )
+        return submitted(answer)
 
-    def query(self, query_id: int, *, wait: float = 0) -> dict[str, Any]:
+    def query(self, query_id: int, *, wait: float = 0) -> Query:
         params = given(wait=wait or None)
         timeout = httpx.Timeout(self._http.timeout.read or 30.0) if not wait else wait + 30
-        return self._call("GET", f"/v1/queries/{query_id}", params=params, timeout=timeout)
+        answer = self._call("GET", f"/v1/queries/{query_id}", params=params, timeout=timeout)
+        return Query.read(answer)
 
-    def wait(self, query_id: int, timeout: float = 600, *, step: float = 30) -> dict[str, Any]:
+    def wait(self, query_id: int, timeout: float = 600, *, step: float = 30) -> Query:
         """Long-poll until the query is final (or ``timeout`` passes); the query."""
         deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
             query = self.query(query_id, wait=max(min(step, remaining), 0.001))
-            if query["state"] in FINAL_STATES or remaining <= 0:
+            if query.state in FINAL_STATES or remaining <= 0:
                 return query
 
     def queries(
@@ -122,27 +136,36 @@ class QueryCalls(Transport):
         limit: int = 100,
         after: str | None = None,
         total: bool | None = None,
-    ) -> dict[str, Any]:
-        """A page of queries, newest first; the next one is ``queries(after=page["next"])``
+    ) -> QueryList:
+        """A page of queries, newest first; the next one is ``queries(after=page.next)``
         (``next`` is None on the last page; ``total`` is counted for a first page only, unless
         ``total=True``)."""
         params = paging(offset, limit, after, total, session_id=session_id, state=state or None)
-        return self._call("GET", "/v1/queries", params=params)
+        return QueryList.read(self._call("GET", "/v1/queries", params=params))
 
-    def result(self, query_id: int, *, offset: int = 0, limit: int = 1000) -> dict[str, Any]:
-        return self._call(
-            "GET", f"/v1/queries/{query_id}/result", params={"offset": offset, "limit": limit}
-        )
+    def result(self, query_id: int, *, offset: int = 0, limit: int = 1000) -> ResultPage:
+        params = {"offset": offset, "limit": limit}
+        return ResultPage.read(self._call("GET", f"/v1/queries/{query_id}/result", params=params))
 
     def rows(self, query_id: int, *, page: int = 10_000) -> Iterator[list[Any]]:
         """Every row of a result, fetched a page at a time."""
         offset = 0
         while True:
             chunk = self.result(query_id, offset=offset, limit=page)
-            yield from chunk["rows"]
-            offset += len(chunk["rows"])
-            if not chunk["rows"] or offset >= chunk["total"]:
+            yield from chunk.rows
+            offset += len(chunk.rows)
+            if not chunk.rows or offset >= chunk.total:
                 return
 
-    def cancel(self, query_id: int) -> dict[str, Any]:
-        return self._call("POST", f"/v1/queries/{query_id}/cancel", idempotent=True)
+    def cancel(self, query_id: int) -> Query:
+        return Query.read(self._call("POST", f"/v1/queries/{query_id}/cancel", idempotent=True))
+
+
+def submitted(answer: object) -> Submitted:
+    """A submit's answer as its model: told apart by the keys only a waited query has (its
+    text) and only a successful one (its first page)."""
+    if isinstance(answer, dict) and "page" in answer:
+        return WaitedQuery.read(answer)
+    if isinstance(answer, dict) and "query" in answer:
+        return Query.read(answer)
+    return QueryAccepted.read(answer)

@@ -7,27 +7,30 @@ from __future__ import annotations
 import os
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 from urllib.parse import quote
 
 import httpx
 
 from sparkgate.client._params import given
+from sparkgate.client.queries import Submitted, submitted
 from sparkgate.client.transport import Transport
+from sparkgate.schemas.tables import CatalogListing, TableDetail
 
 
 class TableCalls(Transport):
     """The catalog, and loads into it."""
 
-    def tables(self, schema: str | None = None, *, timeout: float = 300) -> dict[str, Any]:
+    def tables(self, schema: str | None = None, *, timeout: float = 300) -> CatalogListing:
         """The schemas, and in each the tables and views you may see (``schema``: one). Read
         by a query run as you, which may wait for an engine to start: hence ``timeout``."""
-        return self._call("GET", "/v1/tables", params=given(schema=schema), timeout=timeout)
+        params = given(schema=schema)
+        return CatalogListing.read(self._call("GET", "/v1/tables", params=params, timeout=timeout))
 
-    def table(self, name: str, *, timeout: float = 300) -> dict[str, Any]:
+    def table(self, name: str, *, timeout: float = 300) -> TableDetail:
         """A table or view (``schema.table``) as you may see it: columns, owner, size, last
         change, first rows, recent queries."""
-        return self._call("GET", f"/v1/tables/{quote(name, safe='')}", timeout=timeout)
+        path = f"/v1/tables/{quote(name, safe='')}"
+        return TableDetail.read(self._call("GET", path, timeout=timeout))
 
     def load(
         self,
@@ -41,7 +44,7 @@ class TableCalls(Transport):
         wait: float = 0,
         progress: Callable[[int], None] | None = None,
         chunk_bytes: int = 1 << 20,
-    ) -> dict[str, Any]:
+    ) -> Submitted:
         """Load a local file into ``table`` (``schema.table``), streamed: ``format`` csv,
         parquet or json (by default from the file's extension), ``mode`` create, append or
         overwrite. The load runs as a one-off query; the answer is that query (with ``wait``,
@@ -66,7 +69,7 @@ class TableCalls(Transport):
             filename=file.name,
             wait=wait or None,
         )
-        return self._call(
+        answer = self._call(
             "POST",
             f"/v1/tables/{quote(table, safe='')}/data",
             params=params,
@@ -74,6 +77,7 @@ class TableCalls(Transport):
             headers={"content-type": "application/octet-stream", "content-length": str(size)},
             timeout=httpx.Timeout(wait + 30) if wait else None,
         )
+        return submitted(answer)
 
 
 _FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json"}
