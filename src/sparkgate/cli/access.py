@@ -6,7 +6,7 @@ from typing import Annotated
 
 import typer
 
-from sparkgate.cli.common import JsonOption, client, console, print_json
+from sparkgate.cli.common import JsonOption, console, fetch_to_show
 from sparkgate.cli.render import table
 
 app = typer.Typer(help="Data access control: explain a decision, list a table's grants.")
@@ -23,10 +23,8 @@ def explain(
 
     Example: sparkgate access explain bob SELECT hr.salaries
     """
-    with client() as sg:
-        answer = sg.explain_access(who, privilege, table_name)
-    if as_json:
-        print_json(answer)
+    answer = fetch_to_show(lambda sg: sg.explain_access(who, privilege, table_name), as_json)
+    if answer is None:
         return
     for reason in answer.reasons:
         console.print(f"- {reason}", highlight=False)
@@ -43,10 +41,8 @@ def grants(
 
     Example: sparkgate access grants hr.salaries
     """
-    with client() as sg:
-        answer = sg.table_grants(table_name)
-    if as_json:
-        print_json(answer)
+    answer = fetch_to_show(lambda sg: sg.table_grants(table_name), as_json)
+    if answer is None:
         return
     console.print(f"{answer.table}, owned by {answer.owner or '(not recorded)'}")
     rows = ((g.grantee_type, g.grantee, g.privilege, g.granted_by) for g in answer.grants)

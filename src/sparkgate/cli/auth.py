@@ -18,6 +18,7 @@ from sparkgate.cli.common import (
     describe_client_error,
     err_console,
     fail,
+    fetch_to_show,
     make_client,
     print_json,
     stdin_is_tty,
@@ -206,10 +207,8 @@ def list_tokens(
     as_json: JsonOption = False,
 ) -> None:
     """Your tokens (never their secrets)."""
-    with client() as sg:
-        tokens = sg.tokens(owner).tokens
-    if as_json:
-        print_json(tokens)
+    tokens = fetch_to_show(lambda sg: sg.tokens(owner).tokens, as_json)
+    if tokens is None:
         return
     rows = (
         (

@@ -159,6 +159,17 @@ def print_json(value: Any) -> None:
     typer.echo(json.dumps(found, indent=2))
 
 
+def fetch_to_show(read: Callable[[Client], Item], as_json: bool) -> Item | None:
+    """What ``read`` asks the server, for the command to show; None once ``--json`` printed
+    it (as the server sent it), which leaves the command nothing more to do."""
+    with client() as sg:
+        answer = read(sg)
+    if as_json:
+        print_json(answer)
+        return None
+    return answer
+
+
 def more_hint(page: BaseModel) -> None:
     """After a list's table, how to see the next page (on stderr; nothing on the last, nor
     for a list that is never paged)."""

@@ -7,7 +7,7 @@ from typing import Annotated
 
 import typer
 
-from sparkgate.cli.common import JsonOption, client, console, fail, print_json
+from sparkgate.cli.common import JsonOption, client, console, fail, fetch_to_show
 from sparkgate.cli.render import table
 from sparkgate.errors import SparkgateError
 from sparkgate.schemas.errors import RecordedError
@@ -21,10 +21,8 @@ def list_engines(
     as_json: JsonOption = False,
 ) -> None:
     """The engines: kind, state, the session a dedicated one serves, process, heartbeat."""
-    with client() as sg:
-        engines = sg.engines(all=all_).engines
-    if as_json:
-        print_json(engines)
+    engines = fetch_to_show(lambda sg: sg.engines(all=all_).engines, as_json)
+    if engines is None:
         return
     rows = (
         (

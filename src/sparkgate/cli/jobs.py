@@ -14,6 +14,7 @@ from sparkgate.cli.common import (
     console,
     err_console,
     fail,
+    fetch_to_show,
     print_field,
     print_fields,
     print_json,
@@ -55,10 +56,8 @@ def jobs_table(jobs: Sequence[Job]) -> Table:
 @app.command("show")
 def show_job(name: str, as_json: JsonOption = False) -> None:
     """One job: version, state, query id, its latest decisions and runs."""
-    with client() as sg:
-        job = sg.job(name)
-    if as_json:
-        print_json(job)
+    job = fetch_to_show(lambda sg: sg.job(name), as_json)
+    if job is None:
         return
     print_fields(job, ("name", "mode", "version", "query_id", "query_created_at", "target_table"))
     print_field("state", _state(job))
@@ -82,10 +81,8 @@ def show_job(name: str, as_json: JsonOption = False) -> None:
 @app.command("history")
 def job_history(name: str, as_json: JsonOption = False) -> None:
     """Every version of a job, and every deploy decision about it."""
-    with client() as sg:
-        history = sg.job_history(name)
-    if as_json:
-        print_json(history)
+    history = fetch_to_show(lambda sg: sg.job_history(name), as_json)
+    if history is None:
         return
     rows = (
         (

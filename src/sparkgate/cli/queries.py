@@ -12,9 +12,9 @@ from sparkgate.cli.common import (
     LimitOption,
     client,
     console,
+    fetch_to_show,
     print_field,
     print_fields,
-    print_json,
     show_page,
 )
 from sparkgate.cli.render import cost_lines, describe_error, output_text, queries_table
@@ -39,10 +39,8 @@ def list_queries(
 @app.command("show")
 def show_query(query_id: int, as_json: JsonOption = False) -> None:
     """One query: state, times, error or result shape, and what its Spark tasks cost."""
-    with client() as sg:
-        query = sg.query(query_id)
-    if as_json:
-        print_json(query)
+    query = fetch_to_show(lambda sg: sg.query(query_id), as_json)
+    if query is None:
         return
     print_fields(
         query,

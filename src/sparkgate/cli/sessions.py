@@ -12,9 +12,9 @@ from sparkgate.cli.common import (
     LimitOption,
     client,
     console,
+    fetch_to_show,
     print_field,
     print_fields,
-    print_json,
     show_page,
 )
 from sparkgate.cli.render import describe_error, sessions_table
@@ -46,10 +46,8 @@ def list_sessions(
 @app.command("show")
 def show_session(session_id: int, as_json: JsonOption = False) -> None:
     """One session."""
-    with client() as sg:
-        session = sg.session(session_id)
-    if as_json:
-        print_json(session)
+    session = fetch_to_show(lambda sg: sg.session(session_id), as_json)
+    if session is None:
         return
     print_fields(
         session,

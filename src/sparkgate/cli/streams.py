@@ -16,6 +16,7 @@ from sparkgate.cli.common import (
     console,
     err_console,
     fail,
+    fetch_to_show,
     print_field,
     print_json,
     show_page,
@@ -65,10 +66,8 @@ def streams_table(jobs: Sequence[StreamJobBrief]) -> Table:
 @app.command("show")
 def show_stream(name: str, as_json: JsonOption = False) -> None:
     """One stream job: state, restarts, next restart, last error, and its queries' progress."""
-    with client() as sg:
-        job = sg.stream(name)
-    if as_json:
-        print_json(job)
+    job = fetch_to_show(lambda sg: sg.stream(name), as_json)
+    if job is None:
         return
     for key in ("name", "state", "revision", "session_id", "restarts", "next_restart_at"):
         value = getattr(job, key)

@@ -7,7 +7,7 @@ from typing import Annotated
 import typer
 from rich.filesize import decimal
 
-from sparkgate.cli.common import JsonOption, client, console, print_json
+from sparkgate.cli.common import JsonOption, console, fetch_to_show
 from sparkgate.cli.render import describe_error, result_table, table
 from sparkgate.schemas.tables import TableDetail
 
@@ -23,10 +23,8 @@ def list_tables(
 
     Example: sparkgate tables list --schema hr
     """
-    with client() as sg:
-        listing = sg.tables(schema)
-    if as_json:
-        print_json(listing)
+    listing = fetch_to_show(lambda sg: sg.tables(schema), as_json)
+    if listing is None:
         return
     rows = [(s.name, t.name, t.kind) for s in listing.schemas for t in s.tables] + [
         (s.name, "-", "-") for s in listing.schemas if not s.tables
@@ -43,10 +41,8 @@ def show_table(
 
     Example: sparkgate tables show hr.salaries
     """
-    with client() as sg:
-        detail = sg.table(name)
-    if as_json:
-        print_json(detail)
+    detail = fetch_to_show(lambda sg: sg.table(name), as_json)
+    if detail is None:
         return
     console.print(
         f"[bold]{detail.name}[/] ({detail.kind}), owned by {detail.owner or '(not recorded)'}",
