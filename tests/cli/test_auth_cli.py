@@ -168,7 +168,8 @@ def test_a_broken_credentials_file_is_one_clear_line() -> None:
 
 
 class FakeServer:
-    """Just enough of the server's auth API: alice/pw, tokens, whoami, audit."""
+    """Just enough of the server's auth API: alice/pw, tokens, whoami, audit, answered as the
+    server answers them (the client reads each into its model). Tokens are kept by id."""
 
     def __init__(self) -> None:
         self.tokens: dict[str, dict[str, Any]] = {}
@@ -212,19 +213,20 @@ class FakeServer:
         path = request.path.split("?")[0]
         if path == "/v1/whoami":
             via = "password" if header.startswith("Basic") else "token"
-            me = {"user": user, "groups": ["eng"], "admin": True, "rights": ["*"], "via": via}
+            me = {"user": user, "groups": ["eng"], "admin": True, "rights": ["sql"], "via": via}
             return self.answer(request, 200, me)
         if request.command == "POST" and path == "/v1/tokens" and header.startswith("Bearer"):
             message = {"code": "FORBIDDEN", "message": "Not with another token."}
             return self.answer(request, 403, {"error": message})
         if request.command == "POST" and path == "/v1/tokens":
             body = json.loads(request.rfile.read(int(request.headers["Content-Length"])))
-            token_id = f"t{len(self.tokens) + 1}"
+            token_id = str(len(self.tokens) + 1)
             secret = f"sgp_secret{len(self.tokens) + 1}"
             self.tokens[token_id] = {
-                "id": token_id,
+                "id": int(token_id),
                 "name": body["name"],
                 "owner": user,
+                "prefix": secret[:10],  # as the server's: "sgp_" and six more
                 "created_at": "2026-01-01T00:00:00.000Z",
                 "expires_at": None if body["expires_in"] is None else f"+{body['expires_in']}s",
                 "last_used_at": None,
@@ -253,7 +255,9 @@ class FakeServer:
                 for i in (2, 1)
             ]
             return self.answer(
-                request, 200, {"events": events, "total": 2, "offset": 0, "limit": 50}
+                request,
+                200,
+                {"events": events, "next": None, "total": 2, "offset": 0, "limit": 50},
             )
         return self.answer(request, 404, {"error": {"code": "NOT_FOUND", "message": path}})
 
@@ -294,8 +298,8 @@ def test_login_whoami_tokens_logout(fake: FakeServer) -> None:
     )
     assert done.exit_code == 0, done.output
     assert "as alice" in said(done) and str(credentials.path()) in said(done)
-    assert fake.tokens["t1"]["expires_at"] == "+2592000s" and fake.tokens["t1"]["name"] == "laptop"
-    assert credentials.load(fake.url) == credentials.StoredCredentials("alice", "sgp_secret1", "t1")
+    assert fake.tokens["1"]["expires_at"] == "+2592000s" and fake.tokens["1"]["name"] == "laptop"
+    assert credentials.load(fake.url) == credentials.StoredCredentials("alice", "sgp_secret1", "1")
 
     me = run("whoami", "--server", fake.url)
     assert me.exit_code == 0 and "alice (via token; groups: eng; admin: yes)" in said(me)
@@ -310,11 +314,12 @@ def test_login_whoami_tokens_logout(fake: FakeServer) -> None:
     assert fake.seen[-1].startswith("Basic ")
     assert "only time the secret is shown" in " ".join(created.stderr.split())
     listed = run("tokens", "list", "--server", fake.url)
-    assert listed.exit_code == 0 and "laptop" in listed.stdout and "sgp_" not in listed.stdout
+    assert listed.exit_code == 0 and "laptop" in listed.stdout
+    assert "sgp_secret1" not in listed.stdout and "sgp_secret2" not in listed.stdout  # prefixes
     as_json = json.loads(run(f"tokens list --server {fake.url} --json").stdout)
-    assert [t["id"] for t in as_json] == ["t1", "t2"]
-    assert run("tokens", "revoke", "t2", "--server", fake.url).exit_code == 0
-    assert fake.tokens["t2"]["revoked_at"]
+    assert [t["id"] for t in as_json] == [1, 2]
+    assert run("tokens", "revoke", "2", "--server", fake.url).exit_code == 0
+    assert fake.tokens["2"]["revoked_at"]
 
     # a typed --token or --user beats the stored token
     assert run("--token", "sgp_secret2", "whoami", "--server", fake.url).exit_code == 1
@@ -329,7 +334,7 @@ def test_login_whoami_tokens_logout(fake: FakeServer) -> None:
 
     out = run("logout", "--server", fake.url)
     assert out.exit_code == 0 and "logged out" in said(out)
-    assert fake.tokens["t1"]["revoked_at"] and credentials.load(fake.url) is None
+    assert fake.tokens["1"]["revoked_at"] and credentials.load(fake.url) is None
     assert "not logged in" in said(run("logout", "--server", fake.url))
 
 
@@ -339,7 +344,7 @@ def test_login_again_revokes_the_previous_token(fake: FakeServer) -> None:
             f"login --server {fake.url} --password-stdin", input="pw\n", SPARKGATE_USER="alice"
         )
         assert done.exit_code == 0, done.output
-    assert fake.tokens["t1"]["revoked_at"] and not fake.tokens["t2"]["revoked_at"]
+    assert fake.tokens["1"]["revoked_at"] and not fake.tokens["2"]["revoked_at"]
 
 
 def test_logout_when_the_server_is_gone_still_forgets() -> None:
