@@ -28,6 +28,7 @@ LAYERS: list[set[str]] = [
         "recorded",
         "states",
         "stream_spec",
+        "statement_cost",
         "sql",
         "settings",
         "processes",

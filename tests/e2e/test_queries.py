@@ -15,7 +15,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sparkgate.client import Client
 from sparkgate.schemas.common import iso
 from sparkgate.schemas.queries import Query, WaitedQuery
-from sparkgate.store.schema_costs import COST_COLUMNS
+from sparkgate.statement_cost import COST_COLUMNS
 from sparkgate_dev import ServerProcess, eventually
 from tests.e2e.conftest import OpenSession, livy_output, run, wait_idle
 

@@ -20,7 +20,7 @@ import pytest
 
 from sparkgate.client import Client, ClientError
 from sparkgate.schemas.streams import StreamJobDetail, StreamQuery
-from sparkgate.store.statement_costs import StatementCost
+from sparkgate.statement_cost import StatementCost
 from sparkgate_dev import ServerProcess, eventually, kill_engines, local_test_settings
 from tests.e2e.conftest import OpenSession, run
 

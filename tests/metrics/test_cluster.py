@@ -9,9 +9,9 @@ import sqlalchemy as sa
 from prometheus_client.metrics_core import Metric
 
 from sparkgate.metrics.cluster import ClusterCollector
+from sparkgate.statement_cost import StatementCost
 from sparkgate.states import EngineKind, SessionKind, StatementKind
 from sparkgate.store import Store, schema
-from sparkgate.store.statement_costs import StatementCost
 from tests.conftest import NOW, force_state
 
 

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 import sqlalchemy as sa
 
+from sparkgate.statement_cost import StatementCost
 from sparkgate.states import SessionKind
 from sparkgate.store import Store
 from sparkgate.store.resource_groups import GroupSpec
-from sparkgate.store.statement_costs import StatementCost
 from sparkgate.store.usage import RESOURCE_GROUP, Usage
 from tests.conftest import NOW
 

@@ -14,7 +14,7 @@ from rich.text import Text
 from sparkgate.schemas.errors import RecordedError
 from sparkgate.schemas.jobs import Decision
 from sparkgate.schemas.queries import Column, Query, Session
-from sparkgate.store.statement_costs import StatementCost
+from sparkgate.statement_cost import StatementCost
 from sparkgate.units import byte_size
 
 Cell = str | Text  # a str is Rich markup (a styled outcome); a Text is shown as it is

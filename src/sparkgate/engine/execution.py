@@ -14,8 +14,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from sparkgate.runtime.session import OpenSession
+from sparkgate.statement_cost import StatementCost
 from sparkgate.store.records import StatementRecord
-from sparkgate.store.statement_costs import StatementCost
 
 
 @dataclass

@@ -21,8 +21,8 @@ from sparkgate.engine.reporting import Reporter
 from sparkgate.engine.shared import Shared
 from sparkgate.runtime import hooks, identity, statement_thread
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
+from sparkgate.statement_cost import StatementCost
 from sparkgate.states import StatementKind
-from sparkgate.store.statement_costs import StatementCost
 
 log = logging.getLogger("sparkgate.engine")
 

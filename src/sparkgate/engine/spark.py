@@ -13,8 +13,8 @@ from sparkgate.engine.artifacts import isolation_conf, share_root
 from sparkgate.engine.authz.build import COSTS_LISTENER_CLASS, EXTENSION_CLASS, ensure_jar
 from sparkgate.recorded import ErrorCode
 from sparkgate.settings import Settings
+from sparkgate.statement_cost import StatementCost
 from sparkgate.states import EngineKind
-from sparkgate.store.statement_costs import StatementCost
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -8,7 +8,7 @@ import logging
 from typing import TYPE_CHECKING
 
 from sparkgate.runtime.statement_thread import scala_object
-from sparkgate.store.statement_costs import StatementCost
+from sparkgate.statement_cost import StatementCost
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession

@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field
 
 from sparkgate.schemas.common import Body, OptionalTimestamp, Timestamp
 from sparkgate.schemas.errors import RecordedError
 from sparkgate.states import EngineKind, EngineState
-from sparkgate.store.records import EngineRecord
+
+if TYPE_CHECKING:  # the records its models are built from, for the type checker only
+    from sparkgate.store.records import EngineRecord
 
 
 class Engine(Body):

@@ -7,7 +7,7 @@ hence the import of ``streams``; what joins a job to its runs and decisions is c
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -21,15 +21,17 @@ from sparkgate.states import (
     StreamJobState,
     StreamQueryState,
 )
-from sparkgate.store.records import (
-    DeploymentRecord,
-    JobDecisionRecord,
-    JobRecord,
-    JobRunRecord,
-    JobVersionRecord,
-    StreamJobRecord,
-    StreamQueryRecord,
-)
+
+if TYPE_CHECKING:  # the records its models are built from, for the type checker only
+    from sparkgate.store.records import (
+        DeploymentRecord,
+        JobDecisionRecord,
+        JobRecord,
+        JobRunRecord,
+        JobVersionRecord,
+        StreamJobRecord,
+        StreamQueryRecord,
+    )
 
 # A decision's outcome, as the deployer records it.
 Outcome = Literal["planned", "plan-only", "in_progress", "done", "failed", "skipped"]

@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
 from sparkgate.schemas.common import Body, OptionalTimestamp, Paging, SparkConf, Timestamp
 from sparkgate.schemas.errors import RecordedError
+from sparkgate.statement_cost import StatementCost
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
-from sparkgate.store.records import SessionRecord, StatementRecord
-from sparkgate.store.resource_groups import GroupPlace
-from sparkgate.store.statement_costs import StatementCost
+
+if TYPE_CHECKING:  # the records its models are built from, for the type checker only
+    from sparkgate.store.records import SessionRecord, StatementRecord
+    from sparkgate.store.resource_groups import GroupPlace
 
 
 class Session(Body):

@@ -6,7 +6,7 @@ its queries) is composed in ``service/stream_views.py``.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field
 
@@ -14,12 +14,14 @@ from sparkgate.schemas.common import Body, OptionalTimestamp, Paging, SparkConf,
 from sparkgate.schemas.errors import RecordedError
 from sparkgate.sql.statements import OutputMode
 from sparkgate.states import StatementKind, StreamJobState, StreamQueryState
-from sparkgate.store.records import (
-    StreamJobRecord,
-    StreamProgressRecord,
-    StreamQueryRecord,
-    StreamRestartRecord,
-)
+
+if TYPE_CHECKING:  # the records its models are built from, for the type checker only
+    from sparkgate.store.records import (
+        StreamJobRecord,
+        StreamProgressRecord,
+        StreamQueryRecord,
+        StreamRestartRecord,
+    )
 
 
 class Step(Body):

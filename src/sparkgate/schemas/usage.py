@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from pydantic import Field
 
 from sparkgate.schemas.common import Body, OptionalTimestamp
-from sparkgate.store.statement_costs import StatementCost
-from sparkgate.store.usage import Usage
+from sparkgate.statement_cost import StatementCost
+
+if TYPE_CHECKING:  # the records its models are built from, for the type checker only
+    from sparkgate.store.usage import Usage
 
 
 class UsageRow(Body):

@@ -4,14 +4,16 @@ why a user may or may not use a table, and a table's grants.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import Field, TypeAdapter
 
 from sparkgate.schemas.common import Body, OptionalTimestamp, Paging, Timestamp
-from sparkgate.store.audit import AuditRecord
-from sparkgate.store.table_access import GrantRecord
-from sparkgate.store.tokens import TokenRecord
+
+if TYPE_CHECKING:  # the records its models are built from, for the type checker only
+    from sparkgate.store.audit import AuditRecord
+    from sparkgate.store.table_access import GrantRecord
+    from sparkgate.store.tokens import TokenRecord
 
 Right = Literal["sql", "code", "streams", "jobs", "admin"]
 Outcome = Literal["ok", "denied", "failed"]

@@ -31,13 +31,13 @@ from sparkgate.service.sessions import Sessions
 from sparkgate.service.visibility import scope, sees_session
 from sparkgate.service.watcher import StatementWatcher
 from sparkgate.settings import Settings
+from sparkgate.statement_cost import StatementCost
 from sparkgate.states import TERMINAL_STATEMENT_STATES, SessionKind, StatementKind, StatementState
 from sparkgate.store import Store
 from sparkgate.store.idempotency import KeyClaim
 from sparkgate.store.records import Page, ResultColumn, SessionRecord, StatementRecord, Window
 from sparkgate.store.resource_groups import GroupPlace
 from sparkgate.store.session_attributes import SessionAttributes
-from sparkgate.store.statement_costs import StatementCost
 from sparkgate.tags import checked as checked_tags
 
 log = logging.getLogger("sparkgate.service.queries")

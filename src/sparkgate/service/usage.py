@@ -11,8 +11,8 @@ from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.errors import InvalidRequest
 from sparkgate.service.visibility import list_owner
+from sparkgate.statement_cost import StatementCost
 from sparkgate.store import Store
-from sparkgate.store.statement_costs import StatementCost
 from sparkgate.store.usage import DAY, RESOURCE_GROUP, USER, By, Usage
 
 GROUP = "group"

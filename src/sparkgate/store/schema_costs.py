@@ -7,25 +7,8 @@ from __future__ import annotations
 
 import sqlalchemy as sa
 
+from sparkgate.statement_cost import COST_COLUMNS
 from sparkgate.store.schema_metadata import Time, metadata
-
-# The figures of a statement that ran Spark tasks (a statement that ran none has no row), as
-# Spark's task metrics count them: run time in milliseconds, CPU time in nanoseconds, the rest
-# in bytes and rows. ``at``: when the statement ended (usage reads by time).
-COST_COLUMNS = (
-    "tasks",
-    "executor_run_time_ms",
-    "executor_cpu_time_ns",
-    "input_bytes",
-    "input_records",
-    "output_bytes",
-    "output_records",
-    "shuffle_read_bytes",
-    "shuffle_write_bytes",
-    "memory_bytes_spilled",
-    "disk_bytes_spilled",
-    "peak_execution_memory",
-)
 
 statement_costs = sa.Table(
     "statement_costs",

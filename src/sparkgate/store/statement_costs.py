@@ -12,63 +12,16 @@ progress: ``schema_costs.stream_costs``).
 
 from __future__ import annotations
 
-import json
-from collections.abc import Iterable, Sequence
-from dataclasses import asdict, astuple, dataclass, fields
+from dataclasses import asdict
 from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
 
+from sparkgate.statement_cost import COST_COLUMNS, StatementCost
 from sparkgate.store.database import Database
 from sparkgate.store.presence import TablePresence
 from sparkgate.store.schema import statement_costs, stream_costs
-from sparkgate.store.schema_costs import COST_COLUMNS
-
-
-@dataclass(frozen=True)
-class StatementCost:
-    """Spark's own counters, summed over a statement's tasks (the peak: the largest task's)."""
-
-    tasks: int
-    executor_run_time_ms: int
-    executor_cpu_time_ns: int
-    input_bytes: int
-    input_records: int
-    output_bytes: int
-    output_records: int
-    shuffle_read_bytes: int
-    shuffle_write_bytes: int
-    memory_bytes_spilled: int
-    disk_bytes_spilled: int
-    peak_execution_memory: int
-
-    @classmethod
-    def from_json(cls, text: str) -> StatementCost | None:
-        """The engine's JSON (``Cost.json``): its figures in the order of ``COST_COLUMNS``;
-        None for its ``null`` (no task ran)."""
-        found = json.loads(text)
-        return None if found is None else cls.of(found)
-
-    @classmethod
-    def of(cls, figures: Sequence[int | None]) -> StatementCost:
-        """From figures in the order of ``COST_COLUMNS`` (None, as SQL's sum of no rows: 0)."""
-        if len(figures) != len(COST_COLUMNS):
-            raise ValueError(f"{len(COST_COLUMNS)} figures expected, not {len(figures)}")
-        return cls(*(int(value or 0) for value in figures))
-
-    @classmethod
-    def total(cls, costs: Iterable[StatementCost]) -> StatementCost:
-        """Costs summed as a report sums them (the peak: the largest)."""
-        rows = [astuple(cost) for cost in costs]
-        return cls.of(
-            [
-                max(column, default=0) if name == "peak_execution_memory" else sum(column)
-                for name, column in zip(COST_COLUMNS, zip(*rows, strict=True), strict=True)
-            ]
-            if rows
-            else [0] * len(COST_COLUMNS)
-        )
 
 
 def _columns(table: sa.Table) -> list[sa.ColumnElement[Any]]:
@@ -84,10 +37,6 @@ RECORDED = {
         sa.select(*_columns(statement_costs)), sa.select(*_columns(stream_costs))
     ).subquery("costs"),
 }
-
-
-# The dataclass and the table name the same figures (checked once, at import).
-assert tuple(f.name for f in fields(StatementCost)) == COST_COLUMNS
 
 
 class StatementCosts:

@@ -20,6 +20,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import SQLCompiler
 from sqlalchemy.sql.functions import FunctionElement
 
+from sparkgate.statement_cost import COST_COLUMNS, StatementCost
 from sparkgate.store.database import Database
 from sparkgate.store.schema import (
     group_places,
@@ -27,8 +28,7 @@ from sparkgate.store.schema import (
     statement_tags,
     statements,
 )
-from sparkgate.store.schema_costs import COST_COLUMNS
-from sparkgate.store.statement_costs import RECORDED, StatementCost, StatementCosts
+from sparkgate.store.statement_costs import RECORDED, StatementCosts
 
 DAY = 86400.0
 

@@ -17,7 +17,7 @@ from fastapi.responses import HTMLResponse
 
 from sparkgate.errors import InvalidRequest
 from sparkgate.http.deps import ServiceDep, UserDep
-from sparkgate.store.statement_costs import StatementCost
+from sparkgate.statement_cost import StatementCost
 from sparkgate.store.usage import DAY, Usage
 from sparkgate.web.templating import render
 
