@@ -748,12 +748,13 @@ def idle_cpu(
         raise AssertionError(f"the raw idle driver did not start (exit {idle_driver.poll()})")
 
     engines = settled_engines(sg)
-    assert server.process is not None and all(e.pid is not None for e in engines), engines
+    engine_pids = {f"engine {e.id} ({e.kind})": e.pid for e in engines if e.pid is not None}
+    assert server.process is not None and len(engine_pids) == len(engines), engines
     metastore = read_record(server.settings.resolved_home / "metastore")
     assert metastore is not None and metastore.pid is not None
     groups = {
         "server": server.process.pid,
-        **{f"engine {e.id} ({e.kind})": e.pid or 0 for e in engines},
+        **engine_pids,
         "metastore": metastore.pid,
         "raw idle driver": idle_driver.pid,
     }

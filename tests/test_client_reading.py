@@ -9,8 +9,7 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from sparkgate.client.queries import submitted
-from sparkgate.schemas.queries import Query, QueryAccepted, ResultPage, WaitedQuery
+from sparkgate.schemas.queries import Query, QueryAccepted, ResultPage, WaitedQuery, read_submitted
 from sparkgate.states import StatementState
 
 PAGE: dict[str, Any] = {
@@ -69,9 +68,9 @@ def test_a_missing_field_is_still_an_error() -> None:
 
 
 def test_a_submit_answer_is_told_apart_by_its_keys() -> None:
-    queued = submitted({"id": 7, "session_id": 3, "state": "queued"})
-    waited_failed = submitted({**QUERY, "state": "failed"})
-    waited = submitted({**QUERY, "page": PAGE})
+    queued = read_submitted({"id": 7, "session_id": 3, "state": "queued"})
+    waited_failed = read_submitted({**QUERY, "state": "failed"})
+    waited = read_submitted({**QUERY, "page": PAGE})
 
     assert type(queued) is QueryAccepted and queued.state == "queued"
     assert type(waited_failed) is Query and waited_failed.state == "failed"

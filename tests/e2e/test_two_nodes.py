@@ -13,6 +13,7 @@ from TCLIService import ttypes
 from thrift.transport import THttpClient
 
 from sparkgate.client import Client
+from sparkgate.schemas.queries import Query
 from sparkgate.store.records import Window
 from sparkgate_dev import MakeServer, ServerProcess, eventually, free_port
 
@@ -129,10 +130,10 @@ def kill_a_under_a_long_poll(a: ServerProcess, b: ServerProcess, session_id: int
                         raise httpx.RemoteProtocolError("no answer: the node died", request=request)
                 return super().handle_request(request)
 
-        answered: dict[str, Any] = {}
+        answered: list[Query] = []
         with Client([a.url, b.url], transport=Watched(), timeout=60) as both:
             poll = threading.Thread(
-                target=lambda: answered.update(both.query(endless.id, wait=120))
+                target=lambda: answered.append(both.query(endless.id, wait=120))
             )
             poll.start()
             assert polling_a.wait(30)
@@ -143,7 +144,7 @@ def kill_a_under_a_long_poll(a: ServerProcess, b: ServerProcess, session_id: int
             assert once.id == taken[0], (once, taken)  # B answered the query A made
             on_b.cancel(endless.id)
             poll.join(timeout=120)
-            assert answered.get("state") == "cancelled", answered
+            assert [q.state for q in answered] == ["cancelled"], answered
             assert both.server == b.url  # and it stays with the node that answered
         # It runs once, after the cancelled query, and succeeds: one such query in the store.
         assert on_b.wait(once.id, timeout=120).state == "success"

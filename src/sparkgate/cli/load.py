@@ -13,7 +13,7 @@ from sparkgate.cli.common import JsonOption, client, err_console, fail, print_js
 from sparkgate.cli.render import describe_error
 from sparkgate.cli.waiting import follow
 from sparkgate.client import Client, format_of
-from sparkgate.client.queries import Submitted
+from sparkgate.schemas.queries import Submitted
 
 
 class Format(StrEnum):

@@ -10,9 +10,8 @@ from typing import TypeVar
 
 from sparkgate.cli.common import err_console, fail
 from sparkgate.client import FINAL_STATES, Client
-from sparkgate.client.queries import Submitted
 from sparkgate.schemas.engines import Engine
-from sparkgate.schemas.queries import Query, Session
+from sparkgate.schemas.queries import Query, Session, Submitted
 
 _UNPLACED = {"not_started", "starting"}  # a session's states before its engine takes it
 

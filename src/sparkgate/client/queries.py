@@ -14,17 +14,13 @@ from sparkgate.client._params import given, idempotency, paging, poll
 from sparkgate.client.transport import Transport
 from sparkgate.schemas.queries import (
     Query,
-    QueryAccepted,
     QueryList,
     ResultPage,
     Session,
     SessionList,
-    WaitedQuery,
+    Submitted,
+    read_submitted,
 )
-
-# A submit's answer: the query as queued, or (``wait``) as it stands when the wait ended, with
-# its first result page if it succeeded.
-Submitted = QueryAccepted | Query | WaitedQuery
 
 FINAL_STATES = frozenset({"success", "failed", "cancelled"})
 
@@ -110,7 +106,7 @@ class QueryCalls(Transport):
             headers=idempotency(idempotency_key),
             idempotent=True,
         )
-        return submitted(answer)
+        return read_submitted(answer)
 
     def query(self, query_id: int, *, wait: float = 0) -> Query:
         params = given(wait=wait or None)
@@ -159,13 +155,3 @@ class QueryCalls(Transport):
 
     def cancel(self, query_id: int) -> Query:
         return Query.read(self._call("POST", f"/v1/queries/{query_id}/cancel", idempotent=True))
-
-
-def submitted(answer: object) -> Submitted:
-    """A submit's answer as its model: told apart by the keys only a waited query has (its
-    text) and only a successful one (its first page)."""
-    if isinstance(answer, dict) and "page" in answer:
-        return WaitedQuery.read(answer)
-    if isinstance(answer, dict) and "query" in answer:
-        return Query.read(answer)
-    return QueryAccepted.read(answer)

@@ -12,8 +12,8 @@ from urllib.parse import quote
 import httpx
 
 from sparkgate.client._params import given
-from sparkgate.client.queries import Submitted, submitted
 from sparkgate.client.transport import Transport
+from sparkgate.schemas.queries import Submitted, read_submitted
 from sparkgate.schemas.tables import CatalogListing, TableDetail
 
 
@@ -77,7 +77,7 @@ class TableCalls(Transport):
             headers={"content-type": "application/octet-stream", "content-length": str(size)},
             timeout=httpx.Timeout(wait + 30) if wait else None,
         )
-        return submitted(answer)
+        return read_submitted(answer)
 
 
 _FORMATS = {".csv": "csv", ".parquet": "parquet", ".pq": "parquet", ".json": "json"}

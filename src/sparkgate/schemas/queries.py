@@ -149,3 +149,19 @@ class WaitedQuery(Query):
 
 class QueryList(Paging):
     queries: list[Query]
+
+
+# A submit's answer (``POST /v1/queries``, a table load): the query as queued, or (``?wait``) as
+# it stands when the wait ended, with its first result page if it succeeded. The route answers
+# with it and the client reads it, with ``read_submitted``.
+Submitted = QueryAccepted | WaitedQuery | Query
+
+
+def read_submitted(answer: object) -> Submitted:
+    """A submit's answer as its model, told apart by the keys only a waited-for query has (its
+    text) and only a successful one (its first page)."""
+    if isinstance(answer, dict) and "page" in answer:
+        return WaitedQuery.read(answer)
+    if isinstance(answer, dict) and "query" in answer:
+        return Query.read(answer)
+    return QueryAccepted.read(answer)

@@ -31,10 +31,6 @@ from sparkgate.store.records import StatementRecord
 
 router = APIRouter(prefix="/v1/queries", tags=["queries"])
 
-# A submit's answer: the query as queued, or (``?wait``) the whole query, with its first result
-# page if it succeeded.
-Accepted = bodies.QueryAccepted | bodies.WaitedQuery | bodies.Query
-
 
 class QuerySubmit(BaseModel):
     model_config = ConfigDict(extra="forbid")
@@ -52,7 +48,7 @@ class QuerySubmit(BaseModel):
 @router.post(
     "",
     status_code=201,
-    response_model=Accepted,
+    response_model=bodies.Submitted,
     responses=created("The query, queued (or a repeat's: the query its key made, as it is now).")
     | refusals(
         {
@@ -79,7 +75,7 @@ async def submit_query(
     wait: Wait = 0,
     limit: PageLimit = None,
     idempotency_key: IdempotencyKey = None,
-) -> Accepted:
+) -> bodies.Submitted:
     """Queue a query: ``{"query": "SELECT 1", "session_id": 3}``; without a session it runs
     as a one-off query. ``?wait=30`` answers when it is final (or 30 s pass) with the whole
     query and, if it succeeded, its first result page (``page``, ``?limit=`` rows): a short
@@ -110,7 +106,7 @@ async def submit_query(
 
 async def accepted(
     service: Service, statement: StatementRecord, wait: float, limit: int | None
-) -> Accepted:
+) -> bodies.Submitted:
     """A queued statement's answer: as queued; with ``wait``, the whole query when it is final
     (or the wait ends), with its first result page if it succeeded."""
     if wait <= 0:

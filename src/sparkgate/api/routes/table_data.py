@@ -8,10 +8,11 @@ from typing import Annotated
 
 from fastapi import APIRouter, Query, Request
 
-from sparkgate.api.routes.queries import Accepted, accepted
+from sparkgate.api.routes.queries import accepted
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import PageLimit, Wait, created
+from sparkgate.schemas.queries import Submitted
 from sparkgate.tables.uploads import LoadFormat, LoadMode
 
 router = APIRouter(tags=["tables"])
@@ -24,7 +25,7 @@ STREAMED_BODIES = re.compile(r"^/v1/tables/[^/]+/data$")
 @router.post(
     "/v1/tables/{name}/data",
     status_code=201,
-    response_model=Accepted,
+    response_model=Submitted,
     responses=created("The load, queued as a one-off query of the uploader.")
     | refusals(
         {
@@ -55,7 +56,7 @@ async def load_table(
     filename: Annotated[str | None, Query(description="The file's name, for the record.")] = None,
     wait: Wait = 0,
     limit: PageLimit = None,
-) -> Accepted:
+) -> Submitted:
     """Load the body into table ``name`` (``schema.table``, or ``table`` in ``default``) as a
     one-off query of yours: ``?format=csv&header=true&mode=create``. ``create`` makes a new
     table (schema inferred unless ``schema`` is given; owning the table's schema is needed),
