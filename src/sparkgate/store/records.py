@@ -22,6 +22,7 @@ from sparkgate.states import (
     TableTxnState,
 )
 from sparkgate.store.session_attributes import SessionAttributes
+from sparkgate.store.snapshot import Snapshot, read_as
 from sparkgate.stream_spec import QuerySpec
 
 
@@ -31,7 +32,7 @@ def read_error(stored: Mapping[str, Any] | None) -> RecordedError | None:
 
 
 @dataclass(frozen=True)
-class EngineRecord:
+class EngineRecord(Snapshot):
     id: int
     kind: EngineKind
     state: EngineState
@@ -52,18 +53,9 @@ class EngineRecord:
     share_key: str | None = None
     ui_url: str | None = None
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> EngineRecord:
-        values = dict(row)
-        values["kind"] = EngineKind(values["kind"])
-        values["state"] = EngineState(values["state"])
-        values["conf"] = dict(values["conf"] or {})
-        values["error"] = read_error(values["error"])
-        return cls(**values)
-
 
 @dataclass(frozen=True)
-class SessionRecord:
+class SessionRecord(Snapshot):
     id: int
     kind: SessionKind
     name: str | None
@@ -82,16 +74,6 @@ class SessionRecord:
     last_activity_at: float
     updated_at: float
     share_key: str | None = None
-
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> SessionRecord:
-        values = dict(row)
-        values["kind"] = SessionKind(values["kind"])
-        values["state"] = SessionState(values["state"])
-        values["conf"] = dict(values["conf"] or {})
-        values["attributes"] = SessionAttributes.stored(values["attributes"])
-        values["error"] = read_error(values["error"])
-        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -136,8 +118,15 @@ class ResultInfo:
         }
 
 
+# The fields that a column's JSON is read into by a reader of their own (``Snapshot``).
+read_as(RecordedError, RecordedError.stored)
+read_as(ResultInfo, ResultInfo.of)
+read_as(SessionAttributes, SessionAttributes.stored)
+read_as(QuerySpec, QuerySpec.from_json)
+
+
 @dataclass(frozen=True)
-class StatementRecord:
+class StatementRecord(Snapshot):
     id: int
     session_id: int
     seq: int
@@ -156,18 +145,9 @@ class StatementRecord:
     fetched: int = 0  # rows a HiveServer2 client has fetched so far
     owner: str | None = None  # its session's owner, when it was read with its session
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> StatementRecord:
-        values = dict(row)
-        values["kind"] = StatementKind(values["kind"])
-        values["state"] = StatementState(values["state"])
-        values["error"] = read_error(values["error"])
-        values["result"] = ResultInfo.of(values["result"])
-        return cls(**values)
-
 
 @dataclass(frozen=True)
-class TableTxnRecord:
+class TableTxnRecord(Snapshot):
     """A two-phase table write: see ``sparkgate.tables``."""
 
     id: int
@@ -190,15 +170,6 @@ class TableTxnRecord:
     created_at: float
     finished_at: float | None
     updated_at: float
-
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> TableTxnRecord:
-        values = dict(row)
-        values["operation"] = TableOperation(values["operation"])
-        values["state"] = TableTxnState(values["state"])
-        values["catalog_clean"] = bool(values["catalog_clean"])
-        values["error"] = read_error(values["error"])
-        return cls(**values)
 
 
 @dataclass(frozen=True)
@@ -253,7 +224,7 @@ class LeaseRecord:
 
 
 @dataclass(frozen=True)
-class StreamJobRecord:
+class StreamJobRecord(Snapshot):
     id: int
     name: str
     state: StreamJobState
@@ -276,17 +247,9 @@ class StreamJobRecord:
     steps: list[dict[str, str]] | None = None
     owner: str | None = None
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> StreamJobRecord:
-        values = dict(row)
-        values["state"] = StreamJobState(values["state"])
-        values["conf"] = dict(values["conf"] or {})
-        values["error"] = read_error(values["error"])
-        return cls(**values)
-
 
 @dataclass(frozen=True)
-class StreamQueryRecord:
+class StreamQueryRecord(Snapshot):
     id: int
     job_id: int | None
     session_id: int
@@ -311,17 +274,9 @@ class StreamQueryRecord:
     finished_at: float | None
     updated_at: float
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> StreamQueryRecord:
-        values = dict(row)
-        values["state"] = StreamQueryState(values["state"])
-        values["spec"] = QuerySpec.from_json(values["spec"])
-        values["error"] = read_error(values["error"])
-        return cls(**values)
-
 
 @dataclass(frozen=True)
-class StreamProgressRecord:
+class StreamProgressRecord(Snapshot):
     id: int
     query_id: int
     run_id: str | None
@@ -334,13 +289,9 @@ class StreamProgressRecord:
     watermark: str | None
     state_rows: int | None
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> StreamProgressRecord:
-        return cls(**dict(row))
-
 
 @dataclass(frozen=True)
-class StreamRestartRecord:
+class StreamRestartRecord(Snapshot):
     id: int
     job_id: int | None
     query_id: int | None
@@ -351,15 +302,9 @@ class StreamRestartRecord:
     restarted_at: float | None
     error: RecordedError | None
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> StreamRestartRecord:
-        values = dict(row)
-        values["error"] = read_error(values["error"])
-        return cls(**values)
-
 
 @dataclass(frozen=True)
-class JobRecord:
+class JobRecord(Snapshot):
     id: int
     name: str
     mode: str  # streaming | batch
@@ -382,18 +327,9 @@ class JobRecord:
 
     owner: str | None = None
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> JobRecord:
-        values = dict(row)
-        values["manifest"] = dict(values["manifest"] or {})
-        values["steps"] = list(values["steps"] or [])
-        values["started_before"] = bool(values["started_before"])
-        values["removed"] = bool(values["removed"])
-        return cls(**values)
-
 
 @dataclass(frozen=True)
-class JobVersionRecord:
+class JobVersionRecord(Snapshot):
     id: int
     name: str
     version: int
@@ -401,15 +337,9 @@ class JobVersionRecord:
     query_id: str
     created_at: float
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> JobVersionRecord:
-        values = dict(row)
-        values["manifest"] = dict(values["manifest"] or {})
-        return cls(**values)
-
 
 @dataclass(frozen=True)
-class DeploymentRecord:
+class DeploymentRecord(Snapshot):
     id: int
     state: DeploymentState
     plan_only: bool
@@ -424,19 +354,9 @@ class DeploymentRecord:
     updated_at: float
     owner: str | None = None
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> DeploymentRecord:
-        values = dict(row)
-        values["state"] = DeploymentState(values["state"])
-        values["plan_only"] = bool(values["plan_only"])
-        values["prune"] = bool(values["prune"])
-        values["files"] = dict(values["files"] or {})
-        values["error"] = read_error(values["error"])
-        return cls(**values)
-
 
 @dataclass(frozen=True)
-class JobDecisionRecord:
+class JobDecisionRecord(Snapshot):
     id: int
     deployment_id: int
     seq: int
@@ -451,15 +371,9 @@ class JobDecisionRecord:
     started_at: float | None
     finished_at: float | None
 
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> JobDecisionRecord:
-        values = dict(row)
-        values["error"] = read_error(values["error"])
-        return cls(**values)
-
 
 @dataclass(frozen=True)
-class JobRunRecord:
+class JobRunRecord(Snapshot):
     id: int
     job: str
     job_version: int
@@ -473,11 +387,3 @@ class JobRunRecord:
     created_at: float
     finished_at: float | None
     updated_at: float
-
-    @classmethod
-    def from_row(cls, row: Mapping[Any, Any]) -> JobRunRecord:
-        values = dict(row)
-        values["state"] = JobRunState(values["state"])
-        values["steps"] = list(values["steps"] or [])
-        values["error"] = read_error(values["error"])
-        return cls(**values)
