@@ -49,7 +49,6 @@ from sparkgate.engine.catalog_layouts import (
     type_info_rows,
 )
 from sparkgate.engine.catalog_requests import (
-    CatalogRequest,
     jdbc_pattern,
     matches,
     parse_request,
@@ -61,6 +60,7 @@ from sparkgate.engine.catalog_requests import (
 from sparkgate.engine.jdbc_types import JdbcType as JdbcType  # noqa: PLC0414
 from sparkgate.engine.jdbc_types import SqlTypes as SqlTypes  # noqa: PLC0414
 from sparkgate.engine.session_catalog import check_cancelled, permanent_tables, quote
+from sparkgate.runtime.catalog_request import CatalogRequest
 from sparkgate.runtime.contract import ExecResult, ExecutionContext, rows_result
 
 if TYPE_CHECKING:

@@ -10,46 +10,12 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
-from dataclasses import dataclass
 
 from sparkgate.recorded import InvalidCatalogRequest
+from sparkgate.runtime.catalog_request import CALL_FIELDS, CatalogRequest
 from sparkgate.runtime.failures import DescribedError
 
 # -- the request ----------------------------------------------------------------------
-
-# The name arguments each call takes (all optional strings); "tables" also takes table_types.
-CALL_FIELDS: dict[str, tuple[str, ...]] = {
-    "catalogs": (),
-    "schemas": ("catalog", "schema"),
-    "tables": ("catalog", "schema", "table"),
-    "table_types": (),
-    "columns": ("catalog", "schema", "table", "column"),
-    "type_info": (),
-    "functions": ("catalog", "schema", "function"),
-    "primary_keys": ("catalog", "schema", "table"),
-    "cross_reference": (
-        "parent_catalog",
-        "parent_schema",
-        "parent_table",
-        "foreign_catalog",
-        "foreign_schema",
-        "foreign_table",
-    ),
-    # sparkgate's catalog page (catalog_browse): exact names, not patterns.
-    "browse": ("schema",),
-    "describe": ("schema", "table"),
-}
-
-
-@dataclass(frozen=True)
-class CatalogRequest:
-    call: str
-    names: Mapping[str, str | None]
-    table_types: tuple[str, ...] | None = None
-
-    def get(self, field: str) -> str | None:
-        return self.names.get(field)
 
 
 def parse_request(code: str) -> CatalogRequest:

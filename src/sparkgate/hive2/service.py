@@ -17,7 +17,6 @@ import asyncio
 import contextlib
 import dataclasses
 import functools
-import json
 import logging
 import threading
 from collections import OrderedDict
@@ -49,6 +48,7 @@ from sparkgate.hive2.progress import log_lines, millis, progress
 from sparkgate.hive2.readahead import PageKey, ReadAhead, answer_then, copied
 from sparkgate.hive2.types import column_types, table_schema
 from sparkgate.hive2.wire import EncodedRowSet, encode_struct
+from sparkgate.runtime.catalog_request import CatalogRequest
 from sparkgate.service import Service
 from sparkgate.service.queries import result_path
 from sparkgate.states import (
@@ -378,11 +378,12 @@ class HiveService:
     async def _catalog(self, api: str, req: Any, user: Principal) -> Any:
         name, fields, operation_type = _CATALOG_CALLS[api]
         session = await self._session(req.sessionHandle, user)
-        call = {"call": name, **{key: getattr(req, field) for key, field in fields.items()}}
-        code = json.dumps({k: v for k, v in call.items() if v is not None})
+        names = {key: getattr(req, field) for key, field in fields.items()}
+        types = names.pop("table_types", None)
+        request = CatalogRequest(name, names, None if types is None else tuple(types))
         statement, _ = await asyncio.to_thread(
             self.queries.submit,
-            code,
+            request.to_code(),
             user=user,
             session_id=session.id,
             kind=StatementKind.CATALOG,

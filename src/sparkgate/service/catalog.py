@@ -15,7 +15,6 @@ Each read is a query of the user's, listed with their others (kind ``catalog``).
 from __future__ import annotations
 
 import asyncio
-import json
 import re
 from dataclasses import dataclass
 from datetime import datetime
@@ -25,6 +24,7 @@ from pydantic import TypeAdapter
 
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import CatalogUnavailable, InvalidRequest, SchemaNotFound, TableNotFound
+from sparkgate.runtime.catalog_request import CatalogRequest
 from sparkgate.runtime.described_table import DescribedTable, FilesFound
 from sparkgate.schemas import tables as bodies
 from sparkgate.schemas.common import iso, stamp
@@ -122,7 +122,7 @@ class Catalog:
         """The schemas (or ``schema`` alone) and in each the tables and views ``user`` may
         see; a schema where they see nothing is listed empty."""
         wanted = schema_name(schema) if schema is not None else None
-        statement = await self._run(user, {"call": "browse", "schema": wanted})
+        statement = await self._run(user, CatalogRequest("browse", {"schema": wanted}))
         if statement.state is not StatementState.SUCCESS:
             if wanted is not None and _code(statement) in _ABSENT:
                 raise SchemaNotFound(wanted)
@@ -141,7 +141,7 @@ class Catalog:
         """One table or view as ``user`` may see it (``schema.table``, or ``table`` in
         ``default``); TableNotFound when it is not there or not theirs to see."""
         table = parse_table_name(name)
-        request = {"call": "describe", "schema": table.schema, "table": table.table}
+        request = CatalogRequest("describe", {"schema": table.schema, "table": table.table})
         statement = await self._run(user, request)
         if statement.state is not StatementState.SUCCESS:
             if _code(statement) in _ABSENT:
@@ -151,11 +151,10 @@ class Catalog:
 
     # -- helpers -------------------------------------------------------------------------
 
-    async def _run(self, user: Principal, request: dict[str, Any]) -> StatementRecord:
+    async def _run(self, user: Principal, request: CatalogRequest) -> StatementRecord:
         """Run a catalog statement as ``user`` in a one-off session; it, once ended."""
-        code = json.dumps({k: v for k, v in request.items() if v is not None})
         statement, _ = await asyncio.to_thread(
-            self.queries.submit, code, user=user, kind=StatementKind.CATALOG
+            self.queries.submit, request.to_code(), user=user, kind=StatementKind.CATALOG
         )
         return await self.queries.finished(statement)
 
