@@ -35,6 +35,7 @@ from sparkgate.states import (
 )
 from sparkgate.store import Store
 from sparkgate.store.jobs import Fingerprints, PlannedDecision
+from sparkgate.store.records import DeploymentFiles
 from sparkgate.streaming.definitions import retry_defaults
 from tests.conftest import NOW, NoProcesses, force_state
 
@@ -59,7 +60,7 @@ def test_state_tables(table: Any, terminal: Any) -> None:
 
 @pytest.mark.parametrize(("source", "target"), _pairs(DEPLOYMENT_TRANSITIONS))
 def test_deployment_moves(store: Store, source: DeploymentState, target: DeploymentState) -> None:
-    deployment = store.deployments.add([], files={}, now=NOW)
+    deployment = store.deployments.add([], files=DeploymentFiles(), now=NOW)
     force_state(store, "deployments", deployment.id, source.value)
     outcome = store.transitions.deployment(deployment.id, target, now=NOW + 1)
     assert outcome.applied is (target in DEPLOYMENT_TRANSITIONS[source])
@@ -110,11 +111,13 @@ def test_deployments_and_their_decisions(store: Store) -> None:
         PlannedDecision("clicks", None, 1, "start-clean", "new job"),
         PlannedDecision("totals", 2, 2, "nothing", "unchanged"),
     ]
-    shown = store.deployments.add(plan, files={"manifests": ["a"]}, now=NOW, plan_only=True)
+    shown = store.deployments.add(
+        plan, files=DeploymentFiles(manifests=("a",)), now=NOW, plan_only=True
+    )
     assert shown.state is DeploymentState.SUCCEEDED and shown.finished_at == NOW
     assert {d.outcome for d in store.deployments.decisions(shown.id)} == {"plan-only"}
     deployment = store.deployments.add(
-        plan, files={}, now=NOW + 1, node_id="n1", lease_owner="n1/x", prune=True
+        plan, files=DeploymentFiles(), now=NOW + 1, node_id="n1", lease_owner="n1/x", prune=True
     )
     assert deployment.state is DeploymentState.RUNNING and deployment.prune
     assert store.deployments.find_by_owner("n1/x") == deployment
@@ -230,7 +233,9 @@ def test_a_second_deploy_is_refused_naming_the_first(
     settings, _, streams = node
     deployer = Deployer(settings, store, streams, "node-1", clock=lambda: NOW)
     store.leases.acquire(LEASE, "node-9/abc", now=NOW, ttl=60)
-    first = store.deployments.add([], files={}, now=NOW, node_id="node-9", lease_owner="node-9/abc")
+    first = store.deployments.add(
+        [], files=DeploymentFiles(), now=NOW, node_id="node-9", lease_owner="node-9/abc"
+    )
     with pytest.raises(DeployInProgress) as caught:
         deployer.submit([SourceFile("ok.yaml", CLICKS)], wait=0.3)
     assert caught.value.params == {"deployment_id": first.id, "node_id": "node-9"}
@@ -247,7 +252,7 @@ def test_a_deployment_whose_node_died_is_settled(
     store.leases.acquire(LEASE, "node-1/abc", now=NOW, ttl=10)
     plan = [PlannedDecision("clicks", None, 1, "start-clean", "new job")]
     deployment = store.deployments.add(
-        plan, files={}, now=NOW, node_id="node-1", lease_owner="node-1/abc"
+        plan, files=DeploymentFiles(), now=NOW, node_id="node-1", lease_owner="node-1/abc"
     )
     deployer.settle(NOW + 15)  # lapsed, but not for two lease periods: a slow node
     assert store.deployments.get(deployment.id).state is DeploymentState.RUNNING

@@ -7,7 +7,7 @@ from typing import Any
 
 from sparkgate.states import SessionKind, SessionState, StatementState
 from sparkgate.store import Store
-from sparkgate.store.records import Page, Window
+from sparkgate.store.records import DeploymentFiles, Page, Window
 from sparkgate.store.session_attributes import SessionAttributes
 from tests.conftest import NOW, force_state
 
@@ -152,7 +152,10 @@ def test_audit_and_deployments_page_newest_first(store: Store) -> None:
     assert [len(page) for page in events] == [2, 2, 1]
     flat = [event for page in events for event in page]
     assert flat == sorted(flat, reverse=True)
-    made = [store.deployments.add([], files={}, now=NOW, owner="carol").id for _ in range(3)]
+    made = [
+        store.deployments.add([], files=DeploymentFiles(), now=NOW, owner="carol").id
+        for _ in range(3)
+    ]
     pages = walk(
         lambda after: store.deployments.list_page(window=Window(limit=2, after=after)),
         lambda d: d.id,

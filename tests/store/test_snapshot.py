@@ -7,6 +7,7 @@ from typing import Any
 from sparkgate.recorded import RecordedError
 from sparkgate.states import DeploymentState, StatementKind, StatementState, TableTxnState
 from sparkgate.store.records import (
+    DeploymentFiles,
     DeploymentRecord,
     EngineRecord,
     JobRecord,
@@ -92,7 +93,11 @@ def test_flags_json_and_attributes_are_read_as_sqlite_and_postgresql_keep_them()
         }
     )
     assert deployment.state is DeploymentState.RUNNING
-    assert deployment.plan_only is False and deployment.prune is True and deployment.files == {}
+    assert (
+        deployment.plan_only is False
+        and deployment.prune is True
+        and deployment.files == DeploymentFiles()
+    )
 
     session = SessionRecord.from_row(
         {

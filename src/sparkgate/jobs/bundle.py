@@ -10,7 +10,6 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
 
 from sparkgate.errors.jobs import ManifestError
 from sparkgate.jobs.definitions import Definition, read_definitions, used_definitions
@@ -24,6 +23,7 @@ from sparkgate.sql.errors import SqlError
 from sparkgate.sql.script import split_script
 from sparkgate.states import StatementKind
 from sparkgate.store.jobs import Fingerprints
+from sparkgate.store.records import DeploymentFiles
 from sparkgate.stream_spec import RetryPolicy
 from sparkgate.streaming.script import check_script
 
@@ -145,10 +145,10 @@ def _place(one: LoadedManifest, exc: SqlError, script: str, steps: list[JobStep]
 
 def files_of(
     manifests: Sequence[SourceFile], template: SourceFile | None, definitions: Sequence[SourceFile]
-) -> dict[str, Any]:
+) -> DeploymentFiles:
     """What a deployment records of its input: the files' names."""
-    return {
-        "manifests": [m.path for m in manifests],
-        "template": template.path if template is not None else None,
-        "definitions": [d.path for d in definitions],
-    }
+    return DeploymentFiles(
+        manifests=tuple(m.path for m in manifests),
+        template=template.path if template is not None else None,
+        definitions=tuple(d.path for d in definitions),
+    )

@@ -3,7 +3,7 @@ State changes (of deployments and runs) go through ``transitions``; everything e
 
 jobs = store.jobs
 job = jobs.add_version("clicks", "streaming", 1, manifest, fingerprints, now=time.time())
-deployment = store.deployments.add(plan, files={...}, node_id="n1", lease_owner="n1/x", now=t)
+deployment = store.deployments.add(plan, files=files, node_id="n1", lease_owner="n1/x", now=t)
 """
 
 from __future__ import annotations
@@ -22,6 +22,7 @@ from sparkgate.store.database import Database
 from sparkgate.store.pages import read_page
 from sparkgate.store.records import (
     FIRST_PAGE,
+    DeploymentFiles,
     DeploymentRecord,
     JobDecisionRecord,
     JobRecord,
@@ -181,7 +182,7 @@ class Deployments:
         self,
         decisions: Sequence[PlannedDecision],
         *,
-        files: dict[str, Any],
+        files: DeploymentFiles,
         now: float,
         plan_only: bool = False,
         prune: bool = False,
@@ -204,7 +205,7 @@ class Deployments:
                         owner=owner,
                         node_id=node_id,
                         lease_owner=lease_owner,
-                        files=files,
+                        files=files.to_json(),
                         version=1,
                         created_at=now,
                         finished_at=now if plan_only else None,

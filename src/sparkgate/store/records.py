@@ -118,13 +118,6 @@ class ResultInfo:
         }
 
 
-# The fields that a column's JSON is read into by a reader of their own (``Snapshot``).
-read_as(RecordedError, RecordedError.stored)
-read_as(ResultInfo, ResultInfo.of)
-read_as(SessionAttributes, SessionAttributes.stored)
-read_as(QuerySpec, QuerySpec.from_json)
-
-
 @dataclass(frozen=True)
 class StatementRecord(Snapshot):
     id: int
@@ -339,6 +332,32 @@ class JobVersionRecord(Snapshot):
 
 
 @dataclass(frozen=True)
+class DeploymentFiles:
+    """What a deployment records of its input: the files' names (``sparkgate deploy``'s
+    arguments), shown back with it."""
+
+    manifests: tuple[str, ...] = ()
+    template: str | None = None
+    definitions: tuple[str, ...] = ()
+
+    @classmethod
+    def stored(cls, data: Mapping[str, Any] | None) -> DeploymentFiles:
+        data = data or {}
+        return cls(
+            manifests=tuple(data.get("manifests") or ()),
+            template=data.get("template"),
+            definitions=tuple(data.get("definitions") or ()),
+        )
+
+    def to_json(self) -> dict[str, object]:  # the deployment row's ``files`` column
+        return {
+            "manifests": list(self.manifests),
+            "template": self.template,
+            "definitions": list(self.definitions),
+        }
+
+
+@dataclass(frozen=True)
 class DeploymentRecord(Snapshot):
     id: int
     state: DeploymentState
@@ -346,7 +365,7 @@ class DeploymentRecord(Snapshot):
     prune: bool
     node_id: str | None
     lease_owner: str | None
-    files: dict[str, Any]
+    files: DeploymentFiles
     error: RecordedError | None
     version: int
     created_at: float
@@ -387,3 +406,11 @@ class JobRunRecord(Snapshot):
     created_at: float
     finished_at: float | None
     updated_at: float
+
+
+# The fields that a column's JSON is read into by a reader of their own (``Snapshot``).
+read_as(RecordedError, RecordedError.stored)
+read_as(ResultInfo, ResultInfo.of)
+read_as(SessionAttributes, SessionAttributes.stored)
+read_as(QuerySpec, QuerySpec.from_json)
+read_as(DeploymentFiles, DeploymentFiles.stored)
