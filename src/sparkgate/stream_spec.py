@@ -8,8 +8,11 @@ and below ``streaming/``, which builds it from SQL (``definitions.py``) and runs
 
 from __future__ import annotations
 
+import functools
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
+
+from pydantic import TypeAdapter
 
 from sparkgate.sql.statements import OutputMode, Trigger
 
@@ -94,39 +97,20 @@ class QuerySpec:
             return None
         return f"{root.rstrip('/')}/{self.name}"
 
-    def to_json(self) -> dict[str, Any]:
-        return {
-            "name": self.name,
-            "view": self.view,
-            "format": self.format,
-            "table": self.table,
-            "output_mode": self.output_mode.value if self.output_mode else None,
-            "trigger": (
-                {"seconds": self.trigger.seconds, "text": self.trigger.text}
-                if self.trigger
-                else None
-            ),
-            "partition_by": list(self.partition_by),
-            "options": dict(self.options),
-            "checkpoint_location": self.checkpoint_location,
-            "retry": self.retry.to_json(),
-            "sql": self.sql,
-        }
+    def to_json(self) -> dict[str, object]:
+        """The JSON kept with the query (the ``spec`` column): every field, the trigger as
+        ``{"seconds", "text"}`` and the retry policy as its fields."""
+        stored: dict[str, object] = _codec().dump_python(self, mode="json")
+        return stored
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> QuerySpec:
-        trigger = data.get("trigger")
-        mode = data.get("output_mode")
-        return cls(
-            name=data["name"],
-            view=data["view"],
-            format=data["format"],
-            table=data.get("table"),
-            output_mode=OutputMode(mode) if mode else None,
-            trigger=Trigger(float(trigger["seconds"]), trigger["text"]) if trigger else None,
-            partition_by=tuple(data.get("partition_by", ())),
-            options=dict(data.get("options", {})),
-            checkpoint_location=data.get("checkpoint_location"),
-            retry=RetryPolicy.from_json(data["retry"]),
-            sql=data.get("sql", ""),
-        )
+    def from_json(cls, data: Mapping[str, object]) -> QuerySpec:
+        """A spec as ``to_json`` keeps it; a field an earlier release did not write (``sql``)
+        takes its default."""
+        return _codec().validate_python(data)
+
+
+@functools.cache
+def _codec() -> TypeAdapter[QuerySpec]:
+    # Built on first use, not at import: the CLI imports this module and never needs it.
+    return TypeAdapter(QuerySpec)
