@@ -132,7 +132,7 @@ def test_an_outcome_the_store_refuses_still_ends_the_statement(
     engine: Engine, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     def unstorable(ctx: ExecutionContext) -> ExecResult:
-        return ExecResult(output={"not json": object()})
+        return ExecResult(output={"data": {"not json": object()}})
 
     monkeypatch.setitem(executors.EXECUTORS, StatementKind.SQL, unstorable)
     session_id = open_session(engine)

@@ -54,6 +54,7 @@ from sparkgate.recorded import (
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.runtime.failures import DescribedError, recorded_failure
 from sparkgate.store.records import ResultInfo
+from sparkgate.store.statement_output import StatementOutput
 
 LOG_FLUSH_INTERVAL = 1.0
 PREVIEW_ROWS = 20  # rows of a script's intermediate queries printed to the log
@@ -112,7 +113,7 @@ class LogWriter:
             target=self._loop, name=f"batch-log-{ctx.statement.id}", daemon=True
         )
 
-    def output(self) -> dict[str, Any]:
+    def output(self) -> StatementOutput:
         return {
             "stdout": clean_text(self.capture.stdout.getvalue()),
             "stderr": clean_text(self.capture.stderr.getvalue()),

@@ -31,6 +31,7 @@ from sparkgate.runtime.session import OpenSession
 from sparkgate.settings import Settings
 from sparkgate.store import Store
 from sparkgate.store.records import ResultInfo, StatementRecord
+from sparkgate.store.statement_output import StatementOutput
 
 if TYPE_CHECKING:
     from pyspark.sql import DataFrame
@@ -81,7 +82,7 @@ class ExecResult:
     printed, and how sparkgate ran it)."""
 
     result: ResultInfo | None = None
-    output: dict[str, Any] = field(default_factory=dict)
+    output: StatementOutput = field(default_factory=StatementOutput)
 
 
 Executor = Callable[[ExecutionContext], ExecResult]

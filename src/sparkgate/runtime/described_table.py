@@ -12,6 +12,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate.schemas.errors import RecordedError
+from sparkgate.store.statement_output import StatementOutput
 
 
 class DescribedColumn(BaseModel):
@@ -54,6 +55,6 @@ class DescribedTable(BaseModel):
         return self.model_dump(mode="json", by_alias=True, exclude_none=True)
 
     @classmethod
-    def of_output(cls, output: dict[str, Any] | None) -> DescribedTable:
+    def of_output(cls, output: StatementOutput | None) -> DescribedTable:
         """From a ``describe`` statement's output (an empty description if it has none)."""
         return cls.model_validate((output or {}).get("table") or {})

@@ -9,7 +9,7 @@ hooks have finished.
 
     class Announce:
         def on_created(self) -> None: log.info("begin")
-        def on_finished(self, result: ExecResult) -> None: result.output["done"] = True
+        def on_finished(self, result: ExecResult) -> None: log.info("done")
         def on_failed(self, error: BaseException) -> None: log.info("failed: %s", error)
         def on_cancelled(self) -> None: log.info("cancelled")
 """

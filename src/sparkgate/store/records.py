@@ -23,6 +23,7 @@ from sparkgate.states import (
 )
 from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.store.snapshot import Snapshot, read_as
+from sparkgate.store.statement_output import StatementOutput
 from sparkgate.stream_spec import QuerySpec
 
 
@@ -128,7 +129,7 @@ class StatementRecord(Snapshot):
     state: StatementState
     error: RecordedError | None
     result: ResultInfo | None
-    output: dict[str, Any] | None
+    output: StatementOutput | None
     progress: float
     version: int
     created_at: float

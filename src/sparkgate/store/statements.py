@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from typing import Any
 
 import sqlalchemy as sa
 from sqlalchemy.engine import Connection
@@ -24,6 +23,7 @@ from sparkgate.store.records import FIRST_PAGE, Page, SessionRecord, StatementRe
 from sparkgate.store.resource_groups import ResourceGroups
 from sparkgate.store.schema import sessions, statement_tags, statements
 from sparkgate.store.sessions import in_scope
+from sparkgate.store.statement_output import StatementOutput
 
 # A statement is its session's owner's: lists and long polls read the two together.
 _WITH_SESSION = statements.join(sessions, statements.c.session_id == sessions.c.id)
@@ -305,7 +305,7 @@ class Statements:
         with self._db.begin() as conn:
             conn.execute(stmt)
 
-    def merge_output(self, statement_id: int, values: dict[str, Any]) -> None:
+    def merge_output(self, statement_id: int, values: StatementOutput) -> None:
         """Add keys to a statement's output record (not a state change)."""
         with self._db.begin() as conn:
             current = conn.execute(

@@ -20,9 +20,9 @@ import time
 
 from sparkgate.runtime.contract import ExecResult, ExecutionContext, dataframe_result
 from sparkgate.runtime.failures import DescribedError, recorded_failure
+from sparkgate.store.statement_output import CtasFacts
 from sparkgate.tables import catalog, locations
 from sparkgate.tables.plan import (
-    CtasFacts,
     Plain,
     Refuse,
     Skip,

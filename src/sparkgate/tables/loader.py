@@ -30,6 +30,7 @@ from sparkgate.recorded import BadFile, BadRecord, RecordedError
 from sparkgate.results import delete as delete_result
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
 from sparkgate.runtime.failures import DescribedError, recorded_failure
+from sparkgate.store.statement_output import LoadFacts
 from sparkgate.tables.handler import atomic_ctas
 from sparkgate.tables.uploads import LoadFormat, LoadMode, LoadRequest, parse_table_name, quoted
 
@@ -70,13 +71,13 @@ def run_load(ctx: ExecutionContext) -> ExecResult:
             # A create's CTAS stored Spark's empty answer: a load has no rows, whatever its mode.
             delete_result(result.result.path)
         result.result = None
-        result.output["load"] = {
-            "table": f"{name.schema}.{name.table}",
-            "mode": request.mode.value,
-            "format": request.format.value,
-            "bytes": request.size,
-            "columns": [[f.name, f.dataType.simpleString()] for f in df.schema.fields],
-        }
+        result.output["load"] = LoadFacts(
+            table=f"{name.schema}.{name.table}",
+            mode=request.mode.value,
+            format=request.format.value,
+            bytes=request.size,
+            columns=[[f.name, f.dataType.simpleString()] for f in df.schema.fields],
+        )
         return result
     finally:
         spark.conf.unset(UPLOAD_KEY)

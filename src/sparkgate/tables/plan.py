@@ -22,7 +22,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, NotRequired, TypedDict
+from typing import Any, TypedDict
 
 from sparkgate.tables.locations import is_local
 from sparkgate.tables.statement import CtasKind, CtasStatement
@@ -235,23 +235,6 @@ class SparkField(TypedDict):
     type: Any  # a type's name ("long"), or a complex type as Spark's JSON (array, map, struct)
     nullable: bool
     metadata: Mapping[str, Any]
-
-
-class CtasFacts(TypedDict):
-    """How a CTAS ran, as its query's record shows it (``output["ctas"]``): ``path`` always,
-    ``plain`` with its ``reason``; ``atomic`` with the write and, once committed, its
-    ``outcome`` (``created``, ``exists``, ``replaced``) and where the table now is."""
-
-    path: str
-    reason: NotRequired[str]
-    operation: NotRequired[str]
-    table: NotRequired[str]
-    transaction_id: NotRequired[int]
-    outcome: NotRequired[str]
-    location: NotRequired[str]
-    previous_location: NotRequired[str | None]
-    previous_kept_until: NotRequired[float]
-    warnings: NotRequired[list[str]]
 
 
 def column_difference(table: list[SparkField], query: list[SparkField]) -> str | None:

@@ -39,8 +39,9 @@ from sparkgate.settings import Settings
 from sparkgate.states import StatementState, TableOperation, TableTxnState
 from sparkgate.store import Store
 from sparkgate.store.records import TableTxnRecord
+from sparkgate.store.statement_output import CtasFacts
 from sparkgate.tables import catalog, locations
-from sparkgate.tables.plan import CtasFacts, ExistingTable, Target
+from sparkgate.tables.plan import ExistingTable, Target
 from sparkgate.tables.relocate import Shift, relocated
 from sparkgate.tables.statement import CtasStatement
 
