@@ -15,8 +15,8 @@ from typing import Any, cast
 import pytest
 
 from sparkgate.engine import catalog_calls
-from sparkgate.engine.catalog_requests import jdbc_pattern, spark_prefilter
 from sparkgate.engine.executors import EXECUTORS
+from sparkgate.engine.jdbc_patterns import jdbc_pattern, spark_prefilter
 from sparkgate.engine.jdbc_types import jdbc_type
 from sparkgate.results import read_page
 from sparkgate.runtime.contract import ExecutionContext

@@ -6,8 +6,7 @@ import json
 
 import pytest
 
-from sparkgate.engine.catalog_requests import parse_request
-from sparkgate.runtime.catalog_request import CatalogRequest
+from sparkgate.runtime.catalog_request import CatalogRequest, parse_request
 from sparkgate.runtime.failures import DescribedError
 
 SENT = [

@@ -18,9 +18,9 @@ No call runs a Spark job per table: ``spark.catalog`` listings run a few small j
 or per database, and columns come from ``DESCRIBE TABLE EXTENDED ... AS JSON``, a catalog
 lookup (``spark.catalog.listColumns`` would run one job per table).
 
-Here: the calls themselves and how they read the catalog. The request and JDBC patterns are in
-``catalog_requests``, the result layouts in ``catalog_layouts``, column types in
-``jdbc_types``.
+Here: the calls themselves and how they read the catalog. The request is read by
+``runtime/catalog_request``, JDBC patterns are in ``jdbc_patterns``, the result layouts in
+``catalog_layouts``, column types in ``jdbc_types``.
 """
 
 from __future__ import annotations
@@ -48,19 +48,14 @@ from sparkgate.engine.catalog_layouts import (
     table_type,
     type_info_rows,
 )
-from sparkgate.engine.catalog_requests import (
-    jdbc_pattern,
-    matches,
-    parse_request,
-    spark_prefilter,
-)
+from sparkgate.engine.jdbc_patterns import jdbc_pattern, matches, spark_prefilter
 
 # "X as X" is how a module re-exports a name for mypy; PLC0414 takes it for a useless alias.
 # A column's JDBC type (jdbc_types), named from here too, as the tests of the calls do.
 from sparkgate.engine.jdbc_types import JdbcType as JdbcType  # noqa: PLC0414
 from sparkgate.engine.jdbc_types import SqlTypes as SqlTypes  # noqa: PLC0414
 from sparkgate.engine.session_catalog import check_cancelled, permanent_tables, quote
-from sparkgate.runtime.catalog_request import CatalogRequest
+from sparkgate.runtime.catalog_request import CatalogRequest, parse_request
 from sparkgate.runtime.contract import ExecResult, ExecutionContext, rows_result
 
 if TYPE_CHECKING:
