@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import functools
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 from pydantic import TypeAdapter
 
@@ -46,14 +46,9 @@ class RetryPolicy:
             raise ValueError("retry.stable.period must not be negative")
 
     def to_json(self) -> dict[str, object]:
-        return {
-            "enabled": self.enabled,
-            "max_attempts": self.max_attempts,
-            "min_backoff": self.min_backoff,
-            "max_backoff": self.max_backoff,
-            "random_factor": self.random_factor,
-            "stable_period": self.stable_period,
-        }
+        """Its fields by name, in order: what a query's spec keeps (QuerySpec's codec writes
+        the same) and what the retry options are parsed into."""
+        return asdict(self)
 
     @classmethod
     def from_json(cls, data: dict[str, object]) -> RetryPolicy:
