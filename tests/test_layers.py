@@ -36,6 +36,7 @@ LAYERS: list[set[str]] = [
         "credentials",
         "units",
         "tags",
+        "doors",
         "logs",
     },
     {"results", "store"},

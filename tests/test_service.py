@@ -33,8 +33,10 @@ from sparkgate.states import (
     StreamQueryState,
 )
 from sparkgate.store import Store
+from sparkgate.store.audit import TableUseEvent
 from sparkgate.store.records import StatementRecord
 from sparkgate.store.session_attributes import SessionAttributes
+from sparkgate.store.table_access import TableName
 from sparkgate.store.tokens import TokenNotFound
 from sparkgate.stream_spec import QuerySpec
 from tests.conftest import NOW, force_state, make_service, run_async, succeeded, write_result
@@ -309,12 +311,36 @@ def test_tokens_are_their_owners_and_need_authentication(
     assert audited(store, "token") == [("alice", "ok"), ("alice", "ok")]
 
 
-def test_the_audit_log_is_for_admins(service: Service, store: Store) -> None:
+def test_the_audit_log_is_whole_for_admins_and_a_users_own_for_them(
+    service: Service, store: Store
+) -> None:
     service.queries.submit("SELECT 1", user=ALICE)
-    with pytest.raises(MissingRight):
-        service.accounts.audit_events(user=ALICE)
+    service.queries.submit("SELECT 2", user=BOB)
     events = service.accounts.audit_events(user=ADMIN, action="query.submit").items
-    assert [(e.user, e.action, e.outcome) for e in events] == [("alice", "query.submit", "ok")]
+    assert [e.user for e in events] == ["bob", "alice"]
+    mine = service.accounts.audit_events(user=ALICE, action="query.submit").items
+    assert [e.user for e in mine] == ["alice"]
+    assert service.accounts.audit_events(user=ALICE, by="bob").items == []
+
+
+def test_a_tables_owner_reads_its_whole_access_history(service: Service, store: Store) -> None:
+    name = TableName.of("spark_catalog", "hr", "pay")
+    store.table_access.created(name, "alice", now=1.0)
+    store.audit.add_uses(
+        [
+            TableUseEvent("bob", "rest", 7, name.dotted, "SELECT", True, ("a",)),
+            TableUseEvent("carl", "hive2", 8, name.dotted, "SELECT", False),
+        ],
+        now=2.0,
+    )
+    seen = service.accounts.audit_events(user=ALICE, obj="hr.pay").items
+    assert [(e.user, e.door, e.query_id, e.outcome, e.detail) for e in seen] == [
+        ("carl", "hive2", 8, "denied", {"privilege": "SELECT"}),
+        ("bob", "rest", 7, "ok", {"privilege": "SELECT", "columns": ["a"]}),
+    ]
+    # Not the owner: only their own uses of it.
+    assert [e.user for e in service.accounts.audit_events(user=BOB, obj="hr.pay").items] == ["bob"]
+    assert service.accounts.audit_events(user=BOB, obj="hr.pay", door="hive2").items == []
 
 
 # -- streams -----------------------------------------------------------------------------

@@ -15,7 +15,12 @@ import uuid
 from sparkgate.auth.users import Users
 from sparkgate.catalog.metastore import ensure_metastore
 from sparkgate.duties.reaper import reap_idle_sessions, reap_lost_engines
-from sparkgate.duties.results import expire_idempotency_keys, expire_results, expire_uploads
+from sparkgate.duties.results import (
+    expire_audit_events,
+    expire_idempotency_keys,
+    expire_results,
+    expire_uploads,
+)
 from sparkgate.duties.runner import Duty, DutyRunner
 from sparkgate.launcher import launcher_for
 from sparkgate.launcher.placement import Placement
@@ -112,6 +117,7 @@ class ServerNode:
         expire_uploads(self.settings, now=now)
         if self.sessions.keys.enabled:  # a node on an older schema has no keys
             expire_idempotency_keys(self.store, self.settings, now=now)
+        expire_audit_events(self.store, self.settings, now=now)
 
     def _place(self, now: float) -> None:
         for session in self.store.sessions.unplaced(created_before=now - _PLACEMENT_GRACE):

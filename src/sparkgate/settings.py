@@ -136,6 +136,8 @@ class Settings(BaseSettings):
     session_idle_timeout: float = 3600.0  # 0: never; an idle interactive session is ended
     result_page_max: int = 10_000
     result_retention: float = 7 * 86400.0  # seconds result files are kept; 0: forever
+    # Days the audit log (the access history with it) is kept; 0: forever.
+    audit_retention_days: float = 365.0
     long_poll_max: float = 120.0
     # A submit's Idempotency-Key answers its first result this long (seconds); then the key
     # is forgotten (the results duty removes it) and may name a new request.

@@ -35,6 +35,7 @@ from sparkgate_dev import (
     TEST_SPARK_CONF,
     ServerProcess,
     beeline,
+    eventually,
     free_port,
     kill_engines,
     local_test_settings,
@@ -345,10 +346,143 @@ def test_each_query_says_what_it_read_and_wrote_and_writes_are_audited(env: Env)
     assert dropped["output"]["tables"]["written"] == ["spark_catalog.analysts.touched"]
     with env.api("carol") as api:
         events = api.get("/v1/audit", params={"object": "analysts.touched"}).json()["events"]
-    assert [(e["user"], e["action"], e["detail"]["query_id"]) for e in events] == [
-        ("dave", "table.write", dropped["id"]),
-        ("dave", "table.write", made["id"]),
+    assert [(e["user"], e["action"], e["query_id"], e["door"]) for e in events] == [
+        ("dave", "table.ownership", dropped["id"], "rest"),
+        ("dave", "table.create", made["id"], "rest"),
     ]
+
+
+def _history(env: Env, who: str, **params: Any) -> list[dict[str, Any]]:
+    with env.api(who) as api:
+        answer = api.get("/v1/audit", params={"limit": 1000, **params})
+        assert answer.status_code == 200, answer.text
+        events: list[dict[str, Any]] = answer.json()["events"]
+        return events
+
+
+def test_the_access_history_says_who_read_a_table_through_every_door(
+    env: Env, tmp_path: Path
+) -> None:
+    """Reads by the native API, the CLI, Livy, PyHive and Spark Connect each appear under the
+    table, as their user and door, with the columns read and the rules applied; a refusal
+    appears as denied; pages follow; nobody reads another's history but a table's owner."""
+    env.rows("carol", "DROP TABLE IF EXISTS sales.history")
+    made = env.run(
+        "carol", "CREATE TABLE sales.history USING parquet AS SELECT 1 AS a, 'x' AS b, 2 AS c"
+    )
+    rest = env.run("bob", "SELECT a FROM sales.history")
+    cli = subprocess.run(
+        [sys.executable, "-m", "sparkgate.cli.main", "sql", "SELECT b FROM sales.history"],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "SPARKGATE_TOKEN": env.token("dave"),
+            "SPARKGATE_SERVER": env.server.url,
+        },
+        timeout=300,
+    )
+    assert cli.returncode == 0, cli.stderr
+    with env.hive("dave") as conn, conn.cursor() as cursor:
+        cursor.execute("SELECT count(*) FROM sales.history")
+        assert cursor.fetchall() == [(1,)]
+    with LivySession.create(
+        env.server.url, auth=("bob", PASSWORDS["bob"]), kind=LivyKind.SQL, echo=False
+    ) as session:
+        assert session.download_sql("SELECT c FROM sales.history")["c"][0] == 2
+    with env.connect("bob") as bob:
+        assert bob.read.table("sales.history").select("b").collect()[0][0] == "x"
+        assert bob.table("sales.history").count() == 1
+    denied = env.run("dave", "SELECT name FROM hr.salaries")
+    assert denied["state"] == "failed", denied
+    masked = env.run("bob", "SELECT name FROM hr.salaries")
+    assert masked["state"] == "success", masked.get("error")
+
+    def reads() -> list[tuple[str, str, str]]:
+        return sorted(
+            (e["user"], e["door"], ",".join(e["detail"].get("columns") or []))
+            for e in _history(env, "carol", object="sales.history", action="table.select")
+        )
+
+    expected = [
+        ("bob", "connect", ""),  # count(): no column of it reaches the answer
+        ("bob", "connect", "b"),
+        ("bob", "livy", "c"),
+        ("bob", "rest", "a"),
+        ("dave", "cli", "b"),
+        ("dave", "hive2", ""),
+    ]
+    # A Connect operation's reads are recorded by its engine a beat after its end.
+    eventually(lambda: reads() == expected, timeout=60, what=f"the reads: {reads()}")
+    events = _history(env, "carol", object="sales.history", door="rest")
+    assert {(e["user"], e["query_id"]) for e in events} >= {("bob", rest["id"])}
+    assert ("carol", "table.create", made["id"]) in {
+        (e["user"], e["action"], e["query_id"]) for e in events
+    }
+    # Refused, and masked and filtered: said, with the columns read but never a hidden one.
+    salaries = _history(env, "carol", object="hr.salaries", user="dave", outcome="denied")
+    assert denied["id"] in {e["query_id"] for e in salaries}
+    assert all(e["action"] == "table.select" and e["door"] == "rest" for e in salaries)
+    bobs = [
+        e for e in _history(env, "carol", object="hr.salaries") if e["query_id"] == masked["id"]
+    ]
+    assert [(e["outcome"], e["detail"]) for e in bobs] == [
+        (
+            "ok",
+            {
+                "privilege": "SELECT",
+                "columns": ["name"],
+                "masked": ["name"],
+                "filtered": True,
+            },
+        )
+    ]
+    # Paged by cursor, newest first, none twice.
+    seen: list[int] = []
+    with env.api("carol") as api:
+        params: dict[str, Any] = {"object": "sales.history", "limit": 2}
+        while True:
+            page = api.get("/v1/audit", params=params).json()
+            seen += [e["id"] for e in page["events"]]
+            if not page["next"]:
+                break
+            params["after"] = page["next"]
+    assert seen == sorted(seen, reverse=True) and len(seen) == len(set(seen)) >= 7
+    # bob sees his own reads only; dave owns a table and sees everyone's reads of it.
+    assert {e["user"] for e in _history(env, "bob", object="sales.history")} == {"bob"}
+    assert _history(env, "bob", object="sales.history", user="dave") == []
+    env.rows("dave", "DROP TABLE IF EXISTS analysts.dave_owned")
+    env.rows("dave", "CREATE TABLE analysts.dave_owned USING parquet AS SELECT 1 AS x")
+    read = env.run("bob", "SELECT x FROM analysts.dave_owned")
+    owner_view = _history(env, "dave", object="analysts.dave_owned", action="table.select")
+    assert [(e["user"], e["query_id"]) for e in owner_view] == [("bob", read["id"])]
+    # The CLI's export: every event of the table, a JSON object a line.
+    out = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "sparkgate.cli.main",
+            "audit",
+            "--object",
+            "sales.history",
+            "--export",
+            "--limit",
+            "3",
+        ],
+        check=False,
+        capture_output=True,
+        text=True,
+        env={
+            **os.environ,
+            "SPARKGATE_TOKEN": env.token("carol"),
+            "SPARKGATE_SERVER": env.server.url,
+        },
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr
+    lines = [json.loads(line) for line in out.stdout.splitlines()]
+    assert [e["id"] for e in lines] == seen[: len(lines)] and len(lines) >= len(seen)
 
 
 def test_refusals_are_audited(env: Env) -> None:
@@ -358,7 +492,7 @@ def test_refusals_are_audited(env: Env) -> None:
         targets = {e["target"] for e in events["events"]}
         assert "table:spark_catalog.hr.salaries" in targets, events
         # Who did what to one table: refusals and grants alike.
-        about = api.get("/v1/audit", params={"object": "hr.salaries"}).json()["events"]
+        about = _history(env, "carol", object="hr.salaries")
         assert {e["target"] for e in about} == {"table:spark_catalog.hr.salaries"}, about
         assert {"table.select", "table.grant", "table.revoke"} <= {e["action"] for e in about}
 

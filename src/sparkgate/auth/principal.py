@@ -29,6 +29,9 @@ class Principal:
     # Listed as an impersonator: may act for other users (and see what it made for them; what
     # anyone may see is ``service/visibility.py``'s).
     impersonator: bool = False
+    # The door the request came through (rest, cli, dashboard, livy, hive2, connect): the
+    # sessions it opens say it, and the access history names it. None: not a door's request.
+    door: str | None = None
 
 
 def share_key(

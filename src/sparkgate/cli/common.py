@@ -20,6 +20,7 @@ from rich.console import Console, RenderableType
 from sparkgate import credentials
 from sparkgate.client import DEFAULT_SERVER, Client, ClientError
 from sparkgate.credentials import CredentialsError
+from sparkgate.doors import CLI_AGENT
 from sparkgate.schemas.common import Paging
 from sparkgate.sql.durations import parse_duration
 
@@ -126,7 +127,7 @@ def make_client(server: str | None = None) -> Client:
     ``client_credentials``)."""
     server = server or connection.server
     try:
-        return Client(server, **client_credentials(server))
+        return Client(server, agent=CLI_AGENT, **client_credentials(server))
     except CredentialsError as exc:
         fail(str(exc))
 

@@ -47,18 +47,24 @@ class AccessCalls(Transport):
         since: float | None = None,
         after: str | None = None,
         obj: str | None = None,
+        until: float | None = None,
+        door: str | None = None,
+        total: bool | None = None,
     ) -> AuditList:
-        """Audit events, newest first (admins only); ``action`` matches a prefix, ``since`` is
-        epoch seconds, ``obj`` a table (``hr.salaries``); the next page is
-        ``audit(..., after=page.next)``."""
+        """Audit events and the access history, newest first (admins see all, a user their
+        own and the history of tables they own); ``action`` matches a prefix, ``since`` and
+        ``until`` are epoch seconds, ``obj`` a table (``hr.salaries``), ``door`` the door an
+        access came through; the next page is ``audit(..., after=page.next)``."""
         filters = {
             "user": user,
             "action": action,
             "outcome": outcome,
             "since": since,
+            "until": until,
             "object": obj,
+            "door": door,
         }
-        params = paging(offset, limit, after, None, **filters)
+        params = paging(offset, limit, after, total, **filters)
         return AuditList.read(self._call("GET", "/v1/audit", params=params))
 
     def usage(

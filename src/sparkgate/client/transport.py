@@ -47,6 +47,7 @@ class Transport:
         token: str | None = None,
         transport: httpx.BaseTransport | None = None,
         patience: float = 0.0,
+        agent: str | None = None,
     ) -> None:
         self.servers = servers_of(server)
         self.server = self.servers[0]  # the node calls go to, until it cannot answer
@@ -55,7 +56,9 @@ class Transport:
         auth, self.auth_source, self.auth_user = find_auth(key, user, password, token)
         # The server refuses to create tokens with a token: callers ask for a password then.
         self.uses_personal_token = isinstance(auth, BearerAuth) and auth.personal
-        self._http = httpx.Client(timeout=timeout, auth=auth, transport=transport)
+        # ``agent``: who calls, in the User-Agent (the CLI says so: the access history names it).
+        headers = {"user-agent": agent} if agent else None
+        self._http = httpx.Client(timeout=timeout, auth=auth, transport=transport, headers=headers)
 
     def __enter__(self) -> Self:
         return self

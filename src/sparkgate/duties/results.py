@@ -1,5 +1,6 @@
 """Result retention: result files older than ``result_retention`` are removed; so are
-Idempotency-Keys older than ``idempotency_key_ttl`` (what a repeat may answer, kept as long).
+Idempotency-Keys older than ``idempotency_key_ttl`` (what a repeat may answer, kept as long),
+and audit events (the access history's too) older than ``audit_retention_days``.
 
 The files are the truth: a result directory is read if it exists, and reading one that was
 removed answers RESULT_GONE. Partial results (``<id>.tmp``) left by an engine that died while
@@ -15,6 +16,7 @@ import shutil
 from sparkgate.settings import Settings
 from sparkgate.states import ACTIVE_STATEMENT_STATES
 from sparkgate.store import Store
+from sparkgate.store.audit import PRUNE_BATCH
 from sparkgate.tables.uploads import remove_orphans
 
 log = logging.getLogger("sparkgate.results")
@@ -60,5 +62,29 @@ def expire_idempotency_keys(store: Store, settings: Settings, *, now: float) -> 
     if forgotten:
         log.info(
             "forgot %d idempotency key(s) older than %.0fs", forgotten, settings.idempotency_key_ttl
+        )
+    return forgotten
+
+
+# At most this many audit events are forgotten per pass (in batches of PRUNE_BATCH, one
+# short transaction each): a store that kept years of history is pruned over a few passes instead
+# of one long delete that holds the table.
+_AUDIT_PRUNE_MAX = 100_000
+
+
+def expire_audit_events(store: Store, settings: Settings, *, now: float) -> int:
+    """Forget audit events older than the retention; how many."""
+    if settings.audit_retention_days <= 0:
+        return 0
+    before = now - settings.audit_retention_days * 86400.0
+    forgotten = 0
+    while forgotten < _AUDIT_PRUNE_MAX:
+        pruned = store.audit.prune(before=before)
+        forgotten += pruned
+        if pruned < PRUNE_BATCH:
+            break
+    if forgotten:
+        log.info(
+            "forgot %d audit event(s) older than %g days", forgotten, settings.audit_retention_days
         )
     return forgotten

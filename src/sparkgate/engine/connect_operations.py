@@ -77,22 +77,41 @@ class ConnectOperations:
 
     def record_costs(self) -> None:
         """What the Connect operations that ended since the last beat cost (their Spark
-        tasks' metrics, summed by the engine's listener as they ended), with their queries:
-        the node that relays an operation's end records the end, only the engine its cost."""
+        tasks' metrics, summed by the engine's listener as they ended) and what their plans
+        read and wrote (the access history, the tables in their records, the catalog's
+        recent queries), with their queries: the node that relays an operation's end records
+        the end, only the engine these."""
         shared = self._shared
         if shared.connect_secret is None or shared.spark is None:
             return
-        if not shared.store.statement_costs.available():
-            return
         from sparkgate.engine.spark import connect_costs
 
+        store = shared.store
+        costs = store.statement_costs.available()
         for ended in connect_costs(shared.spark):
-            statement_id = shared.store.connect.statement_of_client(
+            statement_id = store.connect.statement_of_client(
                 ended.user, ended.session, ended.operation
             )
             if statement_id is None:  # not one sparkgate relayed (none is), or forgotten
                 continue
-            shared.store.statement_costs.add(statement_id, ended.cost, now=shared.clock())
+            now = shared.clock()
+            try:
+                with store.db.begin() as conn:
+                    if costs and ended.cost is not None:
+                        store.statement_costs.add(statement_id, ended.cost, now=now, conn=conn)
+                    if ended.touched is not None:
+                        tables = ended.touched.tables
+                        uses = ended.touched.events(
+                            user=ended.user, door="connect", query_id=statement_id
+                        )
+                        store.audit.add_uses(uses, now=now, conn=conn)
+                        if any(tables.values()):
+                            store.statement_tables.add(statement_id, tables, now=now, conn=conn)
+                            store.statements.merge_output(
+                                statement_id, {"tables": tables}, conn=conn
+                            )
+            except Exception:
+                log.exception("recording Connect query %s's cost and tables failed", statement_id)
 
     def end_gone_operations(self) -> None:
         """End the queries of Spark Connect operations this engine's Connect service no longer

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from sparkgate.runtime.session import OpenSession
 from sparkgate.statement_cost import StatementCost
+from sparkgate.store.audit import TableUseEvent
 from sparkgate.store.records import StatementRecord
 
 
@@ -32,6 +33,8 @@ class Execution:
     wake_after: bool = False
     # The tables it read and wrote ({"read": [...], "written": [...]}), recorded with its end.
     touched: dict[str, list[str]] | None = None
+    # Its access history (each use of a privilege on a table or view), recorded with its end.
+    uses: list[TableUseEvent] = field(default_factory=list)
     # What its Spark tasks cost, recorded with its end; None if it ran none.
     cost: StatementCost | None = None
 

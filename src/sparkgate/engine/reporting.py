@@ -115,6 +115,8 @@ class Reporter:
             )
         if done.applied and execution.touched:
             store.statement_tables.add(statement.id, execution.touched, now=now, conn=conn)
+        if done.applied and execution.uses:
+            store.audit.add_uses(execution.uses, now=now, conn=conn)
         if done.applied and execution.cost is not None:
             store.statement_costs.add(statement.id, execution.cost, now=now, conn=conn)
         log.info("statement %s -> %s", statement.id, done.state)

@@ -13,7 +13,7 @@ import logging
 
 from sparkgate import logs
 from sparkgate.engine import artifacts
-from sparkgate.engine.authz import decider as authz
+from sparkgate.engine.authz.touched import Touched
 from sparkgate.engine.execution import Execution
 from sparkgate.engine.executors import EXECUTORS
 from sparkgate.engine.pools import Pools
@@ -111,31 +111,25 @@ class StatementRunner:
     ) -> None:
         """Who touched what: the tables and views a statement read and wrote, from the checks
         of its plans (with table rules or without: the extension records either way), are
-        indexed with its end whatever the outcome (``store.statement_tables``, for the
-        catalog's recent queries); a statement that succeeded also says them in its record,
-        and with table rules each write is audited against the table. The catalog's own reads
-        (a preview, as the user) are not recorded: they would crowd out the queries."""
+        recorded with its end whatever the outcome: its access history (each privilege used
+        or refused, with the columns read and the masks and filter applied:
+        ``store.audit``), and the tables (``store.statement_tables``, for the catalog's
+        recent queries); a statement that succeeded also says them in its record. The
+        catalog's own reads (a preview, as the user) are in the history, not among the
+        recent queries: they would crowd those out."""
         shared = self._shared
         try:
-            touched = authz.touched_tables(touched_json)
+            found = Touched.parse(touched_json)
+            session = execution.session.record
+            execution.uses = found.events(
+                user=session.owner, door=session.attributes.origin, query_id=execution.statement.id
+            )
+            touched = found.tables
             if execution.statement.kind is StatementKind.CATALOG or not any(touched.values()):
                 return
             if shared.store.statement_tables.available():
                 execution.touched = touched
-            if not isinstance(outcome, ExecResult):
-                return
-            outcome.output["tables"] = touched
-            if not touched.get("written") or not (shared.decider and shared.decider.active()):
-                return
-            now = shared.clock()
-            for name in touched.get("written", []):
-                shared.store.audit.add(
-                    "table.write",
-                    "ok",
-                    now=now,
-                    user=execution.session.record.owner,
-                    target=f"table:{name}",
-                    detail={"query_id": execution.statement.id},
-                )
+            if isinstance(outcome, ExecResult):
+                outcome.output["tables"] = touched
         except Exception:
             log.exception("recording what statement %s touched failed", execution.statement.id)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sparkgate.engine.artifacts import isolation_conf, share_root
 from sparkgate.engine.authz.build import COSTS_LISTENER_CLASS, EXTENSION_CLASS, ensure_jar
+from sparkgate.engine.authz.touched import Touched
 from sparkgate.recorded import ErrorCode
 from sparkgate.settings import Settings
 from sparkgate.statement_cost import StatementCost
@@ -257,18 +258,28 @@ class ConnectCost:
     user: str
     session: str
     operation: str
-    cost: StatementCost
+    cost: StatementCost | None  # None: none of its Spark tasks ran
+    touched: Touched | None  # what its plans read and wrote; None: nothing was checked
 
 
 def connect_costs(spark: SparkSession) -> list[ConnectCost]:
-    """The Connect operations that ended since the last call, with their costs (the engine's
-    listener, QueryCosts.scala, keeps them until asked)."""
+    """The Connect operations that ended since the last call, with their costs and what their
+    plans touched (the engine's listener, QueryCosts.scala, keeps them until asked)."""
     lines = str(_scala_object(spark, COSTS_LISTENER_CLASS).connectCosts())
     found = []
     for line in lines.splitlines():
         ended = json.loads(line)
-        cost = StatementCost.of(ended["cost"])
-        found.append(ConnectCost(ended["user"], ended["session"], ended["operation"], cost))
+        cost = None if ended.get("cost") is None else StatementCost.of(ended["cost"])
+        touched = ended.get("touched")
+        found.append(
+            ConnectCost(
+                ended["user"],
+                ended["session"],
+                ended["operation"],
+                cost,
+                None if touched is None else Touched.parse(json.dumps(touched)),
+            )
+        )
     return found
 
 

@@ -3,12 +3,14 @@ route functions of every HTTP door."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated
 
 from fastapi import Depends, Request
 
 from sparkgate import logs
 from sparkgate.auth.principal import Principal
+from sparkgate.doors import CLI_AGENT
 from sparkgate.node import ServerNode
 from sparkgate.service import Service
 
@@ -31,6 +33,7 @@ async def get_user(request: Request) -> Principal:
     address = request.client.host if request.client is not None else None
     header = request.headers.get("authorization") or dashboard_credentials(request)
     user = await node.users.authenticate_later(header, address=address)
+    user = dataclasses.replace(user, door=door_of(request))
     # The request's own context (its task, and the threads it hands work to): what it logs
     # names the caller and the objects its path names.
     params = request.path_params
@@ -41,6 +44,24 @@ async def get_user(request: Request) -> Principal:
         engine_id=_path_id(params.get("engine_id")),
     )
     return user
+
+
+# Which door an HTTP request came through, by its path's first segment (the access history
+# names it); the native API's own command line says it is the one calling in its User-Agent.
+_DOORS = {
+    "v1": "rest",
+    "ui": "dashboard",
+    "sessions": "livy",
+    "batches": "livy",
+    "cliservice": "hive2",
+}
+
+
+def door_of(request: Request) -> str:
+    door = _DOORS.get(request.url.path.lstrip("/").partition("/")[0], "rest")
+    if door == "rest" and request.headers.get("user-agent", "").startswith(CLI_AGENT):
+        return "cli"
+    return door
 
 
 def _path_id(value: object) -> int | None:

@@ -13,6 +13,7 @@ from typing import Annotated, Any
 from fastapi import Header, Path, Query
 from pydantic import Field, Strict
 
+from sparkgate.doors import DOORS, DoorName
 from sparkgate.store.schema import ID_MAX as INT64_MAX
 
 # A day: longer waits are capped by the server's long-poll limit anyway; more is a mistake.
@@ -44,6 +45,11 @@ Wait = Annotated[
 Since = Annotated[
     float | None, Query(allow_inf_nan=False, description="Epoch seconds: events from then on.")
 ]
+Until = Annotated[
+    float | None, Query(allow_inf_nan=False, description="Epoch seconds: events before then.")
+]
+# The door an access-history event came through.
+Door = Annotated[DoorName | None, Query(description="The door: " + ", ".join(DOORS) + ".")]
 
 # Livy's paging: ``from`` (a row or log line) and ``size`` (how many; negative: all). Livy
 # types both as a 32-bit Int; a page one row larger than asked is read to see whether more

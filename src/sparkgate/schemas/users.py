@@ -66,6 +66,10 @@ class AuditEvent(Body):
     target: str | None
     outcome: Outcome
     detail: dict[str, Any] | None
+    door: str | None = None
+    """The access history's: the door its statement came through."""
+    query_id: int | None = None
+    """The access history's: its statement."""
 
     @classmethod
     def of(cls, event: AuditRecord) -> AuditEvent:

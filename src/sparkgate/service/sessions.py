@@ -198,7 +198,7 @@ class Sessions:
         same transaction records besides (a submit's audit, the request's key). ``tags``: what
         every query of the session carries, with those of its ``sparkgate.tags`` setting."""
         share_key = None
-        attributes = attributes or SessionAttributes()
+        attributes = _door_said(attributes or SessionAttributes(), user)
         conf, given = session_tags.take(conf)
         given.update(session_tags.checked(tags))
         if given:
@@ -370,3 +370,10 @@ class Sessions:
             expected=[StatementState.RUNNING],
             conn=conn,
         )
+
+
+def _door_said(attributes: SessionAttributes, user: Principal | None) -> SessionAttributes:
+    """The session says the door its user came through, unless its door said one already."""
+    if attributes.door is not None or user is None or user.door is None:
+        return attributes
+    return dataclasses.replace(attributes, door=user.door)

@@ -1,7 +1,7 @@
-"""Whether the store's schema has a table that a later revision added: an engine of a node
-pinned to an older revision (``Settings.store_revision``, a rolling upgrade's old release)
-records nothing in it until a migration adds it, and asks again now and then (one catalog
-read a minute), not on every write.
+"""Whether the store's schema has a table (or a table's column) that a later revision added:
+an engine of a node pinned to an older revision (``Settings.store_revision``, a rolling
+upgrade's old release) records nothing in it until a migration adds it, and asks again now
+and then (one catalog read a minute), not on every write.
 """
 
 from __future__ import annotations
@@ -18,9 +18,10 @@ RECHECK = 60.0
 
 
 class TablePresence:
-    def __init__(self, db: Database, table: sa.Table) -> None:
+    def __init__(self, db: Database, table: sa.Table, column: str | None = None) -> None:
         self._db = db
         self._name = table.name
+        self._column = column
         self._lock = threading.Lock()
         self._present = False
         self._asked_at: float | None = None
@@ -34,7 +35,11 @@ class TablePresence:
                 return False
             self._asked_at = now
         with self._db.read() as conn:
-            present = sa.inspect(conn).has_table(self._name)
+            inspector = sa.inspect(conn)
+            present = inspector.has_table(self._name) and (
+                self._column is None
+                or any(c["name"] == self._column for c in inspector.get_columns(self._name))
+            )
         with self._lock:
             self._present = self._present or present
             return present

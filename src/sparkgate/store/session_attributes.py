@@ -15,7 +15,8 @@ from typing import Any
 @dataclass(frozen=True)
 class SessionAttributes:
     door: str | None = None
-    """The door that opened it, where the door matters later: ``connect``, ``hive2``."""
+    """The door that opened it: ``rest``, ``cli``, ``dashboard``, ``livy``, ``hive2``,
+    ``connect`` (None on sessions of earlier releases and internal ones: see ``origin``)."""
     hive2_protocol: int | None = None
     """The HiveServer2 protocol version its client spoke."""
     idle_timeout: float | None = None
@@ -43,6 +44,19 @@ class SessionAttributes:
     job_run: int | None = None
     job_version: int | None = None
     """A manifest job run's session."""
+
+    @property
+    def origin(self) -> str:
+        """The door its statements came through, as the access history names it: a stream
+        job's and a manifest job's sessions are ``stream`` and ``job``; a session that says
+        none is a Livy one if it has Livy's fields, else one of the native API's."""
+        if self.stream_job is not None:
+            return "stream"
+        if self.job is not None:
+            return "job"
+        if self.door is not None:
+            return self.door
+        return "livy" if self.livy is not None else "rest"
 
     @classmethod
     def stored(cls, data: Mapping[str, Any] | None) -> SessionAttributes:

@@ -305,14 +305,17 @@ class Statements:
         with self._db.begin() as conn:
             conn.execute(stmt)
 
-    def merge_output(self, statement_id: int, values: StatementOutput) -> None:
-        """Add keys to a statement's output record (not a state change)."""
-        with self._db.begin() as conn:
-            current = conn.execute(
+    def merge_output(
+        self, statement_id: int, values: StatementOutput, *, conn: Connection | None = None
+    ) -> None:
+        """Add keys to a statement's output record (not a state change); with ``conn``, in
+        the caller's transaction."""
+        with self._db.within(conn) as c:
+            current = c.execute(
                 sa.select(statements.c.output).where(statements.c.id == statement_id)
             ).scalar()
             merged = {**(current or {}), **values}
-            conn.execute(
+            c.execute(
                 statements.update().where(statements.c.id == statement_id).values(output=merged)
             )
 

@@ -1,4 +1,4 @@
-"""The audit log: ``GET /v1/audit`` (admins)."""
+"""The audit log and the access history: ``GET /v1/audit``."""
 
 from __future__ import annotations
 
@@ -9,13 +9,13 @@ from fastapi import APIRouter, Query
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.paging import ListParams
-from sparkgate.http.params import Since
+from sparkgate.http.params import Door, Since, Until
 from sparkgate.schemas.users import AuditEvent, AuditList
 
 router = APIRouter(tags=["audit"])
 
 
-@router.get("/v1/audit", response_model=AuditList, responses=refusals({403: "Admins only."}))
+@router.get("/v1/audit", response_model=AuditList, responses=refusals({}))
 def list_audit(
     service: ServiceDep,
     user: UserDep,
@@ -24,19 +24,25 @@ def list_audit(
     action: str | None = None,
     outcome: str | None = None,
     since: Since = None,
-    obj: Annotated[str | None, Query(alias="object")] = None,
+    until: Until = None,
+    obj: Annotated[str | None, Query(alias="object", max_length=767)] = None,
+    door: Door = None,
 ) -> AuditList:
     """Events, newest first: ``?user=bob&action=session&outcome=denied&since=<epoch>``
     (``action`` matches a prefix: ``session`` finds ``session.create`` and
-    ``session.kill``; ``object=hr.salaries``: who read, changed, granted or was refused that
-    table); the next page is ``?after=<next>``."""
+    ``session.kill``); the access history of a table: ``?object=hr.salaries`` (who read,
+    wrote, granted or was refused it: ``action=table.select`` for reads), by ``door`` and
+    time (``since``, ``until``); the next page is ``?after=<next>``. Admins see every
+    event, a user their own and the whole history of a table they own."""
     page = service.accounts.audit_events(
         user=user,
         by=by,
         action=action,
         outcome=outcome,
         since=since,
+        until=until,
         obj=obj,
+        door=door,
         window=listing.window(),
     )
     return AuditList(events=[AuditEvent.of(e) for e in page.items], **listing.paging(page))

@@ -125,7 +125,40 @@ object Authz {
   def takeTouched(): String = {
     val found = touchedHere.get
     touchedHere.set(new Touched)
-    json.writeValueAsString(Map("read" -> found.read.toArray, "written" -> found.written.toArray).asJava)
+    found.toJson
+  }
+
+  private val ConnectJobTag: Regex = "SparkConnect_OperationTag_.*".r
+  // What Spark Connect operations' plans read and wrote, by the operation's job tag, until
+  // the operation ends (QueryCosts takes it with the operation's cost). Bounded, as costs.
+  private val touchedByOperation = new ConcurrentHashMap[String, Touched]()
+  private val MaxOperations = 10000
+
+  /** The Spark Connect operation whose thread this is (its job tag), if it is one's. */
+  def connectOperation(session: SparkSession): Option[String] =
+    session.sparkContext.getJobTags().find(t => ConnectJobTag.pattern.matcher(t).matches())
+
+  /** Note what a check found: for the Connect operation running on this thread, else for
+   *  the statement on this thread. */
+  def noteTouched(session: SparkSession, touched: Touched): Unit =
+    connectOperation(session) match {
+      case Some(tag) =>
+        if (touchedByOperation.size < MaxOperations || touchedByOperation.containsKey(tag))
+          touchedByOperation.computeIfAbsent(tag, _ => new Touched).add(touched)
+      case None => noteTouched(touched)
+    }
+
+  /** What a Connect operation's plans touched (JSON, as takeTouched), forgotten here; null
+   *  when nothing was checked for it. */
+  def takeOperationTouched(tag: String): String = {
+    val found = touchedByOperation.remove(tag)
+    if (found == null || found.isEmpty) null else found.toJson
+  }
+
+  /** Whether a statement of the engine's runs on this thread (StatementThread.begin): its
+   *  refusals are recorded with it, as the statement's. */
+  private[authz] val inStatement = new ThreadLocal[java.lang.Boolean] {
+    override def initialValue(): java.lang.Boolean = java.lang.Boolean.FALSE
   }
 
   /** Ask again whether rules are in force, keeping the answers about tables. */
@@ -193,12 +226,116 @@ object Authz {
   }
 }
 
-/** The checks for one session; `user` decides, `session` resolves names. */
-/** What a statement read and wrote, as its check found it. */
+/** What a statement read and wrote, as its check found it: the tables (`read`, `written`)
+ *  and, for the access history, each use of a privilege on an object, allowed or refused,
+ *  with the columns read and the masks and filter applied (`Access`). */
 class Touched {
   val read = scala.collection.mutable.LinkedHashSet[String]()
   val written = scala.collection.mutable.LinkedHashSet[String]()
-  def add(other: Touched): Unit = { read ++= other.read; written ++= other.written }
+  /** (object, privilege) -> allowed; a refusal is kept over an allowance. */
+  val uses = scala.collection.mutable.LinkedHashMap[(String, String), Boolean]()
+  val columns = scala.collection.mutable.LinkedHashMap[String, Set[String]]()
+  val masked = scala.collection.mutable.LinkedHashMap[String, Set[String]]()
+  val filtered = scala.collection.mutable.LinkedHashSet[String]()
+
+  def used(obj: String, privilege: String, allowed: Boolean): Unit =
+    uses.update((obj, privilege), allowed && uses.getOrElse((obj, privilege), true))
+
+  def add(other: Touched): Unit = {
+    read ++= other.read; written ++= other.written
+    other.uses.foreach { case ((o, p), ok) => used(o, p, ok) }
+    other.columns.foreach { case (o, c) => columns.update(o, columns.getOrElse(o, Set.empty) ++ c) }
+    other.masked.foreach { case (o, c) => masked.update(o, masked.getOrElse(o, Set.empty) ++ c) }
+    filtered ++= other.filtered
+  }
+
+  def isEmpty: Boolean = read.isEmpty && written.isEmpty && uses.isEmpty
+
+  /** {"read": [...], "written": [...], "access": [{"object", "privilege", "allowed",
+   *  "columns"?, "masked"?, "filtered"?}, ...]} */
+  def toJson: String = {
+    val access = uses.toSeq.map { case ((obj, privilege), allowed) =>
+      val one = new java.util.LinkedHashMap[String, AnyRef]()
+      one.put("object", obj)
+      one.put("privilege", privilege)
+      one.put("allowed", java.lang.Boolean.valueOf(allowed))
+      if (privilege == "SELECT") {
+        val read = columns.get(obj)
+        read.foreach(c => one.put("columns", c.toSeq.sorted.toArray))
+        // The masks of the columns it read (all of the relation's when the plan said none).
+        masked.get(obj).map(m => read.map(m & _).getOrElse(m)).filter(_.nonEmpty)
+          .foreach(c => one.put("masked", c.toSeq.sorted.toArray))
+        if (filtered.contains(obj)) one.put("filtered", java.lang.Boolean.TRUE)
+      }
+      one
+    }
+    Touched.json.writeValueAsString(Map[String, AnyRef](
+      "read" -> read.toArray, "written" -> written.toArray, "access" -> access.toArray).asJava)
+  }
+}
+
+object Touched {
+  private val json = new ObjectMapper()
+
+  /** The columns each table or view read by `plan` gives to what is above it: the relation's
+   *  attributes that a node other than sparkgate's own rewrite refers to (or the plan's
+   *  output is), a masked column counting as read when its mask's output is. A row filter's
+   *  columns are the rule's, not the user's: not counted. */
+  def columnsRead(plan: LogicalPlan, touched: Touched, session: SparkSession): Unit =
+    // A record only: whatever goes wrong in it leaves the statement alone.
+    try readColumns(plan, touched, session) catch { case scala.util.control.NonFatal(_) => }
+
+  private def readColumns(plan: LogicalPlan, touched: Touched, session: SparkSession): Unit = {
+    val nodes = scala.collection.mutable.ArrayBuffer[LogicalPlan]()
+    def collect(p: LogicalPlan): Unit = p.foreach { node =>
+      nodes += node
+      node.expressions.foreach(_.foreach {
+        case s: SubqueryExpression => collect(s.plan)
+        case _ =>
+      })
+    }
+    collect(plan)
+    val referenced = scala.collection.mutable.HashSet[org.apache.spark.sql.catalyst.expressions.ExprId]()
+    plan.output.foreach(a => referenced += a.exprId)
+    nodes.foreach { node =>
+      if (node.getTagValue(RulesTag.Tag).isEmpty) node.references.foreach(a => referenced += a.exprId)
+    }
+    // A rewrite's output attribute that is referenced reads the column of its name beneath.
+    val throughRules = scala.collection.mutable.HashMap[String, Set[String]]()
+    nodes.foreach { node =>
+      node.getTagValue(RulesTag.Tag).foreach { applied =>
+        val names = node.output.filter(a => referenced.contains(a.exprId)).map(_.name.toLowerCase).toSet
+        throughRules.update(applied.obj, throughRules.getOrElse(applied.obj, Set.empty) ++ names)
+        if (applied.masked.nonEmpty)
+          touched.masked.update(applied.obj, touched.masked.getOrElse(applied.obj, Set.empty) ++ applied.masked)
+        if (applied.filtered) touched.filtered += applied.obj
+      }
+    }
+    nodes.foreach { node =>
+      val found: Option[(String, Seq[Attribute])] = node match {
+        case r: LogicalRelation => r.catalogTable.map(t => Authz.objOf(session, t).name -> r.output)
+        case r: HiveTableRelation => Some(Authz.objOf(session, r.tableMeta).name -> r.output)
+        case r: DataSourceV2Relation => r.identifier.map { id =>
+          val ns = id.namespace()
+          Obj(r.catalog.map(_.name()).getOrElse(Authz.SessionCatalog),
+            if (ns.isEmpty) "default" else ns.last, id.name()).name -> r.output
+        }
+        case _ => None
+      }
+      found.foreach { case (obj, output) =>
+        val direct = output.filter(a => referenced.contains(a.exprId)).map(_.name.toLowerCase).toSet
+        val all = direct ++ throughRules.getOrElse(obj, Set.empty)
+        touched.columns.update(obj, touched.columns.getOrElse(obj, Set.empty) ++ all)
+      }
+    }
+  }
+}
+
+/** What `ApplyRules` put in place for one relation: its object, masked columns and filter. */
+case class Applied(obj: String, masked: Set[String], filtered: Boolean)
+
+object RulesTag {
+  val Tag = org.apache.spark.sql.catalyst.trees.TreeNodeTag[Applied]("sparkgate.rules")
 }
 
 /** The policy of a walk that only records (no table rules in force): everything is allowed,
@@ -227,8 +364,10 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
   // writes (Authz.record), asking no one: no py4j call, no store read.
   private val rules: Decider = if (allowAll) AllowAll else policy
 
-  private def deny(privilege: String, obj: String): Nothing =
+  private def deny(privilege: String, obj: String): Nothing = {
+    touched.used(obj, privilege, allowed = false)
     throw new InsufficientPrivilege(privilege, obj, user)
+  }
 
   def privileges(obj: Obj): Set[String] =
     if (allowAll) AllowAll.Everything else decision(user, obj).privileges
@@ -237,12 +376,14 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
     val have = privileges(obj)
     if (!have.contains(privilege) && !have.contains("OWNERSHIP")) deny(privilege, obj.name)
     if (privilege == "SELECT") touched.read += obj.name else touched.written += obj.name
+    touched.used(obj.name, privilege, allowed = true)
   }
 
   def owns(obj: Obj): Unit = {
     if (!privileges(obj).contains("OWNERSHIP") && !rules.ownsSchema(user, obj.catalog, obj.schema))
       deny("OWNERSHIP", obj.name)
     touched.written += obj.name
+    touched.used(obj.name, "OWNERSHIP", allowed = true)
   }
 
   def ownsSchema(catalog: String, schema: String): Unit =
@@ -279,6 +420,7 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
     lazy val existed = exists(obj) // one catalog call at most: with Hive's, a round trip
     if (replacing && existed) owns(obj) else ownsSchema(obj.catalog, obj.schema)
     touched.written += obj.name
+    touched.used(obj.name, "CREATE", allowed = true)
     if (top && !existed) rules.changed(user, "created", obj.catalog, obj.schema, obj.table, null, null)
   }
 
@@ -401,6 +543,7 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
       val to = qualify(session, c.newName)
       owns(from); ownsSchema(to.catalog, to.schema)
       touched.written += to.name
+      touched.used(to.name, "CREATE", allowed = true)
       if (top && exists(from) && !exists(to))
         rules.changed(user, "renamed", from.catalog, from.schema, from.table, to.schema, to.table)
     case c: TruncateTableCommand => owns(qualify(session, c.tableName))
@@ -450,6 +593,7 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
         }
         owns(from); ownsSchema(to.catalog, to.schema)
         touched.written += to.name
+        touched.used(to.name, "CREATE", allowed = true)
         if (top && exists(from) && !exists(to))
           rules.changed(user, "renamed", from.catalog, from.schema, from.table, to.schema, to.table)
       }
@@ -616,6 +760,12 @@ class ApplyRules(session: SparkSession) extends Rule[LogicalPlan] {
             }
           }, rewritten)
         }
+        // Said on the rewrite's nodes: what the access history records of the masks and
+        // filter applied, and what it does not count as the user's reads.
+        val applied = Applied(o.name,
+          decision.masks.keySet.map(_.toLowerCase).filter(m => inner.output.exists(_.name.equalsIgnoreCase(m))),
+          decision.filter.isDefined)
+        rewritten.foreach(node => if (!(node eq inner)) node.setTagValue(RulesTag.Tag, applied))
         marked(alias.map(a => a.copy(child = rewritten)).getOrElse(SubqueryAlias(o.table, rewritten)))
       case None => child
     }
@@ -695,14 +845,19 @@ class Authorize(session: SparkSession) extends (LogicalPlan => Unit) {
         val checker = new Checker(session, user)
         try {
           checker.check(plan, top = true)
-          Authz.noteTouched(checker.touched)
+          Touched.columnsRead(plan, checker.touched, session)
+          Authz.noteTouched(session, checker.touched)
         } catch {
           case e: InsufficientPrivilege =>
             // A view's own plan, checked while the view is resolved: the statement reading
             // the view is checked as a whole, with the view as its boundary (its owner's
             // privileges beneath), so a refusal here is not one. Looked for on refusal only.
             if (Thread.currentThread.getStackTrace.exists(_.getClassName.startsWith(ViewResolutionClass))) return
-            try Authz.policy.denied(user, e.privilege, e.obj) catch { case _: Throwable => }
+            // A statement's or a Connect operation's refusal is recorded with it (its query,
+            // its door); any other (a Connect schema request, say) is audited alone.
+            if (Authz.inStatement.get || Authz.connectOperation(session).isDefined)
+              Authz.noteTouched(session, checker.touched)
+            else try Authz.policy.denied(user, e.privilege, e.obj) catch { case _: Throwable => }
             throw e
         }
       case None =>
@@ -718,7 +873,8 @@ class Authorize(session: SparkSession) extends (LogicalPlan => Unit) {
     val checker = new Checker(session, Authz.SystemUser, allowAll = true)
     try {
       checker.check(plan, top = true)
-      Authz.noteTouched(checker.touched)
+      Touched.columnsRead(plan, checker.touched, session)
+      Authz.noteTouched(session, checker.touched)
     } catch { case scala.util.control.NonFatal(_) => }
   }
 }

@@ -52,7 +52,8 @@ object Cost {
 
 /** A Spark Connect operation that ended, with its cost: its user and session name the
  *  sparkgate session that holds it. */
-final case class ConnectCost(user: String, session: String, operation: String, cost: String)
+final case class ConnectCost(user: String, session: String, operation: String, cost: String,
+                             touched: String)
 
 /** The engine's listener of Spark's scheduler (spark.extraListeners): the cost of each
  *  sparkgate statement, by the job tag the statement's thread gives its jobs
@@ -111,14 +112,16 @@ class QueryCosts extends SparkListener {
   private def connectEnded(tag: String): Unit = {
     val operation = operations.remove(tag)
     val cost = take(tag)
-    if (operation != null && cost != null) {
+    val touched = Authz.takeOperationTouched(tag)
+    if (operation != null && (cost != null || touched != null)) {
       val (user, session, id) = operation
-      ended.add(ConnectCost(user, session, id, cost))
+      ended.add(ConnectCost(user, session, id, cost, touched))
     }
   }
 
-  /** The Connect operations that ended since the last call, with their costs (JSON lines:
-   *  {"user", "session", "operation", "cost"}); the engine records them. */
+  /** The Connect operations that ended since the last call, with their costs and what their
+   *  plans touched (JSON lines: {"user", "session", "operation", "cost"|null,
+   *  "touched"|null}); the engine records them. */
   def takeConnectCosts(): String = {
     val lines = new StringBuilder
     var next = ended.poll()
@@ -127,7 +130,8 @@ class QueryCosts extends SparkListener {
       fields.put("user", next.user)
       fields.put("session", next.session)
       fields.put("operation", next.operation)
-      fields.put("cost", QueryCosts.json.readTree(next.cost))
+      fields.put("cost", if (next.cost == null) null else QueryCosts.json.readTree(next.cost))
+      fields.put("touched", if (next.touched == null) null else QueryCosts.json.readTree(next.touched))
       lines.append(QueryCosts.json.writeValueAsString(fields)).append('\n')
       next = ended.poll()
     }

@@ -33,6 +33,7 @@ object StatementThread {
     if (weight > 0) org.apache.spark.sparkgate.Pools.ensure(sc, pool, weight)
     sc.setLocalProperty("spark.scheduler.pool", pool)
     CurrentUserContext.CURRENT_USER.set(user)
+    Authz.inStatement.set(java.lang.Boolean.TRUE)
   }
 
   private val serving = new ThreadLocal[AnyRef]
@@ -69,6 +70,7 @@ object StatementThread {
    *  line, and what its Spark tasks cost (QueryCosts.take: JSON, or null if none ran). */
   def end(jsc: JavaSparkContext, tag: String): String = {
     jsc.sc.clearJobTags()
+    Authz.inStatement.set(java.lang.Boolean.FALSE)
     s"${Authz.takeTouched()}\n${QueryCosts.take(jsc.sc, tag)}"
   }
 }

@@ -22,7 +22,6 @@ from sparkgate.recorded import ErrorCode
 from sparkgate.runtime.identity import SYSTEM_USER, bind
 from sparkgate.store import Store
 from sparkgate.store.table_access import TableName
-from sparkgate.tables.locations import STAGING_PREFIX
 
 if TYPE_CHECKING:
     from pyspark.sql import SparkSession
@@ -250,16 +249,6 @@ def _authz(spark: SparkSession) -> Any:
     return jvm.java.lang.Class.forName("sparkgate.authz.Authz$").getField("MODULE$").get(None)
 
 
-def touched_tables(found_json: str) -> dict[str, list[str]]:
-    """What a statement's checked plans read and wrote, from the extension's JSON
-    (``StatementThread.end``), sparkgate's staging tables left out."""
-    found: dict[str, list[str]] = json.loads(found_json)
-    return {
-        kind: [name for name in names if not name.rpartition(".")[2].startswith(STAGING_PREFIX)]
-        for kind, names in found.items()
-    }
-
-
 def install(spark: SparkSession, decider: Decider) -> Any:
     """Give the engine's extension its policy; the root session is the engine's own. The
     extension's ``Authz`` object (to invalidate its decisions)."""
@@ -274,4 +263,4 @@ def install(spark: SparkSession, decider: Decider) -> Any:
     return module
 
 
-__all__ = ["Decider", "bind", "install", "touched_tables"]
+__all__ = ["Decider", "bind", "install"]
