@@ -12,6 +12,7 @@ import pytest
 from sparkgate.auth.principal import Principal
 from sparkgate.errors import (
     DeniedSetting,
+    EngineNotFound,
     Forbidden,
     MissingRight,
     QueryFinished,
@@ -140,6 +141,81 @@ def test_an_impersonator_sees_what_it_made_by_id_and_in_lists(
         assert statement.id not in [q.id for q in service.queries.list_page(user=reader).items]
 
 
+# The process of an engine as its launcher and the engine record it.
+PROCESS = {
+    "host": "spark-7.internal",
+    "pid": 4242,
+    "app_id": "local-1700000000000",
+    "ui_url": "http://127.0.0.1:4040",
+    "log_path": "/var/lib/sparkgate/logs/engine.log",
+    "node_id": "node-1",
+}
+
+
+def test_a_user_sees_only_the_engines_of_their_sessions_and_not_where_they_run(
+    service: Service, store: Store
+) -> None:
+    mine, _ = service.sessions.create(SessionKind.INTERACTIVE, user=ALICE)
+    bobs, _ = service.sessions.create(SessionKind.INTERACTIVE, user=BOB)
+    theirs, _ = service.queries.submit("SELECT 1", user=BOB, isolation="engine")
+    shared = mine.engine_id
+    dedicated = store.sessions.get(theirs.session_id).engine_id
+    assert shared is not None and dedicated is not None
+    assert bobs.engine_id == shared != dedicated  # alice's and bob's sessions share one
+    for engine_id in (shared, dedicated):
+        force_state(store, "engines", engine_id, "running", **PROCESS)
+    every = service.engines.list_all(user=ADMIN)
+    assert [e.id for e in every] == [shared, dedicated]
+    assert all(
+        (e.host, e.pid, e.app_id) == ("spark-7.internal", 4242, PROCESS["app_id"]) for e in every
+    )
+    assert service.engines.get(dedicated, user=ADMIN).log_path == PROCESS["log_path"]
+    # alice: the engine her session is on (bob's too), and nothing of its process.
+    [seen] = service.engines.list_all(user=ALICE)
+    assert seen.id == shared and seen.state.value == "running"
+    assert (seen.host, seen.pid, seen.app_id, seen.ui_url, seen.log_path, seen.node_id) == (
+        (None,) * 6
+    )
+    assert service.engines.get(shared, user=ALICE) == seen
+    assert service.engines.of_sessions([mine], user=ALICE) == {shared: seen}
+    assert service.engines.of_sessions([mine], user=ADMIN)[shared].app_id == PROCESS["app_id"]
+    # bob's own engine is absent to her: the refusal of an id that does not exist.
+    with pytest.raises(EngineNotFound) as hidden:
+        service.engines.get(dedicated, user=ALICE)
+    with pytest.raises(EngineNotFound) as unknown:
+        service.engines.get(dedicated + 1000, user=ALICE)
+    assert hidden.value.code == unknown.value.code == "ENGINE_NOT_FOUND"
+    assert hidden.value.message == f"Engine {dedicated} does not exist."
+    assert service.engines.get(dedicated, user=BOB).pid is None
+    # Stopping and the Spark UI stay an admin's, refused alike whether the engine is hers.
+    for engine_id in (shared, dedicated, dedicated + 1000):
+        with pytest.raises(MissingRight):
+            service.engines.stop(engine_id, user=ALICE)
+        with pytest.raises(MissingRight):
+            service.engines.ui(engine_id, user=ALICE)
+    # Her session ended and its engine stopped, she still finds the engine it ran on.
+    service.sessions.kill(mine.id, user=ALICE)
+    assert [e.id for e in service.engines.list_all(user=ALICE)] == [shared]
+    force_state(store, "engines", shared, "stopped")
+    assert service.engines.list_all(user=ALICE) == []
+    assert [e.id for e in service.engines.list_all(user=ALICE, live_only=False)] == [shared]
+    assert service.engines.get(shared, user=ALICE).host is None
+
+
+def test_an_impersonator_sees_the_engines_of_what_it_made(service: Service, store: Store) -> None:
+    theirs, _ = service.queries.submit("SELECT 1", user=ALICE, isolation="engine")
+    engine_id = store.sessions.get(theirs.session_id).engine_id
+    assert engine_id is not None
+    force_state(store, "sessions", theirs.session_id, "idle", attributes={"created_by": "proxy"})
+    proxy = Principal("proxy", rights=ALL, impersonator=True)
+    assert [e.id for e in service.engines.list_all(user=proxy)] == [engine_id]
+    assert service.engines.get(engine_id, user=proxy).id == engine_id
+    # Once no impersonator, it sees none of them.
+    assert service.engines.list_all(user=Principal("proxy", rights=ALL)) == []
+    with pytest.raises(EngineNotFound):
+        service.engines.get(engine_id, user=Principal("proxy", rights=ALL))
+
+
 # -- queries: waits and results ----------------------------------------------------------
 
 
@@ -218,6 +294,34 @@ def test_a_session_needs_sql_or_code_and_no_denied_setting(service: Service, sto
         service.queries.submit("SET spark.master=local[8]", user=ALICE)
     assert store.sessions.list_page().items == []  # nothing was recorded
     assert [e.outcome for e in store.audit.list_page().items] == ["denied"] * 3
+
+
+def test_a_session_made_for_python_needs_code_when_it_is_made(
+    service: Service, store: Store
+) -> None:
+    """A Livy pyspark session: refused to a user without ``code``, audited, with no session
+    and no engine made; a sql one needs ``sql``; one of either kind, ``sql`` or ``code``."""
+    code_only = Principal("erin", rights=frozenset({"code"}))
+    with pytest.raises(MissingRight) as refused:
+        service.sessions.create(SessionKind.INTERACTIVE, user=SQL_ONLY, runs=StatementKind.PYSPARK)
+    assert refused.value.code == "ACCESS_DENIED" and refused.value.params["right"] == "code"
+    assert "carol may not start a pyspark session" in refused.value.message
+    with pytest.raises(MissingRight) as sql_refused:
+        service.sessions.create(SessionKind.INTERACTIVE, user=code_only, runs=StatementKind.SQL)
+    assert sql_refused.value.params["right"] == "sql"
+    assert store.sessions.list_page().items == [] and store.engines.list_all() == []
+    assert audited(store, "session.create") == [("erin", "denied"), ("carol", "denied")]
+    made = [
+        service.sessions.create(SessionKind.INTERACTIVE, user=user, runs=runs)[0]
+        for user, runs in [
+            (SQL_ONLY, StatementKind.SQL),
+            (SQL_ONLY, None),
+            (code_only, None),
+            (code_only, StatementKind.PYSPARK),
+            (ADMIN, StatementKind.PYSPARK),
+        ]
+    ]
+    assert [s.owner for s in made] == ["carol", "carol", "erin", "erin", "root"]
 
 
 def test_settings_applied_in_steps_are_all_checked_before_any_runs(

@@ -427,9 +427,27 @@ def test_the_password_file_and_the_access_file_are_reread_without_restart(env: E
 # -- rights, settings, impersonation ---------------------------------------------------------
 
 
+def _made(carol: httpx.Client) -> tuple[int, list[int]]:
+    """How many sessions there are, and which engines (an admin's view: everyone's)."""
+    sessions = carol.get("/v1/sessions", params={"one_off": True}).json()["total"]
+    engines = carol.get("/v1/engines", params={"all": True}).json()["engines"]
+    return sessions, [e["id"] for e in engines]
+
+
 def test_a_sql_only_user_cannot_run_code_or_streams_and_nothing_runs(env: Env) -> None:
-    with env.client("bob") as bob:
-        session = bob.post("/sessions", json={"kind": "pyspark"})
+    with env.client("bob") as bob, env.client("carol") as carol:
+        before = _made(carol)
+        # No Python session for him (Livy's kinds for Python, or made for him by an
+        # impersonator): refused when asked, not at its first statement, and nothing is made.
+        for kind in ("pyspark", "python"):
+            refused = bob.post("/sessions", json={"kind": kind})
+            assert refused.status_code == 403, refused.text
+            assert "'code'" in refused.json()["msg"] and "pyspark session" in refused.text
+        with env.client("airflow") as airflow:
+            proxied = airflow.post("/sessions", json={"kind": "pyspark", "proxyUser": "bob"})
+            assert proxied.status_code == 403 and "'code'" in proxied.json()["msg"]
+        assert _made(carol) == before
+        session = bob.post("/sessions", json={"kind": "sql"})
         assert session.status_code == 201, session.text
         session_id = session.json()["id"]
         eventually(
@@ -437,7 +455,9 @@ def test_a_sql_only_user_cannot_run_code_or_streams_and_nothing_runs(env: Env) -
             timeout=240,
             what="bob's session idle",
         )
-        code = bob.post(f"/sessions/{session_id}/statements", json={"code": "1 + 1"})
+        code = bob.post(
+            f"/sessions/{session_id}/statements", json={"code": "1 + 1", "kind": "pyspark"}
+        )
         assert code.status_code == 403, code.text
         assert "'code'" in code.json()["msg"]
         stream = bob.post(
@@ -462,6 +482,8 @@ def test_a_sql_only_user_cannot_run_code_or_streams_and_nothing_runs(env: Env) -
         denied = carol.get("/v1/audit", params={"user": "bob", "outcome": "denied"}).json()
     rights = {e["detail"].get("right") for e in denied["events"]}
     assert {"code", "streams"} <= rights
+    refusals = [e for e in denied["events"] if e["action"] == "session.create"]
+    assert [e["detail"]["right"] for e in refusals][:3] == ["code"] * 3, refusals
 
 
 def test_denied_spark_settings_are_refused_in_conf_and_in_set(env: Env) -> None:
@@ -688,13 +710,110 @@ def test_usage_is_ones_own_and_admins_see_everyones(
     assert [r["user"] for r in alices] == ["alice"]
 
 
-def test_only_admins_stop_engines_and_read_the_audit(env: Env) -> None:
+def test_only_admins_stop_engines_and_read_the_audit(
+    env: Env, alice_objects: dict[str, Any]
+) -> None:
     with env.client("alice") as alice:
         engines = alice.get("/v1/engines").json()["engines"]
         assert engines
         assert alice.post(f"/v1/engines/{engines[0]['id']}/stop").status_code == 403
         assert alice.get("/v1/audit").status_code == 403
         assert alice.get(f"/v1/engines/{engines[0]['id']}/ui/").status_code == 403
+
+
+def _engines_of_sessions(client: httpx.Client) -> set[int]:
+    """The engines that ran the caller's sessions, one-off queries' too, as the sessions say."""
+    page = client.get("/v1/sessions", params={"one_off": True, "limit": 1000}).json()
+    assert not page.get("next"), page
+    return {s["engine_id"] for s in page["sessions"] if s["engine_id"] is not None}
+
+
+_PROCESS = ("host", "pid", "app_id", "spark_ui", "log_path")
+
+
+def _sees_only_their_engines(
+    client: httpx.Client, user: str, owners: dict[str, int], every: dict[int, dict[str, Any]]
+) -> None:
+    """``user`` sees, in the API and on the Engines page, only engines their own sessions ran
+    on and nothing of any engine's process; ``owners``' other engines are absent by id."""
+    seen = client.get("/v1/engines", params={"all": True}).json()["engines"]
+    live = client.get("/v1/engines").json()["engines"]
+    page = client.get("/ui/engines", params={"all": True}).text
+    ran = _engines_of_sessions(client)
+    assert {e["id"] for e in seen} <= ran, (user, seen, ran)
+    assert {e["id"] for e in live} <= {e["id"] for e in seen}
+    for engine in seen:
+        assert [engine[key] for key in _PROCESS] == [None] * 5, (user, engine)
+    own = owners.get(user)
+    if own is not None:
+        assert own in {e["id"] for e in seen}
+        assert f'data-engine-id="{own}"' in page
+        assert client.get(f"/v1/engines/{own}").json()["host"] is None
+    for engine_id in set(owners.values()) - {own}:
+        assert f'data-engine-id="{engine_id}"' not in page
+        hidden = client.get(f"/v1/engines/{engine_id}")
+        unknown = client.get("/v1/engines/999999")
+        # As absent as an id that does not exist, word for word but the id.
+        assert hidden.status_code == unknown.status_code == 404, hidden.text
+        message = unknown.json()["error"]["message"].replace("999999", str(engine_id))
+        assert hidden.json()["error"]["message"] == message
+        assert client.post(f"/v1/engines/{engine_id}/stop").status_code == 403
+    for engine in every.values():
+        # Its host as the table's cell shows it (a host name may be a short word).
+        assert engine["host"] is None or f"<td>{engine['host']}" not in page, user
+        for value in (engine["app_id"], engine["log_path"]):
+            assert value is None or value not in page, (user, value)
+
+
+def test_a_user_sees_only_the_engines_of_their_work_and_not_where_they_run(
+    env: Env, alice_objects: dict[str, Any]
+) -> None:
+    """bob (sql only), alice (every right) and erin (a JWT) against carol (admin): the
+    engine list, one engine by id, the Engines page and Livy's view of a session."""
+    with env.client("alice") as alice:
+        alices = alice.get(f"/v1/sessions/{alice_objects['session']}").json()["engine_id"]
+    with env.client("bob") as bob:
+        session = bob.post("/v1/sessions", json={"kind": "interactive"}).json()
+    try:
+        with env.client("bob") as bob:
+            bobs = _wait_idle(bob, session["id"])["engine_id"]
+        assert alices is not None and bobs is not None and alices != bobs
+        with env.client("carol") as carol:
+            listed = carol.get("/v1/engines", params={"all": True}).json()["engines"]
+            every = {e["id"]: e for e in listed}
+            admins_page = carol.get("/ui/engines", params={"all": True}).text
+            admins_livy = carol.get(f"/sessions/{session['id']}").json()
+            admins_log = carol.get(f"/sessions/{session['id']}/log").json()["log"]
+            one = carol.get(f"/v1/engines/{alices}").json()
+        # The admin sees every engine, and where each runs.
+        assert {alices, bobs} <= set(every)
+        process = every[bobs]
+        # (Its Spark UI only when engines serve one: SPARKGATE_SPARK_UI.)
+        assert all(process[key] for key in ("host", "pid", "app_id", "log_path")), process
+        assert one["pid"] == every[alices]["pid"] and one["host"]
+        assert f"<td>{process['host']} · {process['pid']}</td>" in admins_page
+        assert process["app_id"] in admins_page
+        assert admins_livy["appId"] == process["app_id"]
+        assert any(process["app_id"] in line for line in admins_log)
+        for user, client in (
+            ("bob", env.client("bob")),
+            ("alice", env.client("alice")),
+            ("erin", env.client(token=env.issuer.token("erin"))),
+        ):
+            with client:
+                _sees_only_their_engines(client, user, {"bob": bobs, "alice": alices}, every)
+        with env.client("bob") as bob:
+            # Livy's view of his own session: no application id, nor host, in it or its log.
+            livy = bob.get(f"/sessions/{session['id']}").json()
+            log = bob.get(f"/sessions/{session['id']}/log").json()["log"]
+        assert livy["appId"] is None and livy["owner"] == "bob"
+        where = (process["app_id"], f"host {process['host']}")
+        assert not any(value in line for value in where for line in log), log
+        assert any(f"host {process['host']}" in line for line in admins_log), admins_log
+        assert any(f"engine {bobs}" in line for line in log), log
+    finally:
+        with env.client("bob") as bob:
+            bob.delete(f"/v1/sessions/{session['id']}")
 
 
 def test_limits_and_body_size(env: Env) -> None:

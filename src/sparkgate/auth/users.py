@@ -51,6 +51,15 @@ _FREE_FAILURES = 3  # this many in the window cost nothing extra; then each is s
 _MAX_DELAY = 5.0
 
 
+def statement_right(kind: StatementKind) -> str:
+    """The right a statement of ``kind`` needs, as ``Users.require_statement`` asks it:
+    ``sql`` for SQL and what the gateway runs as SQL (catalog listings, loads), ``code`` for
+    the rest (Python, files)."""
+    if kind in (StatementKind.SQL, StatementKind.CATALOG, StatementKind.LOAD):
+        return SQL
+    return CODE
+
+
 class _PasswordCheck(Protocol):
     def verify(self, name: str, password: str) -> Identity | None: ...
 

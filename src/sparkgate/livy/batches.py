@@ -56,7 +56,7 @@ def list_batches(service: ServiceDep, user: UserDep, paging: common.Range) -> Li
     return LivyBatchList(
         from_=page.offset,
         total=common.total(page),
-        sessions=common.livy_batches(service, page.items),
+        sessions=common.livy_batches(service, page.items, user),
     )
 
 
@@ -93,14 +93,13 @@ def create_batch(
         # A file statement's code is its command line, as engine.batch_files reads it.
         first_statement=(StatementKind.FILE, shlex.join([body.file, *body.args])),
     )
-    return common.livy_batch(service, session)
+    return common.livy_batch(service, session, user)
 
 
 @router.get("/{batch_id}", response_model=LivyBatch)
 def get_batch(batch_id: Id, service: ServiceDep, user: UserDep) -> LivyBatch:
-    return common.livy_batch(
-        service, common.get_session(service, batch_id, SessionKind.BATCH, user)
-    )
+    session = common.get_session(service, batch_id, SessionKind.BATCH, user)
+    return common.livy_batch(service, session, user)
 
 
 @router.get("/{batch_id}/state", response_model=LivyBatchStateAnswer)

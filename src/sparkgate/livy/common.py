@@ -115,9 +115,10 @@ def create(
     *,
     livy: dict[str, Any],
     first_statement: tuple[StatementKind, str] | None = None,
+    runs: StatementKind | None = None,
 ) -> SessionRecord:
     """A session or batch for a Livy body (``doAs`` beats its ``proxyUser``); its address
-    goes in the answer's Location."""
+    goes in the answer's Location. ``runs``: the statements' kind its kind fixes."""
     session, _ = service.sessions.create(
         kind,
         name=body.name,
@@ -126,6 +127,7 @@ def create(
         proxy_user=do_as or body.proxyUser,
         attributes=SessionAttributes(livy=livy),
         first_statement=first_statement,
+        runs=runs,
     )
     where = "batches" if kind is SessionKind.BATCH else "sessions"
     response.headers["Location"] = f"/{where}/{session.id}"
@@ -173,12 +175,14 @@ def livy_log(object_id: int, lines: list[str], paging: LivyRange) -> LivyLog:
     return LivyLog(id=object_id, from_=first, total=len(lines), log=page)
 
 
-def livy_session(service: Service, session: SessionRecord) -> LivySession:
-    return livy_sessions(service, [session])[0]
+def livy_session(service: Service, session: SessionRecord, user: Principal) -> LivySession:
+    return livy_sessions(service, [session], user)[0]
 
 
-def livy_sessions(service: Service, sessions: list[SessionRecord]) -> list[LivySession]:
-    engines = service.engines.of_sessions(sessions)
+def livy_sessions(
+    service: Service, sessions: list[SessionRecord], user: Principal
+) -> list[LivySession]:
+    engines = service.engines.of_sessions(sessions, user=user)
     out = []
     for session in sessions:
         engine = engines.get(session.engine_id) if session.engine_id is not None else None
@@ -186,12 +190,14 @@ def livy_sessions(service: Service, sessions: list[SessionRecord]) -> list[LivyS
     return out
 
 
-def livy_batch(service: Service, session: SessionRecord) -> LivyBatch:
-    return livy_batches(service, [session])[0]
+def livy_batch(service: Service, session: SessionRecord, user: Principal) -> LivyBatch:
+    return livy_batches(service, [session], user)[0]
 
 
-def livy_batches(service: Service, sessions: list[SessionRecord]) -> list[LivyBatch]:
-    engines = service.engines.of_sessions(sessions)
+def livy_batches(
+    service: Service, sessions: list[SessionRecord], user: Principal
+) -> list[LivyBatch]:
+    engines = service.engines.of_sessions(sessions, user=user)
     statements = service.queries.first_of_sessions(sessions)
     out = []
     for session in sessions:

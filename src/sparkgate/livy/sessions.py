@@ -32,7 +32,12 @@ from sparkgate.livy.bodies import (
     LivyStatementList,
 )
 from sparkgate.livy.models import CreateSession, CreateStatement
-from sparkgate.livy.states import interactive_state, session_kind, statement_kind
+from sparkgate.livy.states import (
+    STATEMENT_KINDS,
+    interactive_state,
+    session_kind,
+    statement_kind,
+)
 from sparkgate.service import Service
 from sparkgate.states import SessionKind
 from sparkgate.store.records import StatementRecord
@@ -48,7 +53,7 @@ def list_sessions(service: ServiceDep, user: UserDep, paging: common.Range) -> L
     return LivySessionList(
         from_=page.offset,
         total=common.total(page),
-        sessions=common.livy_sessions(service, page.items),
+        sessions=common.livy_sessions(service, page.items, user),
     )
 
 
@@ -58,8 +63,9 @@ def list_sessions(service: ServiceDep, user: UserDep, paging: common.Range) -> L
     response_model=LivySession,
     responses=refusals(
         {
-            403: "Neither the `sql` nor the `code` right, `conf` names a denied setting, or "
-            "`proxyUser`/`doAs` names another user and the caller is no impersonator.",
+            403: "A `pyspark` session without the `code` right, a `sql` one without `sql`, a "
+            "`shared` one with neither, `conf` names a denied setting, or `proxyUser`/`doAs` "
+            "names another user and the caller is no impersonator.",
             429: "The user has `sessions_per_user` active sessions.",
         }
     ),
@@ -72,18 +78,20 @@ def create_session(
     do_as: common.DoAs = None,
 ) -> LivySession:
     """Start a session: ``{"kind": "pyspark" | "sql" | "shared", "conf": {...}, ...}``."""
-    livy = {**body.livy_attributes(), "kind": session_kind(body.kind)}
+    kind = session_kind(body.kind)
+    livy = {**body.livy_attributes(), "kind": kind}
+    # A pyspark or sql session runs that kind (the service asks its right); shared, either.
+    runs = STATEMENT_KINDS.get(kind)
     session = common.create(
-        service, SessionKind.INTERACTIVE, body, user, do_as, response, livy=livy
+        service, SessionKind.INTERACTIVE, body, user, do_as, response, livy=livy, runs=runs
     )
-    return common.livy_session(service, session)
+    return common.livy_session(service, session, user)
 
 
 @router.get("/{session_id}", response_model=LivySession)
 def get_session(session_id: Id, service: ServiceDep, user: UserDep) -> LivySession:
-    return common.livy_session(
-        service, common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
-    )
+    session = common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
+    return common.livy_session(service, session, user)
 
 
 @router.get("/{session_id}/state", response_model=LivySessionStateAnswer)
@@ -98,7 +106,7 @@ def get_session_log(
 ) -> LivyLog:
     """``{"id", "from", "total", "log"}``: what happened to the session, from the store."""
     session = common.get_session(service, session_id, SessionKind.INTERACTIVE, user)
-    engine = service.engines.of_sessions([session]).get(session.engine_id or 0)
+    engine = service.engines.of_sessions([session], user=user).get(session.engine_id or 0)
     return common.livy_log(session.id, views.session_log(session, engine), paging)
 
 

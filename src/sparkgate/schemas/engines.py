@@ -14,16 +14,19 @@ if TYPE_CHECKING:  # the records its models are built from, for the type checker
     from sparkgate.store.records import EngineRecord
 
 
+_ADMINS = "Admins only: null for other users."
+
+
 class Engine(Body):
     id: int
     kind: EngineKind
     state: EngineState
     session_id: int | None
-    host: str | None
-    pid: int | None
-    app_id: str | None
-    spark_ui: str | None = Field(description="Its Spark UI through sparkgate (admins).")
-    log_path: str | None
+    host: str | None = Field(description=_ADMINS)
+    pid: int | None = Field(description=_ADMINS)
+    app_id: str | None = Field(description="Its Spark application's id. " + _ADMINS)
+    spark_ui: str | None = Field(description="Its Spark UI through sparkgate. " + _ADMINS)
+    log_path: str | None = Field(description=_ADMINS)
     created_at: Timestamp
     started_at: OptionalTimestamp
     heartbeat_at: OptionalTimestamp

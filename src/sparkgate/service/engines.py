@@ -1,19 +1,40 @@
 """Engines for every door: list them, read one, the engines of sessions, an engine whose Spark
-UI an admin is about to see, and stopping one. Every user may see what runs Spark; seeing an
-engine's UI and stopping it are an admin's.
+UI an admin is about to see, and stopping one.
+
+Admins see every engine as it is. Any other user sees only the engines that hold or held one
+of the sessions they see (``visibility.scope``: their own, and an impersonator's for others),
+ended ones too: those are the engines their sessions, queries and Livy answers name, and a
+user who opens the engine a failed session of theirs ran expects to find it. Every other engine
+is absent to them, by id as in lists, as an id that does not exist. Even of their own engines
+they do not see where it runs (host, pid, node), its Spark application (id, UI) or its log's
+path: an engine may be shared with other users' sessions, and those name the machine and the
+application the others' work runs in. Seeing an engine's UI and stopping it are an admin's.
 """
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
+from sparkgate.errors import EngineNotFound
 from sparkgate.launcher.placement import Placement
+from sparkgate.service.visibility import scope
 from sparkgate.states import LIVE_ENGINE_STATES
 from sparkgate.store import Store
 from sparkgate.store.records import EngineRecord, SessionRecord
+
+
+def as_seen_by(user: Principal, engine: EngineRecord) -> EngineRecord:
+    """The engine as ``user`` may see it: whole for admins; else without where it runs, its
+    Spark application and its log."""
+    if user.admin:
+        return engine
+    return dataclasses.replace(
+        engine, node_id=None, host=None, pid=None, app_id=None, ui_url=None, log_path=None
+    )
 
 
 @dataclass
@@ -22,25 +43,44 @@ class Engines:
     users: Users
     placement: Placement
 
-    def list_all(self, *, live_only: bool = True) -> list[EngineRecord]:
-        """The engines (live ones, or all)."""
-        return self.store.engines.list_all(states=LIVE_ENGINE_STATES if live_only else None)
+    def list_all(self, *, user: Principal, live_only: bool = True) -> list[EngineRecord]:
+        """The engines ``user`` may see (live ones, or all), as they may see them."""
+        visible = scope(user)
+        engines = self.store.engines.list_all(
+            states=LIVE_ENGINE_STATES if live_only else None,
+            owner=visible.owner,
+            creator=visible.creator,
+        )
+        return [as_seen_by(user, e) for e in engines]
 
-    def get(self, engine_id: int) -> EngineRecord:
-        return self.store.engines.get(engine_id)
+    def get(self, engine_id: int, *, user: Principal) -> EngineRecord:
+        """The engine as ``user`` may see it; EngineNotFound if they may not, as if absent."""
+        engine = self.store.engines.find(engine_id)
+        if engine is None or not self._sees(user, engine_id):
+            raise EngineNotFound(engine_id)
+        return as_seen_by(user, engine)
+
+    def _sees(self, user: Principal, engine_id: int) -> bool:
+        visible = scope(user)
+        if visible.owner is None and visible.creator is None:
+            return True
+        return self.store.engines.ran_sessions_of(engine_id, visible.owner, visible.creator)
 
     def ui(self, engine_id: int, *, user: Principal) -> EngineRecord:
         """An engine whose Spark UI an admin is about to see through this node."""
         self.users.require_admin(user, "see engines' Spark UIs", target=f"engine:{engine_id}")
         return self.store.engines.get(engine_id)
 
-    def of_sessions(self, sessions: Iterable[SessionRecord]) -> dict[int, EngineRecord]:
-        """The engines of sessions already read (one read per engine, not per session)."""
+    def of_sessions(
+        self, sessions: Iterable[SessionRecord], *, user: Principal
+    ) -> dict[int, EngineRecord]:
+        """The engines of sessions ``user`` was given (one read per engine, not per session),
+        as ``user`` may see them."""
         engines: dict[int, EngineRecord] = {}
         for engine_id in {s.engine_id for s in sessions if s.engine_id is not None}:
             engine = self.store.engines.find(engine_id)
             if engine is not None:
-                engines[engine_id] = engine
+                engines[engine_id] = as_seen_by(user, engine)
         return engines
 
     def stop(self, engine_id: int, *, user: Principal) -> EngineRecord:

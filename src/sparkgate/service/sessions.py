@@ -23,7 +23,7 @@ from sparkgate import tags as session_tags
 from sparkgate.auth.access import CODE, SQL
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.principal import share_key as owner_share_key
-from sparkgate.auth.users import Users
+from sparkgate.auth.users import Users, statement_right
 from sparkgate.errors import EngineBackoff, MissingRight, SessionNotFound
 from sparkgate.launcher.placement import Placement
 from sparkgate.recorded import Cancelled, EngineLaunchFailed, SessionKilled
@@ -117,6 +117,7 @@ class Sessions:
         first_statement: tuple[StatementKind, str] | None = None,
         key: str | None = None,
         tags: Mapping[str, str] | None = None,
+        runs: StatementKind | None = None,
     ) -> tuple[SessionRecord, bool]:
         """A user's session (:meth:`open`), made once per ``key`` (the request's
         Idempotency-Key): the session, and whether an earlier request with the key made it
@@ -156,6 +157,7 @@ class Sessions:
                 first_statement=first_statement,
                 also_record=record_key,
                 tags=tags,
+                runs=runs,
             )[0]
 
         return self.keys.once(
@@ -189,6 +191,7 @@ class Sessions:
         first_statement: tuple[StatementKind, str] | None = None,
         also_record: AlsoRecord | None = None,
         tags: Mapping[str, str] | None = None,
+        runs: StatementKind | None = None,
     ) -> tuple[SessionRecord, StatementRecord | None]:
         """Record a session (and, for a batch, its statement) and place it on an engine.
 
@@ -196,7 +199,9 @@ class Sessions:
         may): the session is the proxied user's, with the proxied user's rights. No ``user``:
         an internal session (a job run's), ``owner``'s if given. ``also_record``: what the
         same transaction records besides (a submit's audit, the request's key). ``tags``: what
-        every query of the session carries, with those of its ``sparkgate.tags`` setting."""
+        every query of the session carries, with those of its ``sparkgate.tags`` setting.
+        ``runs``: the kind of statement the session is made for, when its kind says (a Livy
+        ``pyspark`` or ``sql`` session): the right that kind needs is needed to open it."""
         share_key = None
         attributes = _door_said(attributes or SessionAttributes(), user)
         conf, given = session_tags.take(conf)
@@ -208,17 +213,12 @@ class Sessions:
             if proxy_user:
                 user = self.users.check_impersonation(user, proxy_user, field="proxyUser")
                 attributes = dataclasses.replace(attributes, created_by=acting.name)
-            if first_statement is not None:
-                self.users.require_statement(user, *first_statement)
-                if first_statement[0] is StatementKind.FILE:
-                    # Only the engine reads a batch file: it checks the file's SETs against
-                    # the settings denied now (engine.batch_files.check_settings).
-                    denied = self.users.denied_settings(user)
-                    attributes = dataclasses.replace(attributes, conf_deny=tuple(denied))
-            elif not user.rights & {SQL, CODE}:
-                error = MissingRight(user.name, SQL, "start a session")
-                self.users.denied(user, "session.create", error)
-                raise error
+            self._require_rights(user, first_statement, runs)
+            if first_statement is not None and first_statement[0] is StatementKind.FILE:
+                # Only the engine reads a batch file: it checks the file's SETs against the
+                # settings denied now (engine.batch_files.check_settings).
+                denied = self.users.denied_settings(user)
+                attributes = dataclasses.replace(attributes, conf_deny=tuple(denied))
             self.users.check_conf(user, conf or {})
             self.users.check_session_limit(user)
             owner = user.name
@@ -277,6 +277,32 @@ class Sessions:
                 also_record(session, statement, conn)
         placed = self.place(session, fresh=True)
         return placed or self.store.sessions.get(session.id), statement
+
+    def _require_rights(
+        self,
+        user: Principal,
+        first_statement: tuple[StatementKind, str] | None,
+        runs: StatementKind | None,
+    ) -> None:
+        """The rights to open a session (refusals audited): its first statement's, if it has
+        one; else the right of the kind of statement it is made for, if its kind says (a user
+        without ``code`` gets no Python session, nor an engine started for one, that could
+        run nothing of theirs); else ``sql`` or ``code``."""
+        if first_statement is not None:
+            self.users.require_statement(user, *first_statement)
+            return
+        if runs is not None:
+            right = statement_right(runs)
+            action = f"start a {runs.value} session"
+            if user.admin or right in user.rights:
+                return
+        elif user.rights & {SQL, CODE} or user.admin:
+            return
+        else:
+            right, action = SQL, "start a session"
+        error = MissingRight(user.name, right, action)
+        self.users.denied(user, "session.create", error)
+        raise error
 
     def check_settings(
         self,

@@ -14,6 +14,7 @@ from sparkgate.store.database import Database
 from sparkgate.store.presence import TablePresence
 from sparkgate.store.records import EngineRecord
 from sparkgate.store.schema import engine_policies, engines, sessions
+from sparkgate.store.sessions import in_scope
 
 _LIVE = [s.value for s in LIVE_ENGINE_STATES]
 TAKING_WORK = (EngineState.STARTING, EngineState.RUNNING)
@@ -99,6 +100,16 @@ _BEAT = (
 _STATE_OF = sa.select(engines.c.state).where(engines.c.id == sa.bindparam("engine_id"))
 
 
+def _ran_sessions_of(owner: str | None, creator: str | None) -> sa.ColumnElement[bool]:
+    """The engines that hold or held a session ``Scope(owner, creator)`` admits: found
+    through the sessions' engine index."""
+    return (
+        sa.select(sessions.c.id)
+        .where(sessions.c.engine_id == engines.c.id, *in_scope(owner, creator))
+        .exists()
+    )
+
+
 class Engines:
     def __init__(self, db: Database) -> None:
         self._db = db
@@ -177,14 +188,31 @@ class Engines:
         *,
         states: Iterable[EngineState] | None = None,
         kinds: Iterable[EngineKind] | None = None,
+        owner: str | None = None,
+        creator: str | None = None,
     ) -> list[EngineRecord]:
+        """The engines, by id; ``owner``/``creator``: only those that hold or held a session
+        a ``Scope`` with them admits (see ``ran_sessions_of``)."""
         query = sa.select(engines).order_by(engines.c.id)
         if states is not None:
             query = query.where(engines.c.state.in_([s.value for s in states]))
         if kinds is not None:
             query = query.where(engines.c.kind.in_([k.value for k in kinds]))
+        if owner is not None or creator is not None:
+            query = query.where(_ran_sessions_of(owner, creator))
         with self._db.read() as conn:
             return [EngineRecord.from_row(r) for r in conn.execute(query).mappings()]
+
+    def ran_sessions_of(self, engine_id: int, owner: str | None, creator: str | None) -> bool:
+        """Whether the engine holds or held a session ``Scope(owner, creator)`` admits (a
+        session keeps its engine's id once ended)."""
+        query = sa.select(
+            sa.select(engines.c.id)
+            .where(engines.c.id == engine_id, _ran_sessions_of(owner, creator))
+            .exists()
+        )
+        with self._db.read() as conn:
+            return bool(conn.execute(query).scalar())
 
     def recent(
         self, kind: EngineKind, share_key: str | None, *, limit: int, before: int | None = None

@@ -109,7 +109,7 @@ def kill_session(
 def engines_page(
     request: Request, service: ServiceDep, user: UserDep, all: bool = False
 ) -> HTMLResponse:
-    engines = [Engine.of(e) for e in service.engines.list_all(live_only=not all)]
+    engines = [Engine.of(e) for e in service.engines.list_all(user=user, live_only=not all)]
     return render_list(request, "engines.html", "_engines_table.html", engines=engines, all=all)
 
 

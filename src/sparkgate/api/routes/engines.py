@@ -10,18 +10,21 @@ from sparkgate.http.params import Id
 from sparkgate.schemas.engines import Engine, EngineList
 
 router = APIRouter(prefix="/v1/engines", tags=["engines"])
+_NOT_SEEN = "No such engine, or one that ran none of the caller's sessions (admins see all)."
 
 
 @router.get("", response_model=EngineList)
-def list_engines(service: ServiceDep, all: bool = False) -> EngineList:
-    """The engines (live ones unless ``?all=true``): kind, state, process, heartbeat."""
-    engines = service.engines.list_all(live_only=not all)
+def list_engines(service: ServiceDep, user: UserDep, all: bool = False) -> EngineList:
+    """The engines (live ones unless ``?all=true``): kind, state, process, heartbeat. Admins
+    see all; other users only those that ran their sessions, without host, pid, Spark
+    application or log."""
+    engines = service.engines.list_all(user=user, live_only=not all)
     return EngineList(engines=[Engine.of(e) for e in engines])
 
 
-@router.get("/{engine_id}", response_model=Engine)
-def get_engine(engine_id: Id, service: ServiceDep) -> Engine:
-    return Engine.of(service.engines.get(engine_id))
+@router.get("/{engine_id}", response_model=Engine, responses=refusals({404: _NOT_SEEN}))
+def get_engine(engine_id: Id, service: ServiceDep, user: UserDep) -> Engine:
+    return Engine.of(service.engines.get(engine_id, user=user))
 
 
 @router.post(
