@@ -6,9 +6,10 @@ import os
 from pathlib import Path
 from typing import Any
 
-from sparkgate.duties.results import expire_results
+from sparkgate.duties.results import expire_audit_events, expire_results
 from sparkgate.settings import Settings
 from sparkgate.store import Store
+from sparkgate.store.audit import TableUseEvent
 from tests.conftest import NOW, force_state
 
 
@@ -42,3 +43,27 @@ def test_old_results_go_and_partial_ones_wait_for_their_writer(
     assert recent.exists() and still_writing.exists()
     forever = settings.model_copy(update={"result_retention": 0})
     assert expire_results(store, forever, now=NOW + 10**9) == []
+
+
+def test_audit_events_past_the_retention_go_in_batches(
+    store: Store, tmp_path: Path, monkeypatch: Any
+) -> None:
+    """The access history's events and the rest of the log alike; the newer ones stay."""
+    import sparkgate.duties.results as duty
+    from sparkgate.store import audit
+
+    day = 86400.0
+    uses = [
+        TableUseEvent("bob", "rest", n, "spark_catalog.hr.t", "SELECT", True) for n in range(25)
+    ]
+    store.audit.add_uses(uses, now=NOW - 40 * day)
+    store.audit.add("session.create", "ok", now=NOW - 40 * day, user="bob")
+    store.audit.add_uses(uses[:3], now=NOW - day)
+    monkeypatch.setattr(duty, "PRUNE_BATCH", 10)  # three batches and a last short one
+
+    assert expire_audit_events(store, Settings(home=tmp_path, audit_retention_days=0), now=NOW) == 0
+    assert (
+        expire_audit_events(store, Settings(home=tmp_path, audit_retention_days=30), now=NOW) == 26
+    )
+    kept = store.audit.list_page().items
+    assert [(e.at, e.query_id) for e in kept] == [(NOW - day, n) for n in (2, 1, 0)]

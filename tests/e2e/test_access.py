@@ -360,12 +360,9 @@ def _history(env: Env, who: str, **params: Any) -> list[dict[str, Any]]:
         return events
 
 
-def test_the_access_history_says_who_read_a_table_through_every_door(
-    env: Env, tmp_path: Path
-) -> None:
-    """Reads by the native API, the CLI, Livy, PyHive and Spark Connect each appear under the
-    table, as their user and door, with the columns read and the rules applied; a refusal
-    appears as denied; pages follow; nobody reads another's history but a table's owner."""
+def test_the_access_history_says_who_read_a_table_through_every_door(env: Env) -> None:
+    """Reads by the native API, the CLI, Livy, PyHive, Spark Connect and the dashboard each
+    appear under the table, as their user and door, with the columns read."""
     env.rows("carol", "DROP TABLE IF EXISTS sales.history")
     made = env.run(
         "carol", "CREATE TABLE sales.history USING parquet AS SELECT 1 AS a, 'x' AS b, 2 AS c"
@@ -394,10 +391,9 @@ def test_the_access_history_says_who_read_a_table_through_every_door(
     with env.connect("bob") as bob:
         assert bob.read.table("sales.history").select("b").collect()[0][0] == "x"
         assert bob.table("sales.history").count() == 1
-    denied = env.run("dave", "SELECT name FROM hr.salaries")
-    assert denied["state"] == "failed", denied
-    masked = env.run("bob", "SELECT name FROM hr.salaries")
-    assert masked["state"] == "success", masked.get("error")
+    with env.api("carol") as api:  # the catalog page's first rows are a read, as carol
+        shown = api.get("/ui/tables/sales.history")
+        assert shown.status_code == 200, shown.text
 
     def reads() -> list[tuple[str, str, str]]:
         return sorted(
@@ -410,20 +406,37 @@ def test_the_access_history_says_who_read_a_table_through_every_door(
         ("bob", "connect", "b"),
         ("bob", "livy", "c"),
         ("bob", "rest", "a"),
+        ("carol", "dashboard", "a,b,c"),
         ("dave", "cli", "b"),
         ("dave", "hive2", ""),
     ]
     # A Connect operation's reads are recorded by its engine a beat after its end.
     eventually(lambda: reads() == expected, timeout=60, what=f"the reads: {reads()}")
+    # A Connect operation's record says what it read, as a statement's does.
+    with env.api("carol") as api:
+        for event in _history(env, "carol", object="sales.history", door="connect"):
+            query = api.get(f"/v1/queries/{event['query_id']}").json()
+            assert query["output"]["tables"]["read"] == ["spark_catalog.sales.history"], query
+        html = api.get("/ui/tables/sales.history").text
+        assert 'data-testid="history"' in html and "connect" in html and "hive2" in html
     events = _history(env, "carol", object="sales.history", door="rest")
     assert {(e["user"], e["query_id"]) for e in events} >= {("bob", rest["id"])}
     assert ("carol", "table.create", made["id"]) in {
         (e["user"], e["action"], e["query_id"]) for e in events
     }
-    # Refused, and masked and filtered: said, with the columns read but never a hidden one.
+
+
+def test_the_access_history_says_refusals_masks_and_filters_to_whom_it_may(env: Env) -> None:
+    """A refusal appears as denied; a masked and filtered read says so, never naming a hidden
+    column; pages follow; nobody reads another's history but a table's owner."""
+    denied = env.run("dave", "SELECT name FROM hr.salaries")
+    assert denied["state"] == "failed", denied
+    masked = env.run("bob", "SELECT name FROM hr.salaries")
+    assert masked["state"] == "success", masked.get("error")
     salaries = _history(env, "carol", object="hr.salaries", user="dave", outcome="denied")
-    assert denied["id"] in {e["query_id"] for e in salaries}
-    assert all(e["action"] == "table.select" and e["door"] == "rest" for e in salaries)
+    assert [(e["action"], e["door"]) for e in salaries if e["query_id"] == denied["id"]] == [
+        ("table.select", "rest")
+    ]
     bobs = [
         e for e in _history(env, "carol", object="hr.salaries") if e["query_id"] == masked["id"]
     ]
@@ -441,17 +454,17 @@ def test_the_access_history_says_who_read_a_table_through_every_door(
     # Paged by cursor, newest first, none twice.
     seen: list[int] = []
     with env.api("carol") as api:
-        params: dict[str, Any] = {"object": "sales.history", "limit": 2}
+        params: dict[str, Any] = {"object": "hr.salaries", "limit": 3}
         while True:
             page = api.get("/v1/audit", params=params).json()
             seen += [e["id"] for e in page["events"]]
             if not page["next"]:
                 break
             params["after"] = page["next"]
-    assert seen == sorted(seen, reverse=True) and len(seen) == len(set(seen)) >= 7
+    assert seen == sorted(seen, reverse=True) and len(seen) == len(set(seen)) >= 8
     # bob sees his own reads only; dave owns a table and sees everyone's reads of it.
-    assert {e["user"] for e in _history(env, "bob", object="sales.history")} == {"bob"}
-    assert _history(env, "bob", object="sales.history", user="dave") == []
+    assert {e["user"] for e in _history(env, "bob", object="hr.salaries")} == {"bob"}
+    assert _history(env, "bob", object="hr.salaries", user="dave") == []
     env.rows("dave", "DROP TABLE IF EXISTS analysts.dave_owned")
     env.rows("dave", "CREATE TABLE analysts.dave_owned USING parquet AS SELECT 1 AS x")
     read = env.run("bob", "SELECT x FROM analysts.dave_owned")
@@ -465,7 +478,7 @@ def test_the_access_history_says_who_read_a_table_through_every_door(
             "sparkgate.cli.main",
             "audit",
             "--object",
-            "sales.history",
+            "hr.salaries",
             "--export",
             "--limit",
             "3",

@@ -79,7 +79,7 @@ def expire_audit_events(store: Store, settings: Settings, *, now: float) -> int:
     before = now - settings.audit_retention_days * 86400.0
     forgotten = 0
     while forgotten < _AUDIT_PRUNE_MAX:
-        pruned = store.audit.prune(before=before)
+        pruned = store.audit.prune(before=before, limit=PRUNE_BATCH)
         forgotten += pruned
         if pruned < PRUNE_BATCH:
             break
