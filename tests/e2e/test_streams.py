@@ -246,6 +246,40 @@ def flaky_script(out: Path, flag: Path, bad: str, **options: str) -> str:
     """
 
 
+def test_a_streams_start_and_each_restart_are_in_its_tables_access_history(
+    stream_server: ServerProcess, jobs: Client
+) -> None:
+    home = stream_server.home
+    flag = home / "sink-flag"
+    sink = jobs.wait(
+        jobs.submit("CREATE TABLE default.restarted_sink (value BIGINT) USING parquet").id,
+        timeout=240,
+    )
+    assert sink.state == "success", sink.error
+    jobs.create_stream(
+        "into_table",
+        f"""
+        CREATE STREAM numbers USING rate OPTIONS ('rowsPerSecond'='20');
+        CREATE TEMPORARY VIEW checked AS
+          SELECT fail_on(value, '10', '{flag}') AS value FROM numbers;
+        SAVE STREAM checked TO TABLE default.restarted_sink TRIGGER 200ms
+          OPTIONS ('retry.min.backoff'='200ms', 'retry.max.backoff'='1s');
+        """,
+    )
+
+    def restarted() -> bool:
+        queries = jobs.stream("into_table").queries
+        return bool(queries) and queries[0].restarts >= 2
+
+    eventually(restarted, timeout=240, what="two restarts")
+    flag.touch()
+    jobs.stop_stream("into_table")
+    jobs.wait_stream("into_table", {"stopped", "failed"}, timeout=120)
+    events = jobs.audit(obj="default.restarted_sink", action="table.insert").events
+    assert {(e.door, e.outcome) for e in events} == {("stream", "ok")}, events
+    assert len(events) >= 3 and len({e.query_id for e in events}) == 1, events
+
+
 def sparkgate_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
         [sys.executable, "-m", "sparkgate.cli.main", "streams", *args, "--server", server.url],

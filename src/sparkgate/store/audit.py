@@ -5,7 +5,7 @@ engine with the statement's end."""
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -52,6 +52,22 @@ class TableUseEvent:
     columns: tuple[str, ...] | None = None  # read, where the plan says them
     masked: tuple[str, ...] = ()
     filtered: bool = False
+
+    @classmethod
+    def of_row(cls, row: Mapping[Any, Any]) -> TableUseEvent:
+        detail = row["detail"] or {}
+        columns = detail.get("columns")
+        return cls(
+            user=row["user"],
+            door=row["door"],
+            query_id=row["query_id"],
+            object=str(row["target"]).removeprefix("table:"),
+            privilege=detail.get("privilege") or str(row["action"]).removeprefix("table.").upper(),
+            allowed=row["outcome"] == "ok",
+            columns=None if columns is None else tuple(columns),
+            masked=tuple(detail.get("masked", ())),
+            filtered=bool(detail.get("filtered", False)),
+        )
 
     def row(self, now: float) -> dict[str, Any]:
         detail: dict[str, Any] = {"privilege": self.privilege}
@@ -123,6 +139,24 @@ class AuditLog:
             return
         with self._db.within(conn) as c:
             c.execute(_ADD, [use.row(now) for use in uses])
+
+    def uses_of(self, query_id: int) -> list[TableUseEvent]:
+        """The allowed uses a statement recorded (a stream's start: its restarts use the same
+        tables again), in the order written."""
+        if not self.history_available():
+            return []
+        query = (
+            sa.select(audit_events)
+            .where(
+                audit_events.c.query_id == query_id,
+                audit_events.c.outcome == "ok",
+                audit_events.c.action.like("table.%"),
+            )
+            .order_by(audit_events.c.id)
+        )
+        with self._db.read() as conn:
+            rows = conn.execute(query).mappings().all()
+        return [TableUseEvent.of_row(row) for row in rows if row["door"] is not None]
 
     def prune(self, *, before: float, limit: int = PRUNE_BATCH) -> int:
         """Forget up to ``limit`` events older than ``before``, oldest first (the retention

@@ -10,6 +10,7 @@ apply hands the query to ``stopping`` (the row says someone else runs it now, or
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 
 from sparkgate.recorded import RecordedError
@@ -148,7 +149,23 @@ class Restarts:
                 shared.store.stream_queries.mark_restarted(
                     supervised.restart_row, now=shared.clock()
                 )
+            self._record_reads(supervised)
             log.info("query %s restarted (%s)", supervised.spec.name, supervised.restarts)
+
+    def _record_reads(self, supervised: Supervised) -> None:
+        """A restart reads again what the stream's start read (its plan is the same, checked
+        then): the access history says so, through the door ``stream``."""
+        if supervised.statement_id is None:
+            return
+        shared = self._shared
+        try:
+            again = [
+                dataclasses.replace(use, door="stream")
+                for use in shared.store.audit.uses_of(supervised.statement_id)
+            ]
+            shared.store.audit.add_uses(again, now=shared.clock())
+        except Exception:
+            log.exception("recording what query %s read on restart failed", supervised.spec.name)
 
     def launch(self, supervised: Supervised, now: float) -> None:
         shared = self._shared
