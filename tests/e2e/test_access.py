@@ -1094,6 +1094,11 @@ def test_spark_connect_errors_show_no_plan_or_rule(
                 True,
             ),
             (
+                "a DataFrame's columns (AnalyzePlan) with the hidden column",
+                lambda: frame.select("ssn").columns,
+                True,
+            ),
+            (
                 "a DataFrame join selecting the hidden column",
                 lambda: frame.join(orders, "name").select(frame["ssn"]).collect(),
                 True,
