@@ -94,7 +94,11 @@ def simple_message(exc: Any) -> str | None:
     ``getSimpleMessage`` (an ``AnalysisException``'s message with its query context, before
     the plan) where it has one, else ``getMessage`` (Spark attaches plans only to analysis
     errors). ``None`` if ``exc`` is no Java exception (or PySpark's around one)."""
-    java = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None) or exc
+    java = getattr(exc, "_origin", None) or getattr(exc, "java_exception", None)
+    if java is None:
+        # Not a Java error: PySpark's own getMessage is "[None] ..." for one without a
+        # condition, and nothing else here has a plan to leave out.
+        return None
     for name in ("getSimpleMessage", "getMessage"):
         method = getattr(java, name, None)
         if method is None:
