@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import sys
 import threading
 import time
@@ -90,6 +91,22 @@ def test_spark_error_keeps_its_condition(namespace: dict[str, Any]) -> None:
     assert error["ename"] == "AnalysisException"
     assert error["code"] == "TABLE_OR_VIEW_NOT_FOUND"
     assert "no_such_table" in error["evalue"]
+
+
+def test_a_spark_error_shows_no_plan_in_its_message_value_or_traceback(
+    namespace: dict[str, Any],
+) -> None:
+    # The plan Spark analysed this in: Filter (id#0L > 1), +- Range (0, 3, ...).
+    code = "spark.range(3).where('id > 1').selectExpr('nosuch').collect()"
+    error = failure(code, namespace)
+    assert error["code"] == "UNRESOLVED_COLUMN.WITH_SUGGESTION"
+    assert "`nosuch` cannot be resolved" in error["evalue"]
+    text = json.dumps(error)
+    for sign in ("#0", "+- ", "Filter", "Range (0, 3"):
+        assert sign not in text, (sign, error)
+    assert error["traceback"][-1].startswith(
+        "pyspark.errors.exceptions.captured.AnalysisException: [UNRESOLVED_COLUMN"
+    )
 
 
 def test_syntax_error_has_its_position(namespace: dict[str, Any]) -> None:

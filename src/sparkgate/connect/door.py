@@ -27,7 +27,14 @@ from pyspark.sql.connect.proto import base_pb2
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.connect.plans import read_plan
-from sparkgate.connect.statuses import abort, answering, engine_error, relay_error, unqueued
+from sparkgate.connect.statuses import (
+    abort,
+    answering,
+    engine_error,
+    error_details_without_plan,
+    relay_error,
+    unqueued,
+)
 from sparkgate.enginelink import SERVICE, SERVICE_NAME, request_class
 from sparkgate.errors import (
     InvalidRequest,
@@ -91,6 +98,8 @@ class ConnectDoor:
             answer: bytes = self._forward(
                 context, target, lambda: self._link(target).unary(method, request)
             )
+            if method == "FetchErrorDetails":
+                answer = error_details_without_plan(answer)
             if queued:
                 response = base_pb2.InterruptResponse.FromString(answer)
                 response.interrupted_ids.extend(queued)

@@ -1,13 +1,16 @@
 """How the Spark Connect door answers a refusal or a failure in gRPC's terms: sparkgate's
 errors as status codes, an engine's error relayed as the engine sent it (Spark's client reads
-the error class from its trailers), and the same error as a query records it."""
+the error class from its trailers) less the plan Spark wrote into its texts, and the same
+error as a query records it."""
 
 from __future__ import annotations
 
+import json
 from typing import Any, Literal, NoReturn
 
 import grpc
 from google.rpc import error_details_pb2, status_pb2
+from pyspark.sql.connect.proto import base_pb2
 
 from sparkgate.errors import (
     Conflict,
@@ -21,6 +24,7 @@ from sparkgate.errors import (
     Unauthenticated,
 )
 from sparkgate.recorded import RecordedError, SparkgateError
+from sparkgate.runtime.error_text import parameters_without_plan, without_plan
 from sparkgate.states import StatementState
 from sparkgate.store.records import StatementRecord
 
@@ -55,7 +59,7 @@ def engine_error(exc: grpc.RpcError) -> RecordedError:
                 code = info.metadata.get("errorClass") or info.reason.rsplit(".", 1)[-1]
                 if info.metadata.get("sqlState"):
                     params["sql_state"] = info.metadata["sqlState"]
-    return RecordedError(code, exc.details() or "", params)
+    return RecordedError(code, without_plan(exc.details() or ""), params)
 
 
 class answering:
@@ -98,15 +102,60 @@ def abort(context: grpc.ServicerContext, exc: SparkgateError) -> NoReturn:
 
 def relay_error(context: grpc.ServicerContext, exc: grpc.RpcError) -> NoReturn:
     """The engine's error, as the engine sent it (Spark's client reads the error class from
-    the status details in the trailers)."""
+    the status details in the trailers), without plan in any of its texts."""
     trailers = tuple(
-        (key, value)
+        (key, status_without_plan(value) if key == "grpc-status-details-bin" else value)
         for key, value in _trailers(exc)
         if not key.startswith("grpc-") or key == "grpc-status-details-bin"
     )
     context.set_trailing_metadata(trailers)
-    context.abort(exc.code(), exc.details() or "")
+    context.abort(exc.code(), without_plan(exc.details() or ""))
     raise AssertionError("unreachable")
+
+
+def status_without_plan(data: bytes) -> bytes:
+    """A ``google.rpc.Status`` as Spark Connect's service sends it, without plan: its message
+    (Spark's ``getMessage``, plan appended) and the ``ErrorInfo``'s message parameters and
+    JVM stack trace (sent when ``spark.sql.pyspark.jvmStacktrace.enabled``). The Java
+    exception is in the engine: its text is all there is here."""
+    status = status_pb2.Status.FromString(data)
+    status.message = without_plan(status.message)
+    for detail in status.details:
+        if not detail.Is(error_details_pb2.ErrorInfo.DESCRIPTOR):
+            continue
+        info = error_details_pb2.ErrorInfo()
+        detail.Unpack(info)
+        metadata = info.metadata
+        if "messageParameters" in metadata:
+            try:
+                parameters = json.loads(metadata["messageParameters"])
+            except ValueError:
+                parameters = {}  # not Spark's JSON: nothing of it is read, so none is shown
+            if isinstance(parameters, dict):
+                metadata["messageParameters"] = json.dumps(parameters_without_plan(parameters))
+            else:
+                del metadata["messageParameters"]
+        if "stackTrace" in metadata:
+            metadata["stackTrace"] = without_plan(metadata["stackTrace"])
+        detail.Pack(info)
+    shown: bytes = status.SerializeToString()
+    return shown
+
+
+def error_details_without_plan(data: bytes) -> bytes:
+    """A ``FetchErrorDetails`` answer (the whole error: every cause's message, Spark's
+    parameters and query contexts, the server's stack trace) without plan."""
+    response = base_pb2.FetchErrorDetailsResponse.FromString(data)
+    for error in response.errors:
+        error.message = without_plan(error.message)
+        throwable = error.spark_throwable
+        parameters = parameters_without_plan(throwable.message_parameters)
+        throwable.message_parameters.clear()
+        throwable.message_parameters.update(parameters)
+        for context in throwable.query_contexts:
+            context.summary = without_plan(context.summary)
+            context.fragment = without_plan(context.fragment)
+    return response.SerializeToString()
 
 
 def _trailers(exc: grpc.RpcError) -> list[tuple[str, Any]]:

@@ -52,6 +52,7 @@ from sparkgate.recorded import (
     SqlScriptEmpty,
 )
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
+from sparkgate.runtime.error_text import shown_text, shown_traceback
 from sparkgate.runtime.failures import DescribedError, recorded_failure
 from sparkgate.store.records import ResultInfo
 from sparkgate.store.statement_output import StatementOutput
@@ -218,7 +219,7 @@ def run_python_script(path: str, source: str, args: list[str]) -> None:
         sys.stderr.write("".join(lines))  # what python would print before exiting with 1
         found = recorded_failure(exc)
         params = dict(found.params)
-        params.update(ename=type(exc).__name__, evalue=clean_text(str(exc)), traceback=lines)
+        params.update(ename=type(exc).__name__, evalue=clean_text(shown_text(exc)), traceback=lines)
         if isinstance(exc, SyntaxError) and exc.lineno is not None:
             params.update(line=exc.lineno, position=exc.offset)
         error = RecordedError(found.code, clean_text(found.message), params)
@@ -231,7 +232,7 @@ def _script_traceback(exc: BaseException, filename: str) -> list[str]:
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != filename:
         tb = tb.tb_next
-    return traceback.format_exception(type(exc), exc, tb)
+    return shown_traceback(exc, tb)
 
 
 def run_sql_script(

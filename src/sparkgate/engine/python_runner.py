@@ -42,6 +42,7 @@ from sparkgate.engine.user_code import (
 )
 from sparkgate.recorded import RecordedError
 from sparkgate.runtime.contract import ExecResult, ExecutionContext
+from sparkgate.runtime.error_text import shown_text, shown_traceback
 from sparkgate.runtime.failures import DescribedError, recorded_failure
 from sparkgate.runtime.session import OpenSession
 
@@ -272,8 +273,7 @@ def _user_traceback(exc: BaseException) -> list[str]:
     tb = exc.__traceback__
     while tb is not None and tb.tb_frame.f_code.co_filename != FILENAME:
         tb = tb.tb_next
-    lines = traceback.format_exception(type(exc), exc, tb, chain=False)
-    return [clean_text(line) for line in lines]
+    return [clean_text(line) for line in shown_traceback(exc, tb, chain=False)]
 
 
 def describe_python_failure(exc: BaseException, code: str) -> RecordedError:
@@ -286,7 +286,7 @@ def describe_python_failure(exc: BaseException, code: str) -> RecordedError:
             params["position"] = exc.offset
     params.update(
         ename=type(exc).__name__,
-        evalue=clean_text(str(exc)),
+        evalue=clean_text(shown_text(exc)),
         traceback=_user_traceback(exc),
     )
     return RecordedError(found.code, clean_text(found.message), params)

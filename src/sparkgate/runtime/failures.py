@@ -7,11 +7,13 @@ from typing import Any
 
 from sparkgate.errors import SparkgateError
 from sparkgate.recorded import RecordedError
+from sparkgate.runtime.error_text import (
+    parameters_without_plan,
+    simple_message,
+    without_plan,
+)
 
 _PARSE_POSITION = re.compile(r"\(line (\d+), pos (\d+)\)")
-# Spark appends the analyzed plan to analysis errors ("...; line 1 pos 14;\n'Project ..."):
-# useful in a log, noise in an API answer.
-_PLAN_TAIL = re.compile(r";\s*(line \d+ pos \d+;)?\s*\n'.*", re.DOTALL)
 
 
 class DescribedError(Exception):
@@ -34,7 +36,8 @@ def recorded_failure(exc: BaseException, code_text: str | None = None) -> Record
 
     ``code`` is Spark's error condition (``TABLE_OR_VIEW_NOT_FOUND``) when Spark gives one,
     sparkgate's own code for its errors, else the exception's class name. ``line`` and
-    ``position`` are 1-based.
+    ``position`` are 1-based. Nothing of it carries the plan Spark analysed the statement in
+    (``runtime.error_text``): the record is what every door shows.
     """
     if isinstance(exc, DescribedError):
         return exc.recorded
@@ -52,16 +55,18 @@ def recorded_failure(exc: BaseException, code_text: str | None = None) -> Record
             exc = java
     if condition:
         code = condition
+        # PySpark's getMessage is Spark's message made from the condition and its
+        # parameters, without the plan; Java's (sparkgate's own errors) has none either.
         spark_message = _call(exc, "getMessage")
         if spark_message:
             # Spark prefixes the condition ("[DIVIDE_BY_ZERO] ..."); it is already the code.
-            message = spark_message.removeprefix(f"[{condition}]").strip()
+            message = without_plan(spark_message.removeprefix(f"[{condition}]").strip())
         sql_state = _call(exc, "getSqlState")
         if sql_state:
             params["sql_state"] = sql_state
         parameters = _call(exc, "getMessageParameters")
         if parameters:
-            params["parameters"] = dict(parameters)
+            params["parameters"] = parameters_without_plan(parameters)
     params.update(_position(exc, code_text))
     return RecordedError(code, message, params)
 
@@ -89,8 +94,12 @@ def _position(exc: BaseException, code_text: str | None) -> dict[str, Any]:
 
 
 def _first_message(exc: BaseException) -> str:
-    text = str(getattr(exc, "_desc", None) or exc) or type(exc).__name__
-    return _PLAN_TAIL.sub("", text).strip()
+    """Spark's simple message of an error without a condition (not ``str``, to which PySpark
+    adds the JVM stack trace when configured), else ``str(exc)``; without plan."""
+    text = simple_message(exc)
+    if text is None:
+        text = without_plan(str(exc))
+    return text.strip() or type(exc).__name__
 
 
 def _call(obj: Any, name: str) -> Any:
