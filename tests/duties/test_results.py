@@ -50,7 +50,6 @@ def test_audit_events_past_the_retention_go_in_batches(
 ) -> None:
     """The access history's events and the rest of the log alike; the newer ones stay."""
     import sparkgate.duties.results as duty
-    from sparkgate.store import audit
 
     day = 86400.0
     uses = [
