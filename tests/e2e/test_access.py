@@ -1298,3 +1298,25 @@ def test_a_write_without_insert_names_no_hidden_column(env: Env) -> None:
     ):
         error = env.refused("bob", sql)
         assert not _leaks(json.dumps(error)), error
+
+
+def test_explain_shows_a_rewritten_plan_only_to_whom_the_rules_do_not_bind(env: Env) -> None:
+    """An explanation would show the hidden column, the masks and the filter: refused for a
+    user the rules rewrote the plan for (without ``code``), at the SQL doors and through
+    Spark Connect's ``explain()``; a plan the rules left alone is explained as ever."""
+    from pyspark.errors.exceptions.connect import SparkConnectGrpcException
+
+    refused = env.refused("bob", "EXPLAIN EXTENDED SELECT * FROM hr.salaries")
+    _denied(refused, "EXPLAIN")
+    assert "ssn" not in json.dumps(refused) and "EU" not in json.dumps(refused)
+    _denied(env.refused("dave", "EXPLAIN SELECT * FROM hr.salaries"))
+    plain = env.rows("bob", "EXPLAIN SELECT * FROM sales.orders")
+    assert "orders" in plain[0][0]
+    told = env.rows("alice", "EXPLAIN EXTENDED SELECT * FROM hr.salaries")
+    assert "ssn" in told[0][0]  # alice has code, and no rule on her
+    with env.connect("bob") as bob:
+        frame = bob.read.table("hr.salaries")
+        with pytest.raises(SparkConnectGrpcException) as caught:
+            frame._explain_string(extended=True)
+        assert "ssn" not in str(caught.value) and "code" in str(caught.value)
+        assert frame.columns == ["name", "region", "salary"]  # the session still works

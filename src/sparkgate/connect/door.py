@@ -87,6 +87,8 @@ class ConnectDoor:
             with answering(context):
                 if method == "Config":
                     self._check_config(user, request, target)
+                elif method == "AnalyzePlan" and request.WhichOneof("analyze") == "explain":
+                    self.connect.check_explain(user, target)
                 elif method == "CloneSession":
                     _check_session_id(request.new_session_id)
                     self.connect.check_clone(user, target, request.new_session_id)

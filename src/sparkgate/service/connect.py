@@ -216,6 +216,16 @@ class ConnectService:
         """Settings set through Config: refused as in SQL SET, naming the key."""
         self.users.check_conf(user, dict.fromkeys(keys, ""), target=_name(target))
 
+    def check_explain(self, user: Principal, target: ConnectTarget) -> None:
+        """A plan's explanation (``df.explain()``) shows the plan as the table rules rewrote it
+        for the user: the hidden columns, masks and row filter. While table rules are in
+        force it needs ``code`` (whose holders read around the rules anyway), as SQL's
+        ``EXPLAIN`` of a rewritten plan does in the engine."""
+        if self.users.rules().tables is not None:
+            self.users.require(
+                user, CODE, "explain a plan while table rules are in force", target=_name(target)
+            )
+
     def check_artifacts(self, user: Principal, names: Iterable[str], target: ConnectTarget) -> None:
         """Uploaded files, archives and jars run on the engine: they need ``code``."""
         for artifact in names:

@@ -570,7 +570,9 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
     case c: ShowCreateTableCommand => visible(qualify(session, c.table))
     case c: ShowTablePropertiesCommand => visible(qualify(session, c.table))
     case c: ShowPartitionsCommand => visible(qualify(session, c.tableName))
-    case e: ExplainCommand => check(e.logicalPlan, top = false)
+    case e: ExplainCommand =>
+      check(e.logicalPlan, top = false)
+      explains(e.logicalPlan)
     case _: Grant | _: ShowGrants | _: ShowTablesCommand | _: SetCatalogAndNamespace => ()
     case d: DeleteFromTable => v2Target(d.table).foreach { o => need("DELETE", o) }; checkExpressions(plan)
     case u: UpdateTable => v2Target(u.table).foreach { o => need("UPDATE", o) }; checkExpressions(plan)
@@ -623,6 +625,16 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
     "DescribeTableCommand", "DescribeColumnCommand", "ShowColumnsCommand",
     "ShowCreateTableCommand", "ShowTablePropertiesCommand", "ShowPartitionsCommand",
     "DescribeRelationJsonCommand") // DESCRIBE ... AS JSON (JDBC's GetColumns, the catalog)
+
+  /** An explanation shows the plan as the rules rewrote it: the hidden columns, masks and
+   *  filter. Only a user with `code` (who can read around the rules anyway) gets one of a
+   *  plan the rules rewrote for them; analysing it here checks its reads too. */
+  private def explains(explained: LogicalPlan): Unit = if (!allowAll && !rules.hasCode(user)) {
+    val analyzed = session.sessionState.executePlan(explained).analyzed
+    analyzed.collectWithSubqueries { case n if n.getTagValue(RulesTag.Tag).isDefined =>
+      n.getTagValue(RulesTag.Tag).get.obj
+    }.headOption.foreach(obj => deny("EXPLAIN", obj))
+  }
 
   private def targetOf(plan: LogicalPlan): Option[Obj] = {
     def obj(catalog: String, id: org.apache.spark.sql.connector.catalog.Identifier): Obj = {
