@@ -156,6 +156,21 @@ class Env:
             auth="CUSTOM",
         )
 
+    def cli(self, user: str, *args: str) -> subprocess.CompletedProcess[str]:
+        """``sparkgate ARGS`` as ``user`` (a token of theirs), against this server."""
+        return subprocess.run(
+            [sys.executable, "-m", "sparkgate.cli.main", *args],
+            check=False,
+            capture_output=True,
+            text=True,
+            env={
+                **os.environ,
+                "SPARKGATE_TOKEN": self.token(user),
+                "SPARKGATE_SERVER": self.server.url,
+            },
+            timeout=300,
+        )
+
     @contextlib.contextmanager
     def connect(self, user: str) -> Iterator[Any]:
         from pyspark.sql.connect.session import SparkSession
@@ -385,18 +400,7 @@ def test_the_access_history_says_who_read_a_table_through_every_door(env: Env) -
         "carol", "CREATE TABLE sales.history USING parquet AS SELECT 1 AS a, 'x' AS b, 2 AS c"
     )
     rest = env.run("bob", "SELECT a FROM sales.history")
-    cli = subprocess.run(
-        [sys.executable, "-m", "sparkgate.cli.main", "sql", "SELECT b FROM sales.history"],
-        check=False,
-        capture_output=True,
-        text=True,
-        env={
-            **os.environ,
-            "SPARKGATE_TOKEN": env.token("dave"),
-            "SPARKGATE_SERVER": env.server.url,
-        },
-        timeout=300,
-    )
+    cli = env.cli("dave", "sql", "SELECT b FROM sales.history")
     assert cli.returncode == 0, cli.stderr
     with env.hive("dave") as conn, conn.cursor() as cursor:
         cursor.execute("SELECT count(*) FROM sales.history")
@@ -488,28 +492,7 @@ def test_the_access_history_says_refusals_masks_and_filters_to_whom_it_may(env: 
     owner_view = _history(env, "dave", object="analysts.dave_owned", action="table.select")
     assert [(e["user"], e["query_id"]) for e in owner_view] == [("bob", read["id"])]
     # The CLI's export: every event of the table, a JSON object a line.
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "sparkgate.cli.main",
-            "audit",
-            "--object",
-            "hr.salaries",
-            "--export",
-            "--limit",
-            "3",
-        ],
-        check=False,
-        capture_output=True,
-        text=True,
-        env={
-            **os.environ,
-            "SPARKGATE_TOKEN": env.token("carol"),
-            "SPARKGATE_SERVER": env.server.url,
-        },
-        timeout=120,
-    )
+    out = env.cli("carol", "audit", "--object", "hr.salaries", "--export", "--limit", "3")
     assert out.returncode == 0, out.stderr
     lines = [json.loads(line) for line in out.stdout.splitlines()]
     assert [e["id"] for e in lines] == seen[: len(lines)] and len(lines) >= len(seen)
