@@ -176,6 +176,30 @@ def test_the_decider_adds_owners_and_grants_from_the_store(
     ]
 
 
+def test_the_decider_lists_the_schemas_a_rule_or_an_object_shows(
+    sqlite_store: Store, tmp_path: pytest.TempPathFactory
+) -> None:
+    path = tmp_path / "access.yaml"  # type: ignore[operator]
+    path.write_text(TRINO)
+    decider = Decider(Access(path, []), sqlite_store, clock=lambda: 100.0)
+    every = ["default", "hr", "sales", "scratch_bob", "vault"]
+
+    def shown(user: str) -> list[str]:
+        return list(json.loads(decider.visibleSchemas(user, "spark_catalog", json.dumps(every))))
+
+    assert shown("carol") == every  # an admin
+    assert shown("alice") == ["hr", "sales"]  # her group's rule; everyone's on sales
+    assert shown("bob") == ["hr", "sales", "scratch_bob"]  # one table of hr; a schema he owns
+    # dave's first rule on sales gives him nothing on any of its tables: not listed.
+    assert shown("dave") == ["hr"]
+    # A table he is granted something on shows its schema; so does one he owns.
+    decider.changed("bob", "created", "spark_catalog", "scratch_bob", "t", None, None)
+    decider.grant("bob", False, "SELECT", "spark_catalog", "scratch_bob", "t", "group", "analysts")
+    assert shown("dave") == ["hr", "scratch_bob"]
+    decider.changed("erin", "created", "spark_catalog", "vault", "mine", None, None)
+    assert shown("erin") == ["sales", "vault"]
+
+
 def test_a_broken_edit_keeps_the_table_rules_in_force(tmp_path: pytest.TempPathFactory) -> None:
     path = tmp_path / "access.yaml"  # type: ignore[operator]
     path.write_text(TRINO)

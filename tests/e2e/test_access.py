@@ -7,7 +7,8 @@ One server for the module, share level ``server``: every user's sessions in one 
 - carol: admin; she makes the data (hr.salaries, sales.orders)
 - alice (group hr): owns schema hr; every right
 - bob (group analysts): SELECT on hr.salaries with ssn hidden, salary masked, EU rows only
-- dave (group analysts): no rule on hr tables; SELECT on the definer view hr.eu_pay
+- dave (group analysts): no rule on hr tables; SELECT on the definer view hr.eu_pay; SELECT on
+  schema json (a schema named for a file format); no rule names schema vault
 - frank (a JWT; group platform from the token only): SELECT on hr.salaries as platform
 - erin: bob's rules on hr.salaries, and ``code`` (Livy pyspark statements)
 """
@@ -85,6 +86,7 @@ tables:
   - {schema: hr, table: eu_pay, privileges: [SELECT]}
   - {schema: sales, privileges: [SELECT]}
   - {group: analysts, schema: analysts, privileges: [SELECT, INSERT, DELETE, UPDATE]}
+  - {user: dave, schema: json, privileges: [SELECT]}
 schemas:
   - {group: hr, schema: hr, owner: true}
   - {group: analysts, schema: analysts, owner: true}
@@ -217,6 +219,12 @@ def env(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> Iterato
             "CREATE TABLE hr.salaries (name STRING, region STRING, salary INT, ssn STRING)"
             " USING parquet",
             f"INSERT INTO hr.salaries VALUES {values}",
+            # A schema named for a file format (its tables are still tables), and one no
+            # rule names.
+            "CREATE SCHEMA IF NOT EXISTS json",
+            "CREATE SCHEMA IF NOT EXISTS vault",
+            "DROP TABLE IF EXISTS json.events",
+            "CREATE TABLE json.events USING parquet AS SELECT 7 AS x",
             "DROP TABLE IF EXISTS sales.orders",
             "CREATE TABLE sales.orders USING parquet"
             " AS SELECT * FROM VALUES ('ann', 10), ('ben', 20) AS t(name, amount)",
@@ -317,11 +325,231 @@ def test_reads_and_writes_by_path_need_the_code_right(env: Env) -> None:
     assert not (env.home / "out").exists()
 
 
+FORMATS = ["parquet", "orc", "csv", "json", "text", "binaryFile", "avro"]
+
+
+def test_paths_in_every_format_need_code_there_or_not(env: Env) -> None:
+    there = env.warehouse / "hr.db" / "salaries"
+    people = env.home / "people.csv"
+    people.write_text("a,b\n1,2\n")
+    for fmt in FORMATS:
+        for path in (there, people, env.home / "no-such-dir"):
+            error = env.refused("dave", f"SELECT * FROM {fmt}.`{path}`")
+            assert error["code"] == "INSUFFICIENT_PRIVILEGE", (fmt, path, error)
+            assert f"dave lacks CODE on path {path}" in error["message"], (fmt, path, error)
+    # With `code`, a path is read.
+    assert env.rows("alice", f"SELECT * FROM csv.`{people}`") == [["a", "b"], ["1", "2"]]
+    # A table in a schema named for a format is a table, to whoever may read it.
+    assert env.rows("dave", "SELECT x FROM json.events") == [[7]]
+    _denied(env.refused("bob", "SELECT x FROM json.events"), "CODE", "path events")
+
+
+def test_connect_reads_and_writes_by_path_need_code_in_every_format(env: Env) -> None:
+    from pyspark.errors import PySparkException
+
+    there = str(env.warehouse / "hr.db" / "salaries")
+    absent = str(env.home / "no-such-dir")
+    out = env.home / "written-by-path"
+    with env.connect("dave") as dave:
+
+        def read(fmt: str, path: str) -> Callable[[], object]:
+            return lambda: dave.read.format(fmt).load(path).collect()
+
+        def write(fmt: str) -> Callable[[], object]:
+            return lambda: dave.range(1).write.format(fmt).save(str(out))
+
+        attempts: list[tuple[str, Callable[[], object]]] = []
+        for fmt in FORMATS:
+            attempts += [(f"{fmt} {path}", read(fmt, path)) for path in (there, absent)]
+            if fmt != "avro":  # without spark-avro, Spark refuses to write it before anything
+                attempts.append((f"write {fmt}", write(fmt)))
+        attempts += [
+            ("read.text", lambda: dave.read.text(absent).collect()),
+            ("read.csv", lambda: dave.read.csv(there).collect()),
+            ("read.json", lambda: dave.read.json(absent).collect()),
+            ("option path", lambda: dave.read.format("csv").option("path", there).load().count()),
+            ("sql csv", lambda: dave.sql(f"SELECT * FROM csv.`{there}`").collect()),
+            ("write.csv", lambda: dave.range(1).write.mode("overwrite").csv(str(out))),
+        ]
+        for name, attempt in attempts:
+            with pytest.raises(PySparkException) as refused:
+                attempt()
+                raise AssertionError(f"not refused: {name}")
+            assert refused.value.getCondition() == "INSUFFICIENT_PRIVILEGE", (name, refused.value)
+            assert "lacks CODE on" in str(refused.value.getMessage()), (name, refused.value)
+    assert not out.exists()
+    with env.connect("alice") as alice:  # alice has `code`
+        assert alice.read.format("parquet").load(there).count() == 3
+
+
+def _schemas_over_rest(env: Env, user: str) -> set[str]:
+    return {row[0] for row in env.rows(user, "SHOW SCHEMAS")}
+
+
+def test_schema_listings_show_what_a_rule_or_an_object_gives_at_every_door(env: Env) -> None:
+    from TCLIService import ttypes
+
+    # dave: analysts and json (his rules), hr (eu_pay's rule is everyone's), sales; not vault,
+    # not default. alice: hr (hers), sales. carol (an admin): all of them.
+    expected = {"dave": {"analysts", "hr", "json", "sales"}, "alice": {"hr", "sales"}}
+    for user, schemas in expected.items():
+        assert _schemas_over_rest(env, user) == schemas, user
+    assert {"analysts", "hr", "json", "sales", "vault", "default"} <= _schemas_over_rest(
+        env, "carol"
+    )
+    # A grant on one table of a schema shows the schema.
+    env.rows("carol", "CREATE TABLE IF NOT EXISTS vault.open_t USING parquet AS SELECT 1 AS x")
+    env.rows("carol", "GRANT SELECT ON TABLE vault.open_t TO USER bob")
+    try:
+        assert "vault" in _schemas_over_rest(env, "bob")
+        assert "vault" not in _schemas_over_rest(env, "dave")
+    finally:
+        env.rows("carol", "DROP TABLE vault.open_t")
+    # HiveServer2: SHOW SCHEMAS and the GetSchemas call.
+    with env.hive("dave") as conn, conn.cursor() as cursor:
+        cursor.execute("SHOW SCHEMAS")
+        assert {r[0] for r in cursor.fetchall()} == expected["dave"]
+        answer = conn.client.GetSchemas(ttypes.TGetSchemasReq(sessionHandle=conn.sessionHandle))
+        assert answer.status.statusCode == 0, answer.status
+        fetched = conn.client.FetchResults(
+            ttypes.TFetchResultsReq(
+                operationHandle=answer.operationHandle, orientation=0, maxRows=1000
+            )
+        )
+        first = fetched.results.columns[0]
+        listed = set(next(v for v in first.__dict__.values() if v is not None).values)
+        # global_temp is every session's own, listed to all as Spark Thrift Server does.
+        assert listed == expected["dave"] | {"global_temp"}, listed
+    # Spark Connect.
+    with env.connect("dave") as dave:
+        assert {d.name for d in dave.catalog.listDatabases()} == expected["dave"]
+        assert {r[0] for r in dave.sql("SHOW DATABASES").collect()} == expected["dave"]
+    with env.connect("carol") as carol:
+        assert "vault" in {d.name for d in carol.catalog.listDatabases()}
+    with env.connect("alice") as alice:  # each name once, not the last one's twice
+        listed_tables = [t.name for t in alice.catalog.listTables("hr") if not t.isTemporary]
+        assert sorted(listed_tables) == ["eu_pay", "salaries"], listed_tables
+
+
 def test_metadata_shows_only_what_the_user_may_use(env: Env) -> None:
     assert [t[1] for t in env.rows("dave", "SHOW TABLES IN hr")] == ["eu_pay"]
     assert sorted(t[1] for t in env.rows("alice", "SHOW TABLES IN hr")) == ["eu_pay", "salaries"]
-    error = env.refused("dave", "DESCRIBE TABLE hr.salaries")
+    # No privilege on the name: refused, as for a table not there; "not found" only where
+    # the user could see the table if there were one.
+    _denied(env.refused("dave", "DESCRIBE TABLE hr.salaries"))
+    _denied(env.refused("dave", "DESCRIBE TABLE hr.nothing"), obj="spark_catalog.hr.nothing")
+    error = env.refused("dave", "DESCRIBE TABLE sales.nothing")
     assert error["code"] == "TABLE_OR_VIEW_NOT_FOUND", error
+
+
+# -- the rules answer before existence does ---------------------------------------------------
+
+# Statements whose Spark errors would come before the check and tell an existing table from an
+# absent one (UNSUPPORTED_OVERWRITE, a column count or suggestion, "already exists", "not
+# found"); {t} is hr.salaries (there) or hr.nothing (not), on neither of which dave has any
+# privilege.
+SHAPES = [
+    "INSERT OVERWRITE TABLE {t} SELECT * FROM {t} WHERE false",
+    "INSERT INTO {t} VALUES (1)",
+    "SELECT nme FROM {t}",
+    "SELECT * FROM {t}",
+    "SELECT count(*) FROM sales.orders WHERE name IN (SELECT nme FROM {t})",
+    "CREATE TABLE {t} (a INT) USING parquet",
+    "CREATE TABLE {t} USING parquet AS SELECT 1 AS a",
+    "CREATE OR REPLACE VIEW {t} AS SELECT 1 AS a",
+    "DESCRIBE TABLE {t}",
+    "DESCRIBE TABLE EXTENDED {t} AS JSON",
+    "SHOW CREATE TABLE {t}",
+    "SHOW COLUMNS IN {t}",
+    "DROP TABLE IF EXISTS {t}",
+    "ALTER TABLE {t} ADD COLUMNS (b INT)",
+    "TRUNCATE TABLE {t}",
+    "DELETE FROM {t} WHERE nme = 1",
+    "MERGE INTO {t} USING sales.orders o ON {t}.nme = o.name WHEN MATCHED THEN DELETE",
+]
+HIDDEN_WORDS = ("ssn", "salary", "region", "`name`", "UNRESOLVED", "exists", "found")
+
+
+def _alike(there: dict[str, Any], gone: dict[str, Any], absent: str) -> None:
+    """The refusal for hr.salaries and for ``absent`` say the same, but for the name."""
+    assert there["code"] == gone["code"] == "INSUFFICIENT_PRIVILEGE", (there, gone)
+    assert there.get("sql_state") == gone.get("sql_state") == "42501", (there, gone)
+    named = there["message"].replace("hr.salaries", "hr.T")
+    assert named == gone["message"].replace(absent, "hr.T"), (there, gone)
+    assert not [w for w in HIDDEN_WORDS if w in there["message"]], there
+
+
+@pytest.mark.parametrize("shape", SHAPES)
+def test_an_existing_and_an_absent_table_answer_alike_to_whom_may_see_neither(
+    env: Env, shape: str
+) -> None:
+    before = _salaries(env)
+    there = env.refused("dave", shape.format(t="hr.salaries"))
+    gone = env.refused("dave", shape.format(t="hr.nothing"))
+    _alike(there, gone, "hr.nothing")
+    assert _salaries(env) == before
+    _absent(env, "hr.nothing")
+
+
+_REFUSALS: dict[str, str] = {}
+
+
+@settings(
+    max_examples=int(os.environ.get("SPARKGATE_ACCESS_EXAMPLES", "20")),
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture],
+)
+@given(
+    table=st.from_regex(r"[a-z][a-z0-9_]{0,14}", fullmatch=True).filter(
+        lambda t: t not in {"eu_pay", "salaries"}
+    ),
+    shape=st.sampled_from(SHAPES),
+)
+def test_any_name_without_a_privilege_answers_as_hr_salaries_does(
+    env: Env, table: str, shape: str
+) -> None:
+    """Whatever the name (a table there or not), the answer is the one hr.salaries gets."""
+    if shape not in _REFUSALS:
+        _REFUSALS[shape] = env.refused("dave", shape.format(t="hr.salaries"))["message"]
+    gone = env.refused("dave", shape.format(t=f"hr.{table}"))
+    assert gone["code"] == "INSUFFICIENT_PRIVILEGE", (shape, gone)
+    assert gone["message"] == _REFUSALS[shape].replace("hr.salaries", f"hr.{table}"), gone
+
+
+def test_connect_writes_and_reads_answer_alike_for_a_table_there_or_not(env: Env) -> None:
+    from pyspark.errors import PySparkException
+
+    before = _salaries(env)
+    with env.connect("dave") as dave:
+        wrong = dave.createDataFrame([(1,)], "x int")  # not hr.salaries' columns
+
+        def attempts(table: str) -> dict[str, Callable[[], object]]:
+            return {
+                "saveAsTable append": lambda: wrong.write.mode("append").saveAsTable(table),
+                "saveAsTable overwrite": lambda: wrong.write.mode("overwrite").saveAsTable(table),
+                "saveAsTable": lambda: wrong.write.saveAsTable(table),
+                "insertInto": lambda: wrong.write.insertInto(table),
+                "writeTo append": lambda: wrong.writeTo(table).append(),
+                "read.table": lambda: dave.read.table(table).select("nme").collect(),
+                "sql": lambda: dave.sql(f"SELECT nme FROM {table}").collect(),
+            }
+
+        def refusal(attempt: Callable[[], object]) -> tuple[str | None, str]:
+            with pytest.raises(PySparkException) as refused:
+                attempt()
+            return refused.value.getCondition(), str(refused.value.getMessage())
+
+        there, gone = attempts("hr.salaries"), attempts("hr.nothing")
+        for name in there:
+            code, message = refusal(there[name])
+            absent_code, absent_message = refusal(gone[name])
+            assert code == absent_code == "INSUFFICIENT_PRIVILEGE", (name, message)
+            assert message.replace("hr.salaries", "hr.T") == absent_message.replace(
+                "hr.nothing", "hr.T"
+            ), (name, message, absent_message)
+            assert "ssn" not in message and "salary" not in message, (name, message)
+    assert _salaries(env) == before
+    _absent(env, "hr.nothing")
 
 
 def test_current_user_is_the_authenticated_user_and_cannot_be_set(env: Env) -> None:

@@ -210,6 +210,26 @@ class TableRules:
                 return rule
         return None
 
+    def names_schema(self, user: str, groups: frozenset[str], catalog: str, schema: str) -> bool:
+        """Whether a rule gives ``user`` privileges in ``schema`` (the schema is then theirs
+        to see listed, whatever tables it holds now), or makes it theirs. First match, as for
+        a table: a rule for every table of the schema decides for all of them."""
+        catalog, schema = catalog.lower(), schema.lower()
+        if self.owns_schema(user, groups, catalog, schema):
+            return True
+        for rule in self.tables:
+            if not (
+                rule.who.matches(user, groups)
+                and rule.catalog.fullmatch(catalog)
+                and rule.schema.fullmatch(schema)
+            ):
+                continue
+            if rule.access.privileges:
+                return True
+            if rule.table.pattern == ".*":
+                return False  # none on any table of it, whatever later rules say
+        return False
+
     def owns_schema(self, user: str, groups: frozenset[str], catalog: str, schema: str) -> bool:
         catalog, schema = catalog.lower(), schema.lower()
         for rule in self.schemas:

@@ -14,8 +14,9 @@ nothing is one row ``(schema, NULL, NULL)``; without ``schema``, every schema.
 reads them (masks, hidden columns and row filters applied), and in its output ``table`` the
 columns as the user sees them, the kind, provider, location, creation time, a view's text, and
 the size and last change of a table's files. A table the user may not see fails as one that
-does not exist (``TABLE_OR_VIEW_NOT_FOUND``, from the engine's check of DESCRIBE); one they see
-but may not read (no ``SELECT``) has no preview, and says why (``preview_error``).
+does not exist (the engine refuses DESCRIBE of a name they have no privilege on, there or not,
+and the service answers not found for both); one they see but may not read (no ``SELECT``)
+has no preview, and says why (``preview_error``).
 """
 
 from __future__ import annotations
@@ -70,7 +71,7 @@ def describe(ctx: ExecutionContext, schema: str | None, table: str | None) -> Ex
         raise DescribedError(InvalidCatalogRequest("A 'describe' call names a table.").recorded())
     spark = ctx.session.spark
     name = quote(SESSION_CATALOG, schema or "default", table)
-    # The engine's check answers TABLE_OR_VIEW_NOT_FOUND for a table the user may not see.
+    # A table the user may not see is refused (INSUFFICIENT_PRIVILEGE), there or not.
     described = json.loads(spark.sql(f"DESCRIBE TABLE EXTENDED {name} AS JSON").collect()[0][0])
     kind = VIEW if str(described.get("type", "")).upper() == "VIEW" else TABLE
     info = DescribedTable(

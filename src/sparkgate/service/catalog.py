@@ -144,7 +144,8 @@ class Catalog:
         request = CatalogRequest("describe", {"schema": table.schema, "table": table.table})
         statement = await self._run(user, request)
         if statement.state is not StatementState.SUCCESS:
-            if _code(statement) in _ABSENT:
+            # One the user has no privilege on is refused by name, there or not: not found.
+            if _code(statement) in _ABSENT | {"INSUFFICIENT_PRIVILEGE"}:
                 raise TableNotFound(f"{table.schema}.{table.table}")
             raise CatalogUnavailable(statement.id, statement.error)
         return await asyncio.to_thread(self._detail, table, statement, user)

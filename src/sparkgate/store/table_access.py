@@ -95,6 +95,31 @@ class TableAccess:
         ).all()
         return [GrantRecord(**row._mapping) for row in rows]
 
+    def schemas_of(self, catalog: str, user: str, groups: frozenset[str]) -> set[str]:
+        """The schemas of ``catalog`` holding a table ``user`` owns or was granted something
+        on (to them or one of ``groups``): schemas a listing shows them."""
+        grantee = table_grants.c.grantee
+        to_them = sa.or_(
+            sa.and_(table_grants.c.grantee_kind == "user", grantee == user),
+            sa.and_(table_grants.c.grantee_kind == "group", grantee.in_(sorted(groups))),
+        )
+        with self._db.read() as conn:
+            owned: set[str] = set(
+                conn.execute(
+                    sa.select(table_owners.c.schema_name).where(
+                        table_owners.c.catalog == catalog.lower(), table_owners.c.owner == user
+                    )
+                ).scalars()
+            )
+            granted: set[str] = set(
+                conn.execute(
+                    sa.select(table_grants.c.schema_name).where(
+                        table_grants.c.catalog == catalog.lower(), to_them
+                    )
+                ).scalars()
+            )
+            return owned | granted
+
     def created(self, name: TableName, owner: str, *, now: float) -> None:
         with self._db.begin() as conn:
             self._forget(conn, name)

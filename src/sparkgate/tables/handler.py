@@ -64,7 +64,14 @@ def atomic_ctas(ctx: ExecutionContext) -> ExecResult | None:
         catalog.check_syntax(spark, ctx.statement.code)
         database_location = catalog.database_location(spark, target.database)
         if database_location is not None:
-            existing = catalog.describe(spark, target)
+            try:
+                existing = catalog.describe(spark, target)
+            except Exception as exc:
+                if recorded_failure(exc).code != "INSUFFICIENT_PRIVILEGE":
+                    raise
+                # No privilege on the name: whether a table has it stays unsaid. Spark runs
+                # the statement, and the engine's check refuses it by name, there or not.
+                return _plain(ctx, "the user has no privilege on the target's name")
     decision = plan(statement, session, target, database_location, existing)
     if isinstance(decision, Plain):
         return _plain(ctx, decision.reason)

@@ -692,7 +692,7 @@ class PlaceGuards(session: SparkSession) extends Rule[LogicalPlan] {
     if (!Authz.active) return plan
     Authz.userOf(session) match {
       case Some(Authz.SystemUser) | None => plan
-      case _ => wrap(plan)
+      case Some(user) => ByName.check(session, user, plan); wrap(plan)
     }
   }
 
@@ -816,6 +816,10 @@ class NameUser(session: SparkSession) extends Rule[LogicalPlan] {
           if s.getTagValue(ShowTablesFiltered.Tag).isEmpty && catalog.name() == Authz.SessionCatalog && ns.nonEmpty =>
         s.setTagValue(ShowTablesFiltered.Tag, ())
         ShowTablesFiltered.filter(session, user, Some(ns.last), pattern, s)
+      case s @ ShowNamespacesCommand(ResolvedNamespace(catalog, Seq(), _), _, _)
+          if s.getTagValue(SchemasFiltered.Tag).isEmpty && catalog.name() == Authz.SessionCatalog =>
+        s.setTagValue(SchemasFiltered.Tag, ())
+        SchemasFiltered.filter(session, user, s)
     }
   }
 }
@@ -835,7 +839,7 @@ object ShowTablesFiltered {
       .map(id => Literal(id.table): Expression)
     val name = s.output(1)
     val temporary = s.output(2)
-    Filter(Or(temporary, if (visible.isEmpty) Literal(false) else In(name, visible)), s)
+    Filter(RowByRow(Or(temporary, if (visible.isEmpty) Literal(false) else In(name, visible))), s)
   }
 }
 

@@ -34,7 +34,7 @@ class Decider:
     error while deciding is logged and answered as no access."""
 
     class Java:
-        implements = ["sparkgate.authz.Decider"]
+        implements = ["sparkgate.authz.Decider", "sparkgate.authz.SchemaLister"]
 
     def __init__(
         self, access: Access, store: Store, clock: Callable[[], float] = time.time
@@ -113,6 +113,27 @@ class Decider:
         except Exception:
             log.exception("access control: schema ownership of %s failed", schema)
             return False
+
+    def visibleSchemas(self, user: str, catalog: str, schemas: str) -> str:
+        """Of ``schemas`` (JSON), those a listing shows ``user``: every one to an admin;
+        else those a rule names for them (or makes theirs) and those holding a table they
+        own or were granted something on."""
+        names: list[str] = json.loads(schemas)
+        try:
+            rules = self._rules()
+            groups = self._groups(rules, user)
+            if rules.tables is None or rules.is_admin(user, groups):
+                return json.dumps(names)
+            stored = self.store.table_access.schemas_of(catalog, user, groups)
+            shown = [
+                name
+                for name in names
+                if name.lower() in stored or rules.tables.names_schema(user, groups, catalog, name)
+            ]
+        except Exception:
+            log.exception("access control: listing the schemas %s may see failed", user)
+            shown = []
+        return json.dumps(shown)
 
     def hasCode(self, user: str) -> bool:
         try:
