@@ -155,6 +155,16 @@ object Authz {
     if (found == null || found.isEmpty) null else found.toJson
   }
 
+  /** A refusal, for the audit: a statement's or a Connect operation's refusal of a table
+   *  is in its access history (its query, its door), with what its check had found before
+   *  (`touched`); any other (of a path, a setting, a schema; a Connect schema request) is
+   *  audited alone. */
+  def refused(session: SparkSession, e: InsufficientPrivilege, touched: Touched): Unit =
+    if (Touched.isTableUse(e.privilege, e.obj) && (inStatement.get || connectOperation(session).isDefined)) {
+      touched.used(e.obj, e.privilege, allowed = false)
+      noteTouched(session, touched)
+    } else try policy.denied(e.user, e.privilege, e.obj) catch { case _: Throwable => }
+
   /** Whether a statement of the engine's runs on this thread (StatementThread.begin): its
    *  refusals are recorded with it, as the statement's. */
   private[authz] val inStatement = new ThreadLocal[java.lang.Boolean] {
@@ -277,6 +287,14 @@ class Touched {
 object Touched {
   private val json = new ObjectMapper()
 
+  private val TablePrivileges =
+    Set("SELECT", "INSERT", "DELETE", "UPDATE", "OWNERSHIP", "CREATE", "EXPLAIN")
+
+  /** Whether a refusal is of a table or view (catalog.schema.table), not of a path, a
+   *  setting or a schema: the access history keeps the former. */
+  def isTableUse(privilege: String, obj: String): Boolean =
+    TablePrivileges.contains(privilege) && !obj.contains(' ') && obj.count(_ == '.') >= 2
+
   /** The columns each table or view read by `plan` gives to what is above it: the relation's
    *  attributes that a node other than sparkgate's own rewrite refers to (or the plan's
    *  output is), a masked column counting as read when its mask's output is. A row filter's
@@ -365,7 +383,7 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
   private val rules: Decider = if (allowAll) AllowAll else policy
 
   private def deny(privilege: String, obj: String): Nothing = {
-    touched.used(obj, privilege, allowed = false)
+    if (Touched.isTableUse(privilege, obj)) touched.used(obj, privilege, allowed = false)
     throw new InsufficientPrivilege(privilege, obj, user)
   }
 
@@ -869,11 +887,7 @@ class Authorize(session: SparkSession) extends (LogicalPlan => Unit) {
             // the view is checked as a whole, with the view as its boundary (its owner's
             // privileges beneath), so a refusal here is not one. Looked for on refusal only.
             if (Thread.currentThread.getStackTrace.exists(_.getClassName.startsWith(ViewResolutionClass))) return
-            // A statement's or a Connect operation's refusal is recorded with it (its query,
-            // its door); any other (a Connect schema request, say) is audited alone.
-            if (Authz.inStatement.get || Authz.connectOperation(session).isDefined)
-              Authz.noteTouched(session, checker.touched)
-            else try Authz.policy.denied(user, e.privilege, e.obj) catch { case _: Throwable => }
+            Authz.refused(session, e, checker.touched)
             throw e
         }
       case None =>

@@ -26,8 +26,8 @@ import org.apache.spark.unsafe.types.UTF8String
 
 /** What the statement would need on a name, said when the user has no privilege on it. */
 private sealed trait Need
-/** The privilege on the table itself. */
-private case class OnTable(privilege: String) extends Need
+/** The privilege on the table itself (and any further one a write needs). */
+private case class OnTable(privilege: String, also: String*) extends Need
 /** A create: ownership of the schema (what a create needs, table there or not). */
 private case object OnSchema extends Need
 
@@ -52,6 +52,9 @@ object ByName {
     if (AnalysisContext.get.nestedViewDepth > 0) return
     new ByName(session, user).walk(plan, None)
   }
+
+  /** The version of a decision made by name, table there or not (see `byName`). */
+  val NameOnly = "by-name"
 
   private val dataSources = new java.util.concurrent.ConcurrentHashMap[String, java.lang.Boolean]()
 
@@ -84,7 +87,10 @@ private class ByName(session: SparkSession, user: String) {
   def walk(plan: LogicalPlan, role: Option[Need]): Unit = {
     plan match {
       case i: InsertIntoStatement =>
-        walk(i.table, Some(OnTable("INSERT"))); walk(i.query, None)
+        // An overwrite needs DELETE too: decided with INSERT, before Spark matches the
+        // query's columns to the table's (its arity error would list a hidden column).
+        walk(i.table, Some(if (i.overwrite) OnTable("INSERT", "DELETE") else OnTable("INSERT")))
+        walk(i.query, None)
       case w: V2WriteCommand =>
         walk(w.table, Some(OnTable("INSERT"))); walk(w.query, None)
       case d: DeleteFromTable =>
@@ -180,11 +186,30 @@ private class ByName(session: SparkSession, user: String) {
     if (parts.nonEmpty && catalog.isTempView(parts)) return
     qualify(parts).foreach { obj =>
       if (!visible(obj)) need match {
-        case OnTable(privilege) => deny(privilege, obj.name)
+        case OnTable(privilege, _*) => deny(privilege, obj.name)
         case OnSchema => deny("OWNERSHIP", obj.schemaName)
+      }
+      else need match {
+        // A write the user may not make, on a table they may see: refused before Spark
+        // compares its columns with the table's (which names the hidden ones). As lenient as
+        // the check after analysis (OWNERSHIP, or the schema's), which decides for good.
+        case OnTable(privilege, also @ _*) if privilege != "SELECT" =>
+          (privilege +: also).find(p => !may(obj, p)).foreach(p => deny(p, obj.name))
+        case _ =>
       }
     }
   }
+
+  private def may(obj: Obj, privilege: String): Boolean = {
+    val have = byName(obj).privileges
+    have.contains(privilege) || have.contains("OWNERSHIP") ||
+      Authz.policy.ownsSchema(user, obj.catalog, obj.schema)
+  }
+
+  /** The rules' decision on a name, kept as long as a table's (a second; a GRANT here
+   *  forgets it): the check after analysis decides again on the very table, so an answer a
+   *  second old refuses early at worst, never lets through. */
+  private def byName(obj: Obj): Decision = Authz.decision(user, obj.copy(version = NameOnly))
 
   /** `spark.read.format(f).load(path)`, `spark.read.csv(path)`, `readStream...load(path)`. */
   private def dataSource(d: UnresolvedDataSource): Unit = {
@@ -207,15 +232,14 @@ private class ByName(session: SparkSession, user: String) {
     }
   }
 
-  /** Whether the rules give the user anything on the name, or its schema is theirs: one
-   *  question per name per statement (a name has no version yet: not kept after it). */
+  /** Whether the rules give the user anything on the name, or its schema is theirs. */
   private def visible(obj: Obj): Boolean = decided.getOrElseUpdate(obj,
-    Authz.decision(user, obj).privileges.nonEmpty ||
-      Authz.policy.ownsSchema(user, obj.catalog, obj.schema))
+    byName(obj).privileges.nonEmpty || Authz.policy.ownsSchema(user, obj.catalog, obj.schema))
 
   private def deny(privilege: String, obj: String): Nothing = {
-    try Authz.policy.denied(user, privilege, obj) catch { case _: Throwable => }
-    throw new InsufficientPrivilege(privilege, obj, user)
+    val refusal = new InsufficientPrivilege(privilege, obj, user)
+    Authz.refused(session, refusal, new Touched)
+    throw refusal
   }
 }
 
