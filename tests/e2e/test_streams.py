@@ -269,15 +269,15 @@ def test_a_streams_start_and_each_restart_are_in_its_tables_access_history(
 
     def restarted() -> bool:
         queries = jobs.stream("into_table").queries
-        return bool(queries) and queries[0].restarts >= 2
+        return bool(queries) and queries[0].restarts >= 1
 
-    eventually(restarted, timeout=240, what="two restarts")
+    eventually(restarted, timeout=240, what="a restart")
     flag.touch()
     jobs.stop_stream("into_table")
     jobs.wait_stream("into_table", {"stopped", "failed"}, timeout=120)
     events = jobs.audit(obj="default.restarted_sink", action="table.insert").events
     assert {(e.door, e.outcome) for e in events} == {("stream", "ok")}, events
-    assert len(events) >= 3 and len({e.query_id for e in events}) == 1, events
+    assert len(events) >= 2 and len({e.query_id for e in events}) == 1, events
 
 
 def sparkgate_cli(server: ServerProcess, *args: str) -> subprocess.CompletedProcess[str]:

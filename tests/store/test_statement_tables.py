@@ -9,6 +9,7 @@ import sqlalchemy as sa
 
 from sparkgate.states import SessionKind, StatementState
 from sparkgate.store import Store, schema
+from sparkgate.store.audit import TableUseEvent
 from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.store.statement_tables import READ, WRITE
 from tests.conftest import NOW
@@ -80,6 +81,9 @@ def test_names_no_column_can_hold_are_left_out(store: Store) -> None:
 def test_a_store_before_the_table_records_nothing(store: Store) -> None:
     store.migrate("0010_table_access")
     with store.db.engine.begin() as conn:
+        conn.exec_driver_sql("DROP INDEX ix_audit_events_target_id")
+        conn.exec_driver_sql("ALTER TABLE audit_events DROP COLUMN door")
+        conn.exec_driver_sql("ALTER TABLE audit_events DROP COLUMN query_id")
         conn.exec_driver_sql("DROP TABLE engine_policies")
         conn.exec_driver_sql("DROP TABLE stream_costs")
         conn.exec_driver_sql("DROP TABLE statement_tags")
@@ -91,6 +95,14 @@ def test_a_store_before_the_table_records_nothing(store: Store) -> None:
         conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0010_table_access'")
     fresh = Store(store.db)
     assert not fresh.statement_tables.available()
+    # Nor the access history's columns: its events are not written, the log reads without.
+    assert not fresh.audit.history_available()
+    fresh.audit.add_uses(
+        [TableUseEvent("bob", "rest", 1, "spark_catalog.hr.t", "SELECT", True)], now=1.0
+    )
+    fresh.audit.add("session.create", "ok", now=2.0, user="bob")
+    assert [(e.action, e.door) for e in fresh.audit.list_page().items] == [("session.create", None)]
+    assert fresh.audit.list_page(door="rest").items == []
     # Asked again only after a while: an engine does not ask the schema on every statement.
     fresh.migrate()
     assert not fresh.statement_tables.available()

@@ -139,13 +139,14 @@ object Authz {
     session.sparkContext.getJobTags().find(t => ConnectJobTag.pattern.matcher(t).matches())
 
   /** Note what a check found: for the Connect operation running on this thread, else for
-   *  the statement on this thread. */
+   *  the statement on this thread. Any other thread's (a Connect schema request's, a
+   *  stream's restart) nobody would take: not kept. */
   def noteTouched(session: SparkSession, touched: Touched): Unit =
     connectOperation(session) match {
       case Some(tag) =>
         if (touchedByOperation.size < MaxOperations || touchedByOperation.containsKey(tag))
           touchedByOperation.computeIfAbsent(tag, _ => new Touched).add(touched)
-      case None => noteTouched(touched)
+      case None => if (inStatement.get) noteTouched(touched)
     }
 
   /** What a Connect operation's plans touched (JSON, as takeTouched), forgotten here; null
