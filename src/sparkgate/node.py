@@ -14,6 +14,7 @@ import uuid
 
 from sparkgate.auth.users import Users
 from sparkgate.catalog.metastore import ensure_metastore
+from sparkgate.duties.pods import settle_engine_pods
 from sparkgate.duties.reaper import reap_idle_sessions, reap_lost_engines
 from sparkgate.duties.results import (
     expire_audit_events,
@@ -23,6 +24,7 @@ from sparkgate.duties.results import (
 )
 from sparkgate.duties.runner import Duty, DutyRunner
 from sparkgate.launcher import launcher_for
+from sparkgate.launcher.kubernetes import KubernetesLauncher
 from sparkgate.launcher.placement import Placement
 from sparkgate.metrics.process import NodeMetrics
 from sparkgate.service import Service
@@ -92,6 +94,11 @@ class ServerNode:
             interval=self.settings.duty_interval,
             lease_ttl=self.settings.lease_ttl,
         )
+        launcher = self.placement.launcher
+        if isinstance(launcher, KubernetesLauncher):
+            self.duties.duties.append(
+                Duty("engine-pods", lambda now: settle_engine_pods(self.store, launcher, now=now))
+            )
 
     def start(self) -> None:
         self.duties.start()

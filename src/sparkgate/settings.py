@@ -11,12 +11,31 @@ from __future__ import annotations
 import hashlib
 import json
 from pathlib import Path
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
-from pydantic import Field, field_validator
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, NoDecode, SettingsConfigDict
 
 from sparkgate.sql.durations import parse_duration
+
+
+class EnginePod(BaseModel):
+    """What an engine's pods get on Kubernetes (``SPARKGATE_KUBERNETES_ENGINE_PODS``, JSON, by
+    share level). Unset fields take the ``default`` entry's, then Spark's defaults."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    cpu: str | None = None  # the driver pod's CPU request ("1", "500m")
+    memory: str | None = None  # the driver's heap ("2g"); the pod's request adds Spark's overhead
+    executor_cpu: str | None = None
+    executor_memory: str | None = None
+    max_executors: int | None = Field(default=None, ge=1)
+    node_selector: dict[str, str] | None = None
+    tolerations: list[dict[str, Any]] | None = None
+    service_account: str | None = None
+    # A pod template (YAML file) driver and executor pods start from: volumes for the shared
+    # storage, security context, image pull secrets...
+    template: Path | None = None
 
 
 class Settings(BaseSettings):
@@ -81,14 +100,25 @@ class Settings(BaseSettings):
     # Spark
     spark_master: str = "local[*]"
     # How engines start: "local" (a process on the node, any master), "yarn" (spark-submit,
-    # client mode) or "kubernetes" (spark-submit, cluster mode: the driver in a pod). The last
-    # two are written and unit-tested, not yet run here (launcher/submit.py).
+    # client mode; written and unit-tested, not yet run here: launcher/submit.py) or
+    # "kubernetes" (each engine a driver pod, its executors pods: launcher/kubernetes.py).
     launcher: Literal["local", "yarn", "kubernetes"] = "local"
     spark_submit: str | None = None  # default: pyspark's bin/spark-submit
-    kubernetes_image: str | None = None  # the image engine pods run (Spark, Python, sparkgate)
-    kubernetes_namespace: str = "default"
-    kubernetes_service_account: str = "sparkgate"
-    kubernetes_entry: str = "local:///opt/sparkgate/entry.py"  # sparkgate/engine/entry.py there
+    # Kubernetes: the image engine pods run (Spark, Python, sparkgate: deploy/image)
+    kubernetes_image: str | None = None
+    kubernetes_namespace: str = "default"  # where engine pods run
+    kubernetes_service_account: str = "sparkgate-engine"  # engine pods' (they start executors)
+    # The API server: in a pod, its service account (nothing to set); elsewhere a kubeconfig.
+    kubernetes_kubeconfig: Path | None = None
+    # Engine pods are named <prefix>-engine-<id>: two installations in one namespace differ.
+    kubernetes_name_prefix: str = "sparkgate"
+    kubernetes_labels: dict[str, str] = Field(default_factory=dict)  # on engine and executor pods
+    # A Secret holding the SPARKGATE_* values that must not be written in a pod's spec (the
+    # store URL, passwords): engine pods take it with envFrom, and those values are left out.
+    kubernetes_env_secret: str | None = None
+    # Engine pods' resources and placement, by share level ("user", "group", "server",
+    # "connection"; "default" under each): see EnginePod.
+    kubernetes_engine_pods: dict[str, EnginePod] = Field(default_factory=dict)
     spark_conf: dict[str, str] = Field(default_factory=dict)  # applied to every engine
     catalog: Literal["hive", "in-memory"] = "hive"
     metastore_uri: str | None = None  # thrift://host:port of an existing Hive metastore
@@ -304,7 +334,7 @@ class Settings(BaseSettings):
             if value is None:
                 continue
             if isinstance(value, (dict, list)):
-                text = json.dumps(value)
+                text = json.dumps(value, default=str)  # paths inside (engine pods' templates)
             elif isinstance(value, Path):
                 text = str(value.expanduser().resolve())
             else:

@@ -710,13 +710,20 @@ def test_usage_is_ones_own_and_admins_see_everyones(
     assert [r["user"] for r in alices] == ["alice"]
 
 
-def test_only_admins_stop_engines_and_read_the_whole_audit(
+def test_only_admins_stop_engines_read_their_logs_and_the_whole_audit(
     env: Env, alice_objects: dict[str, Any]
 ) -> None:
     with env.client("alice") as alice:
         engines = alice.get("/v1/engines").json()["engines"]
         assert engines
         assert alice.post(f"/v1/engines/{engines[0]['id']}/stop").status_code == 403
+        # An engine's log names every session's work it ran: admins only.
+        assert alice.get(f"/v1/engines/{engines[0]['id']}/log").status_code == 403
+        with env.client("carol") as carol:
+            log = carol.get(f"/v1/engines/{engines[0]['id']}/log", params={"tail": 5})
+            assert log.status_code == 200, log.text
+            assert 0 < len(log.json()["log"].splitlines()) <= 5
+            assert carol.get("/v1/engines/999999/log").status_code == 404
         # The audit log: her own events only (admins read it whole).
         own = alice.get("/v1/audit", params={"limit": 1000})
         assert own.status_code == 200, own.text

@@ -16,7 +16,7 @@ import pytest
 from sparkgate.launcher.base import Launcher
 from sparkgate.launcher.local import LocalLauncher
 from sparkgate.launcher.shutdown import stop_home
-from sparkgate.launcher.submit import KubernetesLauncher, YarnLauncher
+from sparkgate.launcher.submit import YarnLauncher
 from sparkgate.processes import alive
 from sparkgate.recorded import RecordedError
 from sparkgate.settings import Settings
@@ -126,82 +126,6 @@ def test_a_pid_recorded_elsewhere_or_not_yet_is_left_alone(
         assert launcher.alive(engine) is None
         assert launcher.kill(engine) is False
     assert leader.poll() is None
-
-
-class FakeRunner:
-    def __init__(self, returncode: int = 0, output: str = "") -> None:
-        self.returncode = returncode
-        self.output = output
-        self.commands: list[list[str]] = []
-
-    def __call__(self, command: list[str]) -> subprocess.CompletedProcess[str]:
-        self.commands.append(command)
-        return subprocess.CompletedProcess(command, self.returncode, "", self.output)
-
-
-def kubernetes(tmp_path: Path, store: Store, run: FakeRunner) -> KubernetesLauncher:
-    settings = Settings(
-        home=tmp_path, store_url=PG, launcher="kubernetes", spark_master="k8s://https://k8s:6443",
-        kubernetes_image="img", kubernetes_namespace="data", spark_submit="spark-submit",
-        spark_conf={
-            "spark.kubernetes.authenticate.submission.oauthToken": "t",
-            "spark.executor.memory": "1g",
-        },
-    )  # fmt: skip
-    return KubernetesLauncher(settings, store, run=run)
-
-
-def test_kubernetes_kills_the_driver_pod_through_spark_submit(tmp_path: Path, store: Store) -> None:
-    run = FakeRunner(output="Deleting driver pod: sparkgate-engine-7-1a2b-driver.")
-    launcher = kubernetes(tmp_path, store, run)
-    engine = record(None, host="sparkgate-engine-7-1a2b-driver")  # the pod's hostname
-    assert launcher.alive(engine) is None  # the pod is the cluster's to know
-    assert launcher.kill(engine) is True
-    # The credentials that created the pod delete it; other confs are not the kill's.
-    assert run.commands == [
-        [
-            "spark-submit", "--master", "k8s://https://k8s:6443",
-            "--conf", "spark.kubernetes.authenticate.submission.oauthToken=t",
-            "--kill", "data:sparkgate-engine-7-*",
-        ]
-    ]  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    "run",
-    [
-        FakeRunner(output="No applications found."),  # already gone
-        FakeRunner(returncode=1, output="Unauthorized"),
-    ],
-    ids=["no-pod", "refused"],
-)
-def test_kubernetes_says_when_no_pod_was_killed(
-    tmp_path: Path, store: Store, run: FakeRunner
-) -> None:
-    assert kubernetes(tmp_path, store, run).kill(record(None)) is False
-
-
-def test_kubernetes_without_spark_submit_kills_nothing_and_does_not_raise(
-    tmp_path: Path, store: Store
-) -> None:
-    def missing(command: list[str]) -> subprocess.CompletedProcess[str]:
-        raise FileNotFoundError(command[0])
-
-    launcher = KubernetesLauncher(
-        kubernetes(tmp_path, store, FakeRunner()).settings, store, missing
-    )
-    assert launcher.kill(record(None)) is False
-
-
-def test_kubernetes_also_ends_the_local_spark_submit(
-    tmp_path: Path, store: Store, group: tuple[subprocess.Popen[str], int]
-) -> None:
-    """Before the pod's first heartbeat the record names spark-submit here, waiting on it."""
-    leader, child = group
-    run = FakeRunner(output="No applications found.")
-    assert kubernetes(tmp_path, store, run).kill(record(leader.pid)) is True
-    assert len(run.commands) == 1
-    assert leader.wait(timeout=10) < 0 and gone(child)
 
 
 class Recorder:

@@ -1,5 +1,5 @@
-"""The spark-submit command lines for engines on YARN and Kubernetes (not yet run here: no
-YARN or Kubernetes on this machine; checked as command lines)."""
+"""The spark-submit command line for engines on YARN (not yet run here: no YARN on this
+machine; checked as a command line), and which launcher the setting picks."""
 
 from __future__ import annotations
 
@@ -9,22 +9,15 @@ from typing import Literal
 import pytest
 
 from sparkgate.launcher import launcher_for
+from sparkgate.launcher.kubernetes import LaunchRefused
 from sparkgate.launcher.local import LocalLauncher
-from sparkgate.launcher.submit import (
-    ENTRY,
-    KubernetesLauncher,
-    LaunchRefused,
-    YarnLauncher,
-    kubernetes_command,
-    kubernetes_kill_command,
-    yarn_command,
-)
+from sparkgate.launcher.submit import ENTRY, YarnLauncher, yarn_command
 from sparkgate.settings import Settings
 from sparkgate.states import EngineKind, EngineState
 from sparkgate.store import Store
 from sparkgate.store.records import EngineRecord
 
-LAUNCHERS: tuple[Literal["local", "yarn", "kubernetes"], ...] = ("local", "yarn", "kubernetes")
+LAUNCHERS: tuple[Literal["local", "yarn"], ...] = ("local", "yarn")
 PG = "postgresql+psycopg://sg@db.internal:5432/sparkgate"
 
 
@@ -59,51 +52,6 @@ def test_yarn_runs_the_driver_here_in_client_mode(tmp_path: Path) -> None:
     assert ENTRY.exists()
 
 
-def test_kubernetes_runs_the_driver_in_a_pod_that_reports_to_postgresql(tmp_path: Path) -> None:
-    settings = Settings(
-        home=tmp_path, store_url=PG, spark_master="k8s://https://k8s.internal:6443",
-        kubernetes_image="registry/sparkgate:1.0", kubernetes_namespace="data",
-        spark_submit="spark-submit",
-    )  # fmt: skip
-    command = kubernetes_command(settings, engine())
-    assert command[:7] == [
-        "spark-submit", "--master", "k8s://https://k8s.internal:6443", "--deploy-mode",
-        "cluster", "--name", "sparkgate-engine-7",
-    ]  # fmt: skip
-    assert command[-3:] == ["local:///opt/sparkgate/entry.py", "--engine-id", "7"]
-    given = confs(command)
-    assert given["spark.kubernetes.container.image"] == "registry/sparkgate:1.0"
-    assert given["spark.kubernetes.namespace"] == "data"
-    assert given["spark.kubernetes.authenticate.driver.serviceAccountName"] == "sparkgate"
-    assert given["spark.kubernetes.driver.label.sparkgate-engine"] == "7"
-    assert given["spark.kubernetes.driverEnv.SPARKGATE_STORE_URL"] == PG
-    assert kubernetes_kill_command(settings, engine()) == [
-        "spark-submit", "--master", "k8s://https://k8s.internal:6443", "--kill",
-        "data:sparkgate-engine-7-*",
-    ]  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("values", "words"),
-    [
-        ({"store_url": None}, "cannot reach this node's SQLite file"),
-        ({"kubernetes_image": None}, "SPARKGATE_KUBERNETES_IMAGE is not set"),
-        ({"spark_master": "yarn"}, "needs SPARKGATE_SPARK_MASTER=k8s://"),
-    ],
-)
-def test_kubernetes_refuses_what_a_pod_cannot_work_with(
-    tmp_path: Path, values: dict[str, object], words: str
-) -> None:
-    base: dict[str, object] = {
-        "home": tmp_path, "store_url": PG, "spark_master": "k8s://https://k8s:6443",
-        "kubernetes_image": "img",
-    }  # fmt: skip
-    settings = Settings(**{**base, **values})  # type: ignore[arg-type]
-    with pytest.raises(LaunchRefused) as refused:
-        kubernetes_command(settings, engine())
-    assert words in refused.value.message
-
-
 def test_the_launcher_setting_picks_the_launcher(tmp_path: Path) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
     try:
@@ -113,6 +61,16 @@ def test_the_launcher_setting_picks_the_launcher(tmp_path: Path) -> None:
         }
     finally:
         store.close()
-    assert chosen == {
-        "local": LocalLauncher, "yarn": YarnLauncher, "kubernetes": KubernetesLauncher,
-    }  # fmt: skip
+    assert chosen == {"local": LocalLauncher, "yarn": YarnLauncher}
+
+
+def test_kubernetes_refuses_a_store_engine_pods_cannot_reach(tmp_path: Path) -> None:
+    """A node on SQLite with engines as pods does not start: the pods could not report."""
+    store = Store.open(f"sqlite:///{tmp_path / 's.db'}")
+    try:
+        settings = Settings(home=tmp_path, launcher="kubernetes", kubernetes_image="img")
+        with pytest.raises(LaunchRefused) as refused:
+            launcher_for(settings, store)
+    finally:
+        store.close()
+    assert "cannot use this node's SQLite file" in refused.value.message

@@ -12,7 +12,7 @@ from sparkgate.cli.render import table
 from sparkgate.errors import SparkgateError
 from sparkgate.schemas.errors import RecordedError
 
-app = typer.Typer(help="Engines (Spark drivers): list, stop.", no_args_is_help=True)
+app = typer.Typer(help="Engines (Spark drivers): list, logs, stop.", no_args_is_help=True)
 
 
 @app.command("list")
@@ -30,7 +30,7 @@ def list_engines(
             e.kind,
             e.state,
             str(e.session_id or ""),
-            e.host or "",
+            e.pod or e.host or "",
             str(e.pid or ""),
             e.heartbeat_at or "",
             _error(e.error),
@@ -38,7 +38,8 @@ def list_engines(
         )
         for e in engines
     )
-    columns = ("id", "kind", "state", "session", "host", "pid", "heartbeat", "error", "log")
+    # On Kubernetes the host column names the driver pod (namespace/name) and log says k8s://.
+    columns = ("id", "kind", "state", "session", "host/pod", "pid", "heartbeat", "error", "log")
     console.print(table(columns, rows, fold=False))
 
 
@@ -52,6 +53,17 @@ def _error(error: RecordedError | None) -> str:
         when = time.strftime("%H:%M:%S UTC", time.gmtime(float(next_attempt)))
         text += f" (attempt {error.param('attempt')}, next {when})"
     return text
+
+
+@app.command("logs")
+def engine_logs(
+    engine_id: int,
+    tail: Annotated[int | None, typer.Option(help="Only the last N lines.", min=1)] = None,
+) -> None:
+    """An engine driver's output: its log file, or on Kubernetes its pod's log (admins)."""
+    with client() as sg:
+        text = sg.engine_log(engine_id, tail=tail).log
+    typer.echo(text, nl=not text.endswith("\n"))
 
 
 @app.command("stop")

@@ -42,11 +42,12 @@ class ConnectOperations:
         shared = self._shared
         if shared.connect_secret is None:
             return
+        from sparkgate.engine.pod import pod_address
         from sparkgate.engine.spark import LOOPBACK, connect_port
 
         assert shared.spark is not None
         try:
-            url = f"{LOOPBACK}:{connect_port(shared.spark)}"
+            url = f"{pod_address() or LOOPBACK}:{connect_port(shared.spark)}"
             shared.store.connect.set_endpoint(shared.engine_id, url, shared.connect_secret)
         except Exception:
             # The engine serves the other doors; the Connect door says this one has no service.

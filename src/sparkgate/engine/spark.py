@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sparkgate.engine.artifacts import isolation_conf, share_root
 from sparkgate.engine.authz.build import COSTS_LISTENER_CLASS, EXTENSION_CLASS, ensure_jar
 from sparkgate.engine.authz.touched import Touched
+from sparkgate.engine.pod import pod_address, pod_spark_conf
 from sparkgate.recorded import ErrorCode
 from sparkgate.settings import Settings
 from sparkgate.statement_cost import StatementCost
@@ -126,6 +127,8 @@ def engine_spark_conf(
             conf.update(SHARED_ENGINE_DEFAULTS)
     conf.update(settings.spark_conf)
     conf.update(extra or {})
+    # In a pod (SPARKGATE_LAUNCHER=kubernetes): its master, address and executors as pods.
+    conf.update(pod_spark_conf())
     if authz_jar is not None:
         # Data access control (sparkgate.engine.authz): sees every plan of every session.
         conf["spark.sql.extensions"] = _joined(
@@ -197,14 +200,15 @@ CONNECT_SECRET_ENV = "SPARK_CONNECT_AUTHENTICATE_TOKEN"
 
 
 def connect_conf(conf: dict[str, str]) -> dict[str, str]:
-    """The properties that start Spark's Connect service on loopback, on a port the system
-    picks (the engine reads it back with :func:`connect_port`)."""
+    """The properties that start Spark's Connect service on loopback (in a pod, on its
+    address), on a port the system picks (the engine reads it back with :func:`connect_port`)."""
     plugins = [p for p in conf.get("spark.plugins", "").split(",") if p.strip()]
     if CONNECT_PLUGIN not in plugins:
         plugins.append(CONNECT_PLUGIN)
     return {
         "spark.plugins": ",".join(plugins),
-        "spark.connect.grpc.binding.address": LOOPBACK,
+        # In a pod, its address: nodes reach it there (its secret guards it).
+        "spark.connect.grpc.binding.address": pod_address() or LOOPBACK,
         "spark.connect.grpc.binding.port": "0",
     }
 

@@ -14,7 +14,7 @@ def launcher_for(settings: Settings, store: Store) -> Launcher:
 
         return YarnLauncher(settings, store)
     if settings.launcher == "kubernetes":
-        from sparkgate.launcher.submit import KubernetesLauncher
+        from sparkgate.launcher.kubernetes import KubernetesLauncher
 
         return KubernetesLauncher(settings, store)
     from sparkgate.launcher.local import LocalLauncher

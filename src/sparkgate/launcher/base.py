@@ -14,8 +14,8 @@ class Launcher(Protocol):
     :meth:`kill` is for one that does not answer there.
 
     Logs: :meth:`launch` records the file the driver's output goes to as the engine record's
-    ``log_path``, a file on the node that launched it. (On Kubernetes that file holds
-    spark-submit's output; the driver's own log is the pod's.)"""
+    ``log_path``: a file on the node that launched it, or (Kubernetes) ``k8s://<namespace>/
+    <pod>``, the pod whose log it is."""
 
     def launch(self, engine: EngineRecord) -> None:
         """Start the engine's driver. It registers itself in the store once up; one that
@@ -25,6 +25,10 @@ class Launcher(Protocol):
         """Whether the engine's driver still runs, as far as this machine can see; None when
         it cannot tell from here (no process recorded yet, a process on another host, a pod):
         then the store's heartbeats and states are all there is to judge by."""
+
+    def log(self, engine: EngineRecord, *, tail: int | None = None) -> str:
+        """The engine driver's output, its last ``tail`` lines (all: None); empty when it
+        cannot be read from here."""
 
     def kill(self, engine: EngineRecord) -> bool:
         """Force-stop the engine's driver, without waiting for it to finish its work. True if

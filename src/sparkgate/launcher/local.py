@@ -52,6 +52,30 @@ def kill_process_group(engine: EngineRecord) -> bool:
     return True
 
 
+def tail_file(log_path: str | None, tail: int | None) -> str:
+    """The last ``tail`` lines (all: None) of an engine's log file, if on this host."""
+    if not log_path:
+        return ""
+    try:
+        with open(log_path, "rb") as file:
+            if tail is None:
+                data = file.read()
+            else:
+                # Enough of the end for the lines asked, read from the end (logs grow large).
+                size = file.seek(0, os.SEEK_END)
+                want = max(tail, 1) * 512
+                while True:
+                    file.seek(max(0, size - want))
+                    data = file.read()
+                    if data.count(b"\n") > tail or want >= size:
+                        break
+                    want *= 4
+                data = b"\n".join(data.split(b"\n")[-tail - 1 :])
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace")
+
+
 class LocalLauncher:
     def __init__(self, settings: Settings, store: Store) -> None:
         self.settings = settings
@@ -87,6 +111,9 @@ class LocalLauncher:
 
     def alive(self, engine: EngineRecord) -> bool | None:
         return process_alive(engine)
+
+    def log(self, engine: EngineRecord, *, tail: int | None = None) -> str:
+        return tail_file(engine.log_path, tail)
 
     def kill(self, engine: EngineRecord) -> bool:
         return kill_process_group(engine)

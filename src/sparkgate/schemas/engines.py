@@ -15,6 +15,7 @@ if TYPE_CHECKING:  # the records its models are built from, for the type checker
 
 
 _ADMINS = "Admins only: null for other users."
+POD_LOG_SCHEME = "k8s://"  # an engine pod's log_path: k8s://<namespace>/<pod>
 
 
 class Engine(Body):
@@ -27,6 +28,9 @@ class Engine(Body):
     app_id: str | None = Field(description="Its Spark application's id. " + _ADMINS)
     spark_ui: str | None = Field(description="Its Spark UI through sparkgate. " + _ADMINS)
     log_path: str | None = Field(description=_ADMINS)
+    pod: str | None = Field(
+        default=None, description="Kubernetes: its driver pod, as namespace/name. " + _ADMINS
+    )
     created_at: Timestamp
     started_at: OptionalTimestamp
     heartbeat_at: OptionalTimestamp
@@ -37,7 +41,16 @@ class Engine(Body):
     def of(cls, engine: EngineRecord) -> Engine:
         # Its Spark UI through sparkgate (admins only), when the engine serves one.
         ui = f"/v1/engines/{engine.id}/ui/" if engine.ui_url else None
-        return cls.from_record(engine, spark_ui=ui)
+        where = engine.log_path or ""
+        pod = where.removeprefix(POD_LOG_SCHEME) if where.startswith(POD_LOG_SCHEME) else None
+        return cls.from_record(engine, spark_ui=ui, pod=pod)
+
+
+class EngineLog(Body):
+    engine_id: int
+    log: str = Field(
+        description="Its driver's output (Kubernetes: its pod's log), the last lines asked."
+    )
 
 
 class EngineList(Body):

@@ -83,6 +83,13 @@ class Engines:
                 engines[engine_id] = as_seen_by(user, engine)
         return engines
 
+    def log(self, engine_id: int, *, user: Principal, tail: int | None = None) -> str:
+        """An engine driver's output (its log file, or its pod's log). Admins only: an
+        engine's log names every session's work it ran."""
+        self.users.require_admin(user, "read engines' logs", target=f"engine:{engine_id}")
+        engine = self.store.engines.get(engine_id)  # 404 for an unknown engine
+        return self.placement.launcher.log(engine, tail=tail)
+
     def stop(self, engine_id: int, *, user: Principal) -> EngineRecord:
         """Ask an engine to stop gracefully (it notices within a heartbeat). Admins only."""
         self.users.require_admin(user, "stop an engine", target=f"engine:{engine_id}")

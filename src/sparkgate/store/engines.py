@@ -233,7 +233,7 @@ class Engines:
             return [EngineRecord.from_row(r) for r in conn.execute(query).mappings()]
 
     def set_process(
-        self, engine_id: int, *, pid: int, host: str, log_path: str, now: float
+        self, engine_id: int, *, pid: int | None, host: str | None, log_path: str, now: float
     ) -> None:
         """Record where an engine runs (launcher side, right after starting the process)."""
         stmt = (

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Query
 
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import Id
-from sparkgate.schemas.engines import Engine, EngineList
+from sparkgate.schemas.engines import Engine, EngineList, EngineLog
 
 router = APIRouter(prefix="/v1/engines", tags=["engines"])
 _NOT_SEEN = "No such engine, or one that ran none of the caller's sessions (admins see all)."
@@ -25,6 +25,19 @@ def list_engines(service: ServiceDep, user: UserDep, all: bool = False) -> Engin
 @router.get("/{engine_id}", response_model=Engine, responses=refusals({404: _NOT_SEEN}))
 def get_engine(engine_id: Id, service: ServiceDep, user: UserDep) -> Engine:
     return Engine.of(service.engines.get(engine_id, user=user))
+
+
+@router.get(
+    "/{engine_id}/log",
+    response_model=EngineLog,
+    responses=refusals({403: "Admins only.", 404: "No such engine."}),
+)
+def engine_log(
+    engine_id: Id, service: ServiceDep, user: UserDep, tail: int | None = Query(None, ge=1)
+) -> EngineLog:
+    """An engine driver's output: its log file, or on Kubernetes its pod's log (through the
+    API server), the last ``tail`` lines or all. Admins only."""
+    return EngineLog(engine_id=engine_id, log=service.engines.log(engine_id, user=user, tail=tail))
 
 
 @router.post(
