@@ -251,6 +251,9 @@ class NoProcesses:
     def alive(self, engine: EngineRecord) -> bool | None:
         return None
 
+    def log(self, engine: EngineRecord, *, tail: int | None = None) -> str:
+        return ""
+
     def kill(self, engine: EngineRecord) -> bool:
         return False
 

@@ -35,6 +35,9 @@ class Killer:
     def alive(self, engine: EngineRecord) -> bool | None:
         return None
 
+    def log(self, engine: EngineRecord, *, tail: int | None = None) -> str:
+        return ""
+
     def kill(self, engine: EngineRecord) -> bool:
         self.killed.append(engine.id)
         return True

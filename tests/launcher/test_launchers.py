@@ -141,6 +141,9 @@ class Recorder:
     def alive(self, engine: EngineRecord) -> bool | None:
         return self.fates[engine.id]
 
+    def log(self, engine: EngineRecord, *, tail: int | None = None) -> str:
+        return ""
+
     def kill(self, engine: EngineRecord) -> bool:
         self.killed.append(engine.id)
         return True
