@@ -11,168 +11,45 @@ is the real thing.
 from __future__ import annotations
 
 import contextlib
-import os
-import time
-from collections.abc import Callable, Iterator
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any, TypeVar
+from collections.abc import Iterator
+from typing import Any
 
-import httpx
 import pytest
 from kubernetes import client as k8s
 
 from sparkgate_dev.kube import Cluster
+from sparkgate_dev.kube.release import (
+    ADMIN,
+    ENGINES,
+    EXECUTORS,
+    FULLNAME,
+    NS,
+    RELEASE,
+    Release,
+    engine_of,
+    installed,
+    run,
+    small_values,
+    wait_for,
+)
 from sparkgate_dev.proxy import TcpProxy
 from tests.conftest import _pg_reachable, _pg_schema
 
-helm = pytest.importorskip("helm_python")
-
-ROOT = Path(__file__).resolve().parents[2]
-CHART = ROOT / "deploy" / "helm" / "sparkgate"
-ENTRYPOINT = ROOT / "deploy" / "image" / "entrypoint"
-VENV = ROOT / ".venv" / "bin"
-NS = "analytics"
-RELEASE = "sg"
-FULLNAME = f"{RELEASE}-sparkgate"
-ADMIN = ("admin", "admin-password-1")
-NODES = "app.kubernetes.io/component=node"
-ENGINES = "sparkgate.io/role=driver"
-EXECUTORS = "spark-role=executor"
-
-T = TypeVar("T")
-
-
-def wait_for(what: str, probe: Callable[[], T | None], timeout: float = 240.0) -> T:
-    deadline = time.monotonic() + timeout
-    last: Any = None
-    while time.monotonic() < deadline:
-        try:
-            found = probe()
-        except (httpx.HTTPError, k8s.ApiException) as exc:
-            found, last = None, exc
-        if found:
-            return found
-        time.sleep(0.5)
-    raise AssertionError(f"timed out waiting for {what} (last error: {last!r})")
-
-
-@dataclass
-class Deployed:
-    cluster: Cluster
-    helm: Any  # helm_python.Config
-    values: dict[str, Any]
-
-    @property
-    def core(self) -> k8s.CoreV1Api:
-        return self.cluster.core()
-
-    def pods(self, selector: str) -> list[Any]:
-        return list(self.core.list_namespaced_pod(NS, label_selector=selector).items)
-
-    def ready_nodes(self) -> list[Any]:
-        return [
-            p
-            for p in self.pods(NODES)
-            if p.metadata.deletion_timestamp is None
-            and any(c.type == "Ready" and c.status == "True" for c in p.status.conditions or [])
-        ]
-
-    def node_url(self, pod: Any | None = None) -> str:
-        pod = pod or self.ready_nodes()[0]
-        return f"http://{pod.status.pod_ip}:{self.values['ports']['http']}"
-
-    @contextlib.contextmanager
-    def api(self, pod: Any | None = None) -> Iterator[httpx.Client]:
-        with httpx.Client(base_url=self.node_url(pod), auth=ADMIN, timeout=120) as client:
-            yield client
-
-    def upgrade(self, values: dict[str, Any]) -> None:
-        self.helm.upgrade(str(CHART), RELEASE, values, namespace=NS, timeout=300)
-        self.values = values
-
-
-def image_env() -> dict[str, str]:
-    """The "image" the test kubelet runs: this checkout's virtualenv on the host."""
-    return {
-        "PATH": f"{VENV}:/usr/local/bin:/usr/bin:/bin",
-        "SPARKGATE_PYTHON": str(VENV / "python"),
-        "PYSPARK_PYTHON": str(VENV / "python"),
-        "HOME": "/tmp",
-    }
+pytest.importorskip("helm_python")
 
 
 @pytest.fixture(scope="module")
-def deployed(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Deployed]:
+def deployed(cluster: Cluster, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Release]:
     reason = _pg_reachable()
     if reason:
         pytest.skip(reason)
-    cluster.add_local_image("sparkgate:test", [str(ENTRYPOINT)], image_env())
     home = tmp_path_factory.mktemp("sparkgate-home")
-    os.chmod(home, 0o777)
-    with _pg_schema() as store_url:
-        values: dict[str, Any] = {
-            "image": {"repository": "sparkgate", "tag": "test"},
-            "replicaCount": 2,
-            "ports": {"http": 8998, "thrift": 10009, "connect": 15002},
-            "store": {"url": store_url},
-            "storage": {"hostPath": str(home)},
-            # The "image" is the host's filesystem, whose Python lives under /root.
-            "podSecurityContext": {"runAsUser": 0, "runAsGroup": 0, "fsGroup": 0},
-            "insecure": True,  # no TLS between the test and the pods (loopback addresses)
-            "auth": {"methods": "password", "admin": {"name": ADMIN[0], "password": ADMIN[1]}},
-            "config": {
-                "catalog": "in-memory",
-                "warm_engines": 0,
-                "engine_start_timeout": 240,
-                "spark_conf": {"spark.sql.shuffle.partitions": "2"},
-            },
-            "engines": {
-                "pods": {
-                    "default": {
-                        "cpu": "100m",
-                        "memory": "512m",
-                        "executor_cpu": "100m",
-                        "executor_memory": "512m",
-                        "max_executors": 1,
-                    }
-                }
-            },
-        }
-        cluster.core().create_namespace(k8s.V1Namespace(metadata=k8s.V1ObjectMeta(name=NS)))
-        config = helm.Config(namespace=NS, kubeconfig_path=str(cluster.kubeconfig))
-        try:
-            config.install(str(CHART), RELEASE, values, namespace=NS, timeout=300)
-            found = Deployed(cluster, config, values)
-            wait_for("two ready nodes", lambda: len(found.ready_nodes()) == 2)
-            yield found
-        finally:
-            with contextlib.suppress(Exception):
-                config.uninstall(RELEASE, ignore_not_found=True, timeout=120)
-            core = cluster.core()
-            # Whatever is left (a failed test) goes with its namespace, before its schema.
-            for pod in core.list_namespaced_pod(NS).items:
-                name: Any = pod.metadata and pod.metadata.name
-                with contextlib.suppress(k8s.ApiException):
-                    core.delete_namespaced_pod(name, NS, grace_period_seconds=0)
-            wait_for("no pods", lambda: not core.list_namespaced_pod(NS).items, timeout=120)
-            config.close()
-
-
-def run(api: httpx.Client, sql: str, wait: float = 200) -> dict[str, Any]:
-    answer = api.post("/v1/queries", json={"query": sql}, params={"wait": wait})
-    assert answer.status_code in (200, 201, 202), answer.text
-    query: dict[str, Any] = answer.json()
-    return query
-
-
-def engine_of(api: httpx.Client, query: dict[str, Any]) -> int:
-    engine: int = api.get(f"/v1/sessions/{query['session_id']}").json()["engine_id"]
-    return engine
+    with _pg_schema() as store_url, installed(cluster, small_values(store_url, home)) as release:
+        yield release
 
 
 def test_a_query_at_each_door_runs_on_an_engine_pod_with_executor_pods(
-    deployed: Deployed,
+    deployed: Release,
 ) -> None:
     with deployed.api() as api:
         query = run(api, "SELECT sum(id) AS total FROM range(1000)")
@@ -223,7 +100,7 @@ def test_a_query_at_each_door_runs_on_an_engine_pod_with_executor_pods(
 
 
 def test_the_service_accounts_may_do_what_launching_needs_and_nothing_more(
-    deployed: Deployed,
+    deployed: Release,
 ) -> None:
     """Asked of the API server itself (RBAC on): a node's account creates, watches, deletes
     engine pods and reads their logs; an engine's creates and deletes its executors."""
@@ -256,7 +133,7 @@ def test_the_service_accounts_may_do_what_launching_needs_and_nothing_more(
 
 
 def test_a_deleted_engine_pod_loses_its_query_and_the_next_query_gets_a_new_pod(
-    deployed: Deployed,
+    deployed: Release,
 ) -> None:
     with deployed.api() as api:
         sleeper = run(api, "SELECT java_method('java.lang.Thread', 'sleep', 600000L)", wait=0)
@@ -284,7 +161,29 @@ def test_a_deleted_engine_pod_loses_its_query_and_the_next_query_gets_a_new_pod(
     assert name not in {p.metadata.name for p in deployed.pods(ENGINES)}
 
 
-def test_a_killed_node_pod_leaves_its_engines_to_the_other_node(deployed: Deployed) -> None:
+def test_idle_executors_go_and_an_ended_engines_pod_is_deleted(deployed: Release) -> None:
+    """A session with a driver setting of its own gets a dedicated engine (no executor kept):
+    its executor pod comes for a query and goes when idle; its driver pod goes when the
+    session ends and its engine exits."""
+    with deployed.api() as api:
+        session = api.post("/v1/sessions", json={"conf": {"spark.executor.memory": "512m"}})
+        assert session.status_code == 201, session.text
+        session_id = session.json()["id"]
+        query = run(api, "SELECT count(*) AS n FROM range(100000)", session_id=session_id)
+        assert query["state"] == "success" and query["page"]["rows"] == [[100000]], query
+        engine = api.get(f"/v1/engines/{engine_of(api, query)}").json()
+        assert engine["kind"] == "dedicated"
+        name = engine["pod"].split("/")[1]
+        selector = f"sparkgate.io/engine={engine['id']},{EXECUTORS}"
+        assert deployed.pods(selector), "its executor pod"
+        wait_for("its idle executor pod to go", lambda: not deployed.pods(selector), timeout=120)
+        driver: Any = deployed.core.read_namespaced_pod(name, NS)
+        assert driver.status.phase == "Running"
+        assert api.delete(f"/v1/sessions/{session_id}").status_code in (200, 202, 204)
+    deployed.cluster.wait_pod_gone(NS, name, timeout=120)
+
+
+def test_a_killed_node_pod_leaves_its_engines_to_the_other_node(deployed: Release) -> None:
     first, second = deployed.ready_nodes()[:2]
     with deployed.api(first) as api:
         before = run(api, "SELECT 2 AS two")
@@ -308,7 +207,7 @@ def test_a_killed_node_pod_leaves_its_engines_to_the_other_node(deployed: Deploy
     )
 
 
-def test_an_upgrade_rolls_the_nodes_without_losing_a_query(deployed: Deployed) -> None:
+def test_an_upgrade_rolls_the_nodes_without_losing_a_query(deployed: Release) -> None:
     old_nodes = {p.metadata.name for p in deployed.ready_nodes()}
     with deployed.api() as api:
         running = run(api, "SELECT java_method('java.lang.Thread', 'sleep', 20000L) AS slept", 0)
@@ -336,7 +235,7 @@ def test_an_upgrade_rolls_the_nodes_without_losing_a_query(deployed: Deployed) -
     assert env["SPARKGATE_RESULT_PAGE_MAX"] == "5000"
 
 
-def test_uninstall_leaves_no_pod(deployed: Deployed) -> None:
+def test_uninstall_leaves_no_pod(deployed: Release) -> None:
     assert deployed.pods(ENGINES)
     deployed.helm.uninstall(RELEASE, timeout=180)
     wait_for("no pods", lambda: not deployed.core.list_namespaced_pod(NS).items, timeout=180)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 import yaml
 
-from sparkgate.engine.pod import pod_spark_conf
+from sparkgate.engine.pod import pod_defaults, pod_spark_conf
 from sparkgate.launcher.kubernetes import (
     LaunchRefused,
     engine_pod,
@@ -189,15 +189,15 @@ def test_the_engine_in_a_pod_drives_executors_from_its_own_address(tmp_path: Pat
         "SPARKGATE_POD_EXECUTOR_TEMPLATE": "kind: Pod\n",
     }  # fmt: skip
     conf = pod_spark_conf(environ)
+    assert pod_defaults(environ) == {"spark.executor.memory": "2g"}
     assert conf["spark.master"] == "k8s://https://10.96.0.1:443"
     assert conf["spark.submit.deployMode"] == "client"
     assert conf["spark.driver.host"] == conf["spark.driver.bindAddress"] == "10.1.2.3"
     assert conf["spark.kubernetes.driver.pod.name"] == "sg-engine-7"
     assert conf["spark.kubernetes.namespace"] == "data"
-    assert conf["spark.executor.memory"] == "2g"
     template = Path(conf["spark.kubernetes.executor.podTemplateFile"])
     try:
         assert template.read_text() == "kind: Pod\n"
     finally:
         template.unlink()
-    assert pod_spark_conf({}) == {}  # not in a pod
+    assert pod_spark_conf({}) == pod_defaults({}) == {}  # not in a pod

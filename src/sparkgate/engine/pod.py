@@ -31,8 +31,18 @@ def pod_address(environ: Mapping[str, str] = os.environ) -> str | None:
     return environ.get(POD_IP_ENV) or None
 
 
+def pod_defaults(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
+    """The properties the node chose for this engine's executors (image, size, labels,
+    dynamic allocation): defaults, which the admin's ``spark_conf`` overrides."""
+    if pod_address(environ) is None:
+        return {}
+    defaults: dict[str, str] = json.loads(environ.get(POD_SPARK_CONF_ENV) or "{}")
+    return defaults
+
+
 def pod_spark_conf(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
-    """The Spark properties of an engine in a pod; none elsewhere."""
+    """The properties an engine in a pod cannot run without (its master, address, pod
+    name, credentials); none elsewhere."""
     address = pod_address(environ)
     if address is None:
         return {}
@@ -40,7 +50,7 @@ def pod_spark_conf(environ: Mapping[str, str] = os.environ) -> dict[str, str]:
     port = environ.get("KUBERNETES_SERVICE_PORT", "443")
     if ":" in host:
         host = f"[{host}]"  # an IPv6 address
-    conf: dict[str, str] = json.loads(environ.get(POD_SPARK_CONF_ENV) or "{}")
+    conf: dict[str, str] = {}
     conf.update(
         {
             "spark.master": f"k8s://https://{host}:{port}",

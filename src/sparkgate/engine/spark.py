@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Any
 from sparkgate.engine.artifacts import isolation_conf, share_root
 from sparkgate.engine.authz.build import COSTS_LISTENER_CLASS, EXTENSION_CLASS, ensure_jar
 from sparkgate.engine.authz.touched import Touched
-from sparkgate.engine.pod import pod_address, pod_spark_conf
+from sparkgate.engine.pod import pod_address, pod_defaults, pod_spark_conf
 from sparkgate.recorded import ErrorCode
 from sparkgate.settings import Settings
 from sparkgate.statement_cost import StatementCost
@@ -125,9 +125,11 @@ def engine_spark_conf(
         conf.update(STANDALONE_DEFAULTS)
         if kind is EngineKind.SHARED and settings.shared_engine_keep_executor:
             conf.update(SHARED_ENGINE_DEFAULTS)
+    # In a pod (SPARKGATE_LAUNCHER=kubernetes): executors as pods, sized as the node chose,
+    # unless the admin's properties say otherwise; then what a pod cannot run without.
+    conf.update(pod_defaults())
     conf.update(settings.spark_conf)
     conf.update(extra or {})
-    # In a pod (SPARKGATE_LAUNCHER=kubernetes): its master, address and executors as pods.
     conf.update(pod_spark_conf())
     if authz_jar is not None:
         # Data access control (sparkgate.engine.authz): sees every plan of every session.
@@ -325,7 +327,7 @@ def build_spark(
 
 
 def wait_for_executors(spark: SparkSession, timeout: float) -> None:
-    """On a cluster, wait until at least one executor has registered with this driver; raise
+    """On a cluster, wait until an executor has registered with this driver; raise
     :class:`NoExecutors`, naming what the application asks, when none comes in ``timeout``.
     (Without executors the first query would block forever, unseen.)"""
     sc = spark.sparkContext
@@ -340,9 +342,13 @@ def wait_for_executors(spark: SparkSession, timeout: float) -> None:
     described = ", ".join(f"{k}={v}" for k, v in asked.items())
     started = time.monotonic()
     said = started
+    status = sc._jsc.sc().statusStore()
     while True:
-        # The driver counts itself among the block managers: more than one, an executor.
-        if sc._jsc.sc().getExecutorMemoryStatus().size() > 1:
+        # The driver counts itself among the executors: more than one, an executor. Removed
+        # ones count too: with dynamic allocation an executor that registered while the
+        # driver was still starting (slowly, on a busy machine) may already have gone idle and
+        # been given back; the cluster gave one, and gives again for the first query.
+        if status.executorList(False).size() > 1:
             return
         now = time.monotonic()
         if now - started > timeout:

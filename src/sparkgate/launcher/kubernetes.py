@@ -158,6 +158,10 @@ def executor_conf(settings: Settings, engine: EngineRecord, pod: EnginePod) -> d
         "spark.dynamicAllocation.minExecutors": "0",
         "spark.dynamicAllocation.initialExecutors": "1",
         "spark.dynamicAllocation.executorIdleTimeout": "30s",
+        # An executor holding shuffle files is never idle by default, and every aggregate or
+        # join leaves some: a gateway's finished queries need them no more (Spark recomputes
+        # what a later stage might miss), so such an executor goes after this too.
+        "spark.dynamicAllocation.shuffleTracking.timeout": "120s",
         "spark.dynamicAllocation.maxExecutors": str(pod.max_executors or 2),
         "spark.executor.cores": "1",
         "spark.executor.memory": pod.executor_memory or "1g",
