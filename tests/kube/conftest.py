@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from collections.abc import Iterator
 
@@ -12,6 +13,8 @@ from sparkgate_dev.kube import Cluster, ControlPlaneUnavailable, ensure_built
 
 @pytest.fixture(scope="module")
 def cluster(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Cluster]:
+    if os.geteuid() != 0:
+        pytest.skip("the test kubelet needs root: pods get mount namespaces and local routes")
     try:
         ensure_built()
     except ControlPlaneUnavailable as exc:
