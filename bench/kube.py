@@ -46,9 +46,14 @@ from sparkgate_dev.kube.release import ENGINES, EXECUTORS, installed, run, small
 SETTINGS = {"catalog": "in-memory", "warm_engines": 0}
 
 
+FINAL = {"success", "failed", "cancelled"}
+
+
 def one_off(api: httpx.Client) -> float:
     started = time.monotonic()
-    query = run(api, "SELECT 1 AS one", wait=600, isolation="engine")
+    query = run(api, "SELECT 1 AS one", wait=120, isolation="engine")
+    while query["state"] not in FINAL:  # a wait ends after SPARKGATE_LONG_POLL_MAX (120 s)
+        query = api.get(f"/v1/queries/{query['id']}", params={"wait": 120}).json()
     assert query["state"] == "success", query
     return time.monotonic() - started
 
