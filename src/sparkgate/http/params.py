@@ -30,6 +30,8 @@ IdQuery = Annotated[int | None, Query(ge=0, le=INT64_MAX)]
 Offset = Annotated[int, Query(ge=0, le=INT64_MAX, description="Rows to skip.")]
 # How many items a list answers (a page of a long list, or the latest few).
 ListLimit = Annotated[int, Query(ge=1, le=1000)]
+# The last lines of a log (an engine's): at most what a reader can page through.
+LogTail = Annotated[int | None, Query(ge=1, le=1_000_000, description="Only the last N lines.")]
 # A result page's size; the server caps it at result_page_max.
 PageLimit = Annotated[int | None, Query(ge=0, le=INT64_MAX, description="Rows in the page.")]
 Wait = Annotated[

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from fastapi import APIRouter, Query
+from fastapi import APIRouter
 
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
-from sparkgate.http.params import Id
+from sparkgate.http.params import Id, LogTail
 from sparkgate.schemas.engines import Engine, EngineList, EngineLog
 
 router = APIRouter(prefix="/v1/engines", tags=["engines"])
@@ -33,7 +33,7 @@ def get_engine(engine_id: Id, service: ServiceDep, user: UserDep) -> Engine:
     responses=refusals({403: "Admins only.", 404: "No such engine."}),
 )
 def engine_log(
-    engine_id: Id, service: ServiceDep, user: UserDep, tail: int | None = Query(None, ge=1)
+    engine_id: Id, service: ServiceDep, user: UserDep, tail: LogTail = None
 ) -> EngineLog:
     """An engine driver's output: its log file, or on Kubernetes its pod's log (through the
     API server), the last ``tail`` lines or all. Admins only."""
