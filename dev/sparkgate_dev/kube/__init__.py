@@ -26,7 +26,7 @@ from kubernetes import client as k8s
 from kubernetes.client.exceptions import ApiException
 
 from sparkgate_dev.kube._images import Image, read_local_images, write_local_images
-from sparkgate_dev.kube._process import Daemon
+from sparkgate_dev.kube._process import Daemon, wait_for
 from sparkgate_dev.kube.controlplane import (
     SERVICE_CIDR,
     ControlPlane,
@@ -134,7 +134,7 @@ class Cluster:
                     return beat is not None and beat.timestamp() >= int(started_after)
             return False
 
-        _wait(ready, timeout, f"node {name} Ready")
+        wait_for(ready, timeout=timeout, what=f"node {name} Ready", interval=0.2)
 
     def stop_kubelet(self, name: str = "node-1") -> None:
         """Stop a node's kubelet as a node shutdown would: its pods' processes end, the pods
@@ -205,7 +205,13 @@ class Cluster:
                 return bool(predicate(pod))
             return False
 
-        _wait(holds, timeout, f"pod {namespace}/{name}", lambda: found[0].status if found else None)
+        wait_for(
+            holds,
+            timeout=timeout,
+            what=f"pod {namespace}/{name}",
+            interval=0.2,
+            last=lambda: found[0].status if found else None,
+        )
         return found[0]
 
     def wait_pod_gone(self, namespace: str, name: str, timeout: float = 60.0) -> None:
@@ -218,18 +224,4 @@ class Cluster:
                 raise
             return False
 
-        _wait(gone, timeout, f"pod {namespace}/{name} to be deleted")
-
-
-def _wait(
-    check: Callable[[], bool],
-    timeout: float,
-    what: str,
-    last: Callable[[], object] | None = None,
-) -> None:
-    deadline = time.monotonic() + timeout
-    while not check():
-        if time.monotonic() > deadline:
-            seen = f" (last: {last()})" if last else ""
-            raise TimeoutError(f"timed out after {timeout}s waiting for {what}{seen}")
-        time.sleep(0.2)
+        wait_for(gone, timeout=timeout, what=f"pod {namespace}/{name} to be deleted", interval=0.2)

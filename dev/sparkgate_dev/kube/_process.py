@@ -21,13 +21,20 @@ def free_port(host: str = "127.0.0.1") -> int:
 
 
 def wait_for(
-    check: Callable[[], bool], *, timeout: float, what: str, interval: float = 0.1
+    check: Callable[[], bool],
+    *,
+    timeout: float,
+    what: str,
+    interval: float = 0.1,
+    last: Callable[[], object] | None = None,
 ) -> None:
-    """Poll ``check`` until it holds; ``TimeoutError`` naming ``what`` after ``timeout``."""
+    """Poll ``check`` until it holds; ``TimeoutError`` naming ``what`` (and what ``last``
+    says was seen last) after ``timeout``."""
     deadline = time.monotonic() + timeout
     while not check():
         if time.monotonic() > deadline:
-            raise TimeoutError(f"timed out after {timeout}s waiting for {what}")
+            seen = f" (last: {last()})" if last else ""
+            raise TimeoutError(f"timed out after {timeout}s waiting for {what}{seen}")
         time.sleep(interval)
 
 
