@@ -88,6 +88,7 @@ class Engines:
         engine's log names every session's work it ran."""
         self.users.require_admin(user, "read engines' logs", target=f"engine:{engine_id}")
         engine = self.store.engines.get(engine_id)  # 404 for an unknown engine
+        self.users.audit(user, "engine.log", "ok", target=f"engine:{engine_id}")
         return self.placement.launcher.log(engine, tail=tail)
 
     def stop(self, engine_id: int, *, user: Principal) -> EngineRecord:
