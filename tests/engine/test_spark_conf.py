@@ -124,3 +124,17 @@ def test_on_a_standalone_master_only_the_shared_engine_keeps_an_executor(tmp_pat
     assert "spark.dynamicAllocation.minExecutors" not in engine_spark_conf(
         _settings(tmp_path), kind=EngineKind.SHARED
     )
+
+
+def test_killed_tasks_cpu_is_measured_only_where_executors_share_the_drivers_jar(
+    tmp_path: Path,
+) -> None:
+    # The plugin's class is on the driver's class path only: an executor in another JVM
+    # that cannot load it fails to start, so it is set for local masters alone.
+    local = engine_spark_conf(_settings(tmp_path), authz_jar="/x/authz.jar")
+    assert local["spark.plugins"].split(",")[0] == "sparkgate.authz.KilledTaskCpu"
+    for master in ("spark://10.0.0.5:7077", "local-cluster[2,1,1024]", "k8s://https://k:6443"):
+        conf = engine_spark_conf(
+            Settings(home=tmp_path, spark_master=master), authz_jar="/x/authz.jar"
+        )
+        assert "KilledTaskCpu" not in conf.get("spark.plugins", "")

@@ -10,7 +10,12 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from sparkgate.engine.artifacts import isolation_conf, share_root
-from sparkgate.engine.authz.build import COSTS_LISTENER_CLASS, EXTENSION_CLASS, ensure_jar
+from sparkgate.engine.authz.build import (
+    COSTS_LISTENER_CLASS,
+    EXTENSION_CLASS,
+    KILLED_TASK_CPU_PLUGIN,
+    ensure_jar,
+)
 from sparkgate.engine.authz.touched import Touched
 from sparkgate.engine.pod import pod_address, pod_defaults, pod_spark_conf
 from sparkgate.recorded import ErrorCode
@@ -143,6 +148,13 @@ def engine_spark_conf(
         conf["spark.extraListeners"] = _joined(
             conf.get("spark.extraListeners"), COSTS_LISTENER_CLASS, ","
         )
+        master = conf["spark.master"]
+        if master == "local" or master.startswith("local["):
+            # A killed task's CPU time, which Spark leaves at 0 (KilledTaskCpu.scala). Only
+            # where the executors run in this JVM, on the class path above: an executor in
+            # another JVM (local-cluster, standalone, Kubernetes) that cannot load a plugin's
+            # class fails to start, and the jar is not shipped to them.
+            conf["spark.plugins"] = _joined(conf.get("spark.plugins"), KILLED_TASK_CPU_PLUGIN, ",")
     # Whoever turned the UI on, it is reached through sparkgate only, and cannot kill jobs.
     conf["spark.ui.killEnabled"] = "false"
     if ui_enabled(conf) and not _is_local(conf["spark.master"]):

@@ -23,6 +23,7 @@ log = logging.getLogger("sparkgate.engine")
 HERE = Path(__file__).parent
 EXTENSION_CLASS = "sparkgate.authz.Extensions"
 COSTS_LISTENER_CLASS = "sparkgate.authz.QueryCosts"
+KILLED_TASK_CPU_PLUGIN = "sparkgate.authz.KilledTaskCpu"
 
 
 def _pyspark_jars() -> Path:
