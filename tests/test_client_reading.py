@@ -84,4 +84,10 @@ def test_an_answer_dumps_as_the_server_sent_it() -> None:
 
 
 # The fields ``GET /v1/queries/{id}`` fills and a submit's answer leaves null.
-_DEFAULTS = {"cost": None, "resource_group": None, "tags": None, "queue_position": None}
+_DEFAULTS = {
+    "cost": None,
+    "resource_group": None,
+    "tags": None,
+    "queue_position": None,
+    "price": None,
+}

@@ -29,6 +29,7 @@ LAYERS: list[set[str]] = [
         "states",
         "stream_spec",
         "statement_cost",
+        "pricing",
         "sql",
         "settings",
         "processes",
@@ -39,7 +40,7 @@ LAYERS: list[set[str]] = [
         "doors",
         "logs",
     },
-    {"results", "store"},
+    {"results", "result_formats", "store"},
     # each resource as every door shows it, built from the store's records
     {"schemas"},
     {"auth", "metrics", "catalog", "enginelink"},

@@ -45,6 +45,7 @@ class ErrorCode(StrEnum):
     JOB_RUN_NOT_FOUND = "JOB_RUN_NOT_FOUND"
     TOKEN_NOT_FOUND = "TOKEN_NOT_FOUND"
     TABLE_TRANSACTION_NOT_FOUND = "TABLE_TRANSACTION_NOT_FOUND"
+    SAVED_QUERY_NOT_FOUND = "SAVED_QUERY_NOT_FOUND"
     # the request and the state it meets
     INVALID_REQUEST = "INVALID_REQUEST"
     INVALID_STATE = "INVALID_STATE"
@@ -137,6 +138,8 @@ class ErrorCode(StrEnum):
     JOB_NOT_BATCH = "JOB_NOT_BATCH"
     JOB_REMOVED = "JOB_REMOVED"
     JOB_RUN_LOST = "JOB_RUN_LOST"
+    # saved queries
+    SAVED_QUERY_EXISTS = "SAVED_QUERY_EXISTS"
 
     def detail(self, **params: Any) -> dict[str, Any]:
         """The code and its parameters without a message: an audit entry's detail for a

@@ -7,7 +7,8 @@ A result is a directory ``<results>/<query id>/`` holding:
   that cover rows [offset, offset + limit) without reading anything else.
 
 The directory is written under a temporary name and renamed into place, so a reader sees a
-complete result or none. Readers memory-map the file: a page costs the rows on it.
+complete result or none. Readers memory-map the file: a page costs the rows on it. A download
+reads it whole a batch at a time (``open_whole``; ``result_formats.py`` writes the files).
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ import os
 import shutil
 import threading
 from collections import OrderedDict
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import date, datetime, time, timedelta
 from decimal import Decimal
@@ -148,6 +149,45 @@ def _open(directory: Path) -> _Opened:
         while len(_OPENED) > _OPENED_MAX:
             _OPENED.popitem(last=False)
     return opened
+
+
+class WholeResult:
+    """A stored result opened to be read whole, one record batch at a time in logical order
+    (a download): ``schema``, ``total`` rows, then ``batches()`` once.
+
+    Read with plain reads, not the memory map pages use: pages of a mapped file that were
+    touched count in the process's resident memory until the map is closed, so streaming a
+    large result through the map would grow the node's RSS by the whole file. A read batch is
+    freed once written out. The file is opened here: a result deleted while it streams (by
+    retention) still reads to its end."""
+
+    def __init__(self, directory: Path) -> None:
+        index = json.loads((directory / INDEX_FILE).read_text())
+        self._order: list[int] = index["order"]
+        self.total: int = sum(index["rows"])
+        self._source = pa.OSFile(str(directory / DATA_FILE))
+        try:
+            self._reader = pa.ipc.open_file(self._source)
+        except BaseException:
+            self._source.close()
+            raise
+        self.schema: pa.Schema = self._reader.schema
+
+    def batches(self) -> Iterator[pa.RecordBatch]:
+        """Every batch in logical order; the file is closed at the end (or when dropped)."""
+        try:
+            for physical in self._order:
+                yield self._reader.get_batch(physical)
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        self._source.close()
+
+
+def open_whole(path: str | Path) -> WholeResult:
+    """A stored result to read whole (FileNotFoundError once it is gone)."""
+    return WholeResult(Path(path))
 
 
 def delete(path: str | Path) -> None:

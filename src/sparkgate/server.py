@@ -24,6 +24,7 @@ from sparkgate.api.routes import (
     jobs,
     metrics,
     queries,
+    saved_queries,
     sessions,
     streams,
     table_data,
@@ -91,6 +92,7 @@ def create_app(settings: Settings) -> FastAPI:
     for router in (
         sessions.router,
         queries.router,
+        saved_queries.router,
         engines.router,
         engine_ui.router,
         streams.router,

@@ -84,6 +84,13 @@ class Settings(BaseSettings):
     # group, of everyone (default without auth), or none (an engine per session).
     engine_share_level: Literal["user", "group", "server", "connection"] | None = None
     metrics_public: bool = False  # /metrics without credentials even when auth is on
+    # Charge-back: a price per executor CPU-second, per GB (10^9 bytes) read and per GB
+    # shuffled (written by map tasks) turns each query's cost and the usage totals into money
+    # (``pricing.py``); none set: no money shown. ``price_currency`` only labels it ("EUR").
+    price_per_cpu_second: float | None = Field(default=None, ge=0)
+    price_per_gb_read: float | None = Field(default=None, ge=0)
+    price_per_gb_shuffled: float | None = Field(default=None, ge=0)
+    price_currency: str | None = None
     # A dashboard sign-in lasts this long (seconds): its cookie's token expires then.
     dashboard_session_ttl: float = 12 * 3600.0
     request_max_bytes: int = 8 * 1024 * 1024  # request bodies over this are refused (413)

@@ -56,8 +56,8 @@ def test_without_a_terminal_nothing_is_cut_that_a_terminal_cuts() -> None:
         )
     ]
     assert printed(queries_table(queries), terminal=False).splitlines() == [
-        "id\tsession\tstate\tcreated\tfinished\tquery",
-        f"7\t3\tsuccess\t2026-11-26T12:00:00.123456Z\t2026-11-26T12:00:01.5Z\t{query}",
+        "id\tsession\tstate\tgroup\ttags\tcreated\tfinished\tquery",
+        f"7\t3\tsuccess\t\t\t2026-11-26T12:00:00.123456Z\t2026-11-26T12:00:01.5Z\t{query}",
     ]
     drawn = printed(queries_table(queries), terminal=True)
     assert "┃" in drawn and "..." in drawn and "column_19" not in drawn

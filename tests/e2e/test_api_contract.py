@@ -241,7 +241,14 @@ def test_an_idempotency_key_answers_a_repeat_refuses_another_body_and_is_per_use
             repeat = carol.post("/v1/queries", json=body, headers=query_key)
             assert repeat.status_code == 201 and repeat.headers["idempotent-replayed"] == "true"
             assert repeat.json()["id"] == first.json()["id"], repeat.text
-            assert set(repeat.json()) == {"id", "session_id", "state"}
+            assert set(repeat.json()) == {
+                "id",
+                "session_id",
+                "state",
+                "resource_group",
+                "queue_position",
+                "tags",
+            }
             changed = carol.post(
                 "/v1/queries", json={**body, "query": "SELECT 2"}, headers=query_key
             )

@@ -135,7 +135,7 @@ def _run(client: httpx.Client, query: str, session_id: int | None = None) -> dic
 @pytest.fixture(scope="module")
 def alice_objects(env: Env) -> dict[str, Any]:
     """Things alice owns, for other users to fail to see: an interactive session with a
-    finished query, a batch, a token, a stream job, a deployment."""
+    finished query, a batch, a token, a stream job, a deployment, a saved query."""
     with env.client("alice") as alice:
         session = alice.post("/v1/sessions", json={"kind": "interactive"}).json()
         _wait_idle(alice, session["id"])
@@ -149,6 +149,10 @@ def alice_objects(env: Env) -> dict[str, Any]:
             json={"manifests": [{"path": "n.yaml", "content": manifest}], "plan_only": True},
         )
         assert deployment.status_code == 200, deployment.text
+        saved_query = alice.post(
+            "/v1/saved-queries", json={"name": "alice's own", "sql": "SELECT 1"}
+        )
+        assert saved_query.status_code == 201, saved_query.text
     # A stopped stream job of alice's, written straight to the store: starting a real one
     # would cost a streaming engine, and only its ownership is under test here.
     now = time.time()
@@ -188,6 +192,7 @@ def alice_objects(env: Env) -> dict[str, Any]:
         "token": token["id"],
         "deployment": deployment.json().get("id"),
         "stream": "alices_stream",
+        "saved": saved_query.json()["id"],
     }
 
 
@@ -280,6 +285,7 @@ def _fill(path: str, ids: dict[str, Any]) -> str:
         "deployment_id": ids["deployment"],
         "name": ids["stream"],
         "stream_id": ids["session_stream"],
+        "saved_id": ids["saved"],
     }
     return re.sub(r"\{([^}:]+)(:[^}]*)?\}", lambda m: str(values[m.group(1)]), path)
 
@@ -295,6 +301,8 @@ def test_another_users_ids_answer_404_on_every_route(
             concrete = _fill(path, alice_objects)
             if method == "DELETE" or path.endswith(("/cancel", "/stop", "/start")):
                 body = None
+            elif method == "PUT":  # a valid change, so that only ownership can refuse it
+                body = {"name": "erin's now"}
             else:
                 body = {"code": "1 + 1", "kind": "pyspark"}
             other = erin.request(method, concrete, json=body)
@@ -313,6 +321,7 @@ def test_another_users_ids_answer_404_on_every_route(
         assert erin.get("/v1/tokens").json()["tokens"] == []
         assert erin.get("/v1/streams").json()["streams"] == []
         assert erin.get("/v1/deployments").json()["deployments"] == []
+        assert erin.get("/v1/saved-queries").json()["saved_queries"] == []
     with env.client("carol") as carol:  # an admin sees everyone's, or one owner's
         owners = {s["owner"] for s in carol.get("/v1/sessions").json()["sessions"]}
         assert "alice" in owners

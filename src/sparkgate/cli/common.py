@@ -21,8 +21,10 @@ from sparkgate import credentials
 from sparkgate.client import DEFAULT_SERVER, Client, ClientError
 from sparkgate.credentials import CredentialsError
 from sparkgate.doors import CLI_AGENT
+from sparkgate.errors import InvalidRequest
 from sparkgate.schemas.common import Paging
 from sparkgate.sql.durations import parse_duration
+from sparkgate.tags import checked as checked_tags
 
 console = Console()
 # Piped or redirected, what is printed goes out whole: without a terminal to ask, Rich would
@@ -34,6 +36,14 @@ JsonOption = Annotated[bool, typer.Option("--json", help="Print JSON instead of 
 LimitOption = Annotated[int, typer.Option(help="At most this many.")]
 AfterOption = Annotated[
     str | None, typer.Option(help="The page after this cursor (a list's `next`).")
+]
+TagOption = Annotated[
+    list[str] | None,
+    typer.Option(
+        "--tag",
+        metavar="KEY=VALUE",
+        help="Tag the query (usage sums by tags; resource groups match them); repeatable.",
+    ),
 ]
 
 
@@ -69,6 +79,23 @@ def ago(option: str, value: str | None) -> float | None:
         return time.time() - parse_duration(value)
     except ValueError as exc:
         fail(f"{option}: {exc}")
+
+
+def tags_option(words: list[str] | None) -> dict[str, str] | None:
+    """``--tag team=finance --tag project=churn`` as tags (None for none); a tag without
+    ``=`` or with an empty key, or one the server would refuse, ends the command."""
+    if not words:
+        return None
+    found: dict[str, str] = {}
+    for word in words:
+        key, equals, value = word.partition("=")
+        if not equals or not key.strip():
+            fail(f"--tag {word!r}: give a tag as KEY=VALUE, e.g. --tag team=finance")
+        found[key.strip()] = value.strip()
+    try:
+        return checked_tags(found, field="--tag")
+    except InvalidRequest as exc:
+        fail(str(exc))
 
 
 def stdin_is_tty() -> bool:

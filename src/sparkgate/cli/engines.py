@@ -28,6 +28,7 @@ def list_engines(
         (
             str(e.id),
             e.kind,
+            _whose(e.share_level, e.runs_for),
             e.state,
             str(e.session_id or ""),
             e.pod or e.host or "",
@@ -39,8 +40,28 @@ def list_engines(
         for e in engines
     )
     # On Kubernetes the host column names the driver pod (namespace/name) and log says k8s://.
-    columns = ("id", "kind", "state", "session", "host/pod", "pid", "heartbeat", "error", "log")
+    columns = (
+        "id",
+        "kind",
+        "runs for",
+        "state",
+        "session",
+        "host/pod",
+        "pid",
+        "heartbeat",
+        "error",
+        "log",
+    )
     console.print(table(columns, rows, fold=False))
+
+
+def _whose(share_level: str | None, runs_for: str | None) -> str:
+    """Whose work an engine runs (admins are told; others see nothing)."""
+    if share_level is None:
+        return ""
+    if share_level == "server":
+        return "shared"
+    return f"{share_level} {runs_for}" if runs_for else share_level
 
 
 def _error(error: RecordedError | None) -> str:

@@ -9,7 +9,15 @@ from typing import Annotated
 import typer
 from rich.progress import BarColumn, DownloadColumn, Progress, TransferSpeedColumn
 
-from sparkgate.cli.common import JsonOption, client, err_console, fail, print_json
+from sparkgate.cli.common import (
+    JsonOption,
+    TagOption,
+    client,
+    err_console,
+    fail,
+    print_json,
+    tags_option,
+)
 from sparkgate.cli.render import describe_error
 from sparkgate.cli.waiting import follow
 from sparkgate.client import Client, format_of
@@ -50,12 +58,14 @@ def load(
             "table's for append and overwrite)."
         ),
     ] = None,
+    tag: TagOption = None,
     as_json: JsonOption = False,
 ) -> None:
     """Upload a CSV, Parquet or JSON-lines file into a table, whole or not at all.
 
-    Example: sparkgate load sales.csv --table analysts.sales --header
+    Example: sparkgate load sales.csv --table analysts.sales --header --tag team=finance
     """
+    tags = tags_option(tag)
     fmt = format.value if format is not None else None
     if fmt is None:
         try:
@@ -64,7 +74,7 @@ def load(
             fail(f"{exc} (--format)")
     size = file.stat().st_size
     with client() as sg:
-        submitted = _upload(sg, file, table, fmt, mode.value, header, schema, size)
+        submitted = _upload(sg, file, table, fmt, mode.value, header, schema, size, tags)
         query_id = submitted.id
         current = follow(sg, submitted, what=f"loading into {table}: ")
     if as_json:
@@ -89,6 +99,7 @@ def _upload(
     header: bool,
     schema: str | None,
     size: int,
+    tags: dict[str, str] | None,
 ) -> Submitted:
     """Send the file, with a progress bar on a terminal; the load's query as queued."""
     with Progress(
@@ -109,4 +120,5 @@ def _upload(
             header=header,
             schema=schema,
             progress=lambda sent: progress.update(task, completed=sent),
+            tags=tags,
         )

@@ -1,12 +1,23 @@
 """The ``sparkgate`` command: ``server``, ``sql``, ``deploy``, ``queries``, ``sessions``,
 ``streams``, ``jobs``, ``engines``, ``stop``, ``login``, ``logout``, ``whoami``, ``tokens``,
-``users``, ``audit``, ``usage``, ``access``, ``load``, ``tables``."""
+``users``, ``audit``, ``usage``, ``access``, ``load``, ``tables``, ``saved``."""
 
 from __future__ import annotations
 
 import typer
 
-from sparkgate.cli import access, auth, engines, jobs, queries, sessions, streams, tables, users
+from sparkgate.cli import (
+    access,
+    auth,
+    engines,
+    jobs,
+    queries,
+    saved,
+    sessions,
+    streams,
+    tables,
+    users,
+)
 from sparkgate.cli.audit import audit
 from sparkgate.cli.connection import Sparkgate, before_command
 from sparkgate.cli.deploy import deploy
@@ -41,6 +52,7 @@ app.command()(audit)
 app.command()(usage)
 app.add_typer(access.app, name="access")
 app.add_typer(tables.app, name="tables")
+app.add_typer(saved.app, name="saved")
 
 
 def main() -> None:

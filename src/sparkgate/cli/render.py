@@ -11,6 +11,7 @@ from rich.segment import Segment
 from rich.table import Table
 from rich.text import Text
 
+from sparkgate.pricing import Money
 from sparkgate.schemas.errors import RecordedError
 from sparkgate.schemas.jobs import Decision
 from sparkgate.schemas.queries import Column, Query, Session
@@ -114,12 +115,14 @@ def result_table(schema: Sequence[Column], rows: list[list[Any]]) -> Tabular:
 
 def queries_table(queries: Sequence[Query]) -> Tabular:
     return table(
-        ("id", "session", "state", "created", "finished", "query"),
+        ("id", "session", "state", "group", "tags", "created", "finished", "query"),
         (
             (
                 str(q.id),
                 str(q.session_id),
                 q.state,
+                group_text(q.resource_group, q.queue_position),
+                Text(tags_text(q.tags)),
                 q.created_at or "",
                 q.finished_at or "",
                 Shortened(" ".join(q.query.split()), 60),
@@ -127,6 +130,18 @@ def queries_table(queries: Sequence[Query]) -> Tabular:
             for q in queries
         ),
     )
+
+
+def group_text(group: str | None, turn: int | None) -> str:
+    """A query's resource group, with its turn while queued: ``analysts.bob (turn 2)``."""
+    if not group:
+        return ""
+    return f"{group} (turn {turn})" if turn else group
+
+
+def tags_text(tags: dict[str, str] | None) -> str:
+    """Tags as ``key=value`` pairs, sorted by key, comma-separated."""
+    return ",".join(f"{k}={v}" for k, v in sorted((tags or {}).items()))
 
 
 def sessions_table(sessions: Sequence[Session]) -> Tabular:
@@ -162,9 +177,12 @@ def short_error(error: RecordedError | None) -> str:
     return Shortened(describe_error(error).splitlines()[0], 80) if error else ""
 
 
-def cost_lines(cost: StatementCost) -> list[tuple[str, str]]:
-    """A query's cost (``GET /v1/queries/{id}``'s ``cost``) as ``name: value`` lines."""
+def cost_lines(cost: StatementCost, price: Money | None = None) -> list[tuple[str, str]]:
+    """A query's cost (``GET /v1/queries/{id}``'s ``cost``) as ``name: value`` lines, and
+    its ``price`` when prices are set."""
+    priced = [("price", price.text)] if price is not None else []
     return [
+        *priced,
         (
             "executor time",
             f"{cost.executor_cpu_time_ns / 1e9:.3f} s CPU, "

@@ -1,4 +1,4 @@
-"""``sparkgate sql``: run one query and print its result."""
+"""``sparkgate sql``: run one query and print its result (or write it whole to a file)."""
 
 from __future__ import annotations
 
@@ -8,12 +8,15 @@ import typer
 
 from sparkgate.cli.common import (
     JsonOption,
+    TagOption,
     client,
     console,
     err_console,
     fail,
     print_json,
+    tags_option,
 )
+from sparkgate.cli.queries import DownloadFormatOption, OutputOption, download, output_format
 from sparkgate.cli.render import describe_error, result_table
 from sparkgate.cli.waiting import follow
 from sparkgate.schemas.queries import WaitedQuery
@@ -32,21 +35,41 @@ def sql(
         ),
     ] = None,
     limit: Annotated[int, typer.Option(help="Print at most this many rows.")] = 1000,
+    tag: TagOption = None,
+    output: OutputOption = None,
+    format: DownloadFormatOption = None,
     as_json: JsonOption = False,
 ) -> None:
-    """Submit a query, wait for it (showing its state), and print the result.
+    """Submit a query, wait for it (showing its state), and print the result, or with
+    ``--output`` write it whole to a file.
 
-    Example: sparkgate sql "SELECT id, id % 3 AS r FROM range(10)"
+    Example: sparkgate sql "SELECT id, id % 3 AS r FROM range(10)" --tag team=finance
+
+    Example: sparkgate sql "SELECT * FROM analysts.sales" --output sales.parquet
     """
+    tags = tags_option(tag)
+    fmt = output_format(output, format) if output is not None else None
+    if format is not None and output is None:
+        fail("--format is the format of the --output file: give --output too.")
     with client() as sg:
         # Held up to a second: a short query answers, first page and all, in this one request.
-        submitted = sg.submit(query, session_id=session, isolation=isolation, wait=1, limit=limit)
+        submitted = sg.submit(
+            query,
+            session_id=session,
+            isolation=isolation,
+            wait=1,
+            limit=0 if output is not None else limit,
+            tags=tags,
+        )
         query_id = submitted.id
         current = follow(sg, submitted)
         if current.state != "success":
             if as_json:
                 print_json(current)
             fail(f"query {query_id} {current.state}: {describe_error(current.error)}")
+        if output is not None and fmt is not None:
+            download(sg, query_id, output, fmt)
+            return
         page = (
             current.page if isinstance(current, WaitedQuery) else sg.result(query_id, limit=limit)
         )

@@ -65,6 +65,14 @@ def usage(
         )
         for row in report.rows
     ]
-    console.print(table((*columns, *wide), [(*r, *s) for r, s in zip(rows, sizes, strict=True)]))
+    # Money only when the server has prices set (each row then has one).
+    priced = any(row.price is not None for row in report.rows)
+    money = [((row.price.text if row.price else ""),) if priced else () for row in report.rows]
+    console.print(
+        table(
+            (*columns, *wide, *(("price",) if priced else ())),
+            [(*r, *s, *m) for r, s, m in zip(rows, sizes, money, strict=True)],
+        )
+    )
     if not rows:
         err_console.print("no queries with a cost in that span", highlight=False)

@@ -32,6 +32,7 @@ from sparkgate.client.auth import PERSONAL_TOKEN_PREFIX, BearerAuth
 from sparkgate.client.engines import EngineCalls
 from sparkgate.client.jobs import JobCalls
 from sparkgate.client.queries import FINAL_STATES, QueryCalls
+from sparkgate.client.saved_queries import SavedQueryCalls
 from sparkgate.client.streams import StreamCalls
 from sparkgate.client.tables import TableCalls, format_of
 from sparkgate.client.transport import DEFAULT_SERVER, ClientError, servers_of
@@ -49,7 +50,9 @@ __all__ = [
 ]
 
 
-class Client(QueryCalls, StreamCalls, EngineCalls, JobCalls, AccessCalls, TableCalls):
+class Client(
+    QueryCalls, SavedQueryCalls, StreamCalls, EngineCalls, JobCalls, AccessCalls, TableCalls
+):
     """The native API's calls (grouped by resource, one module each) over one transport
     (``transport``: which node, failover, retries)."""
 

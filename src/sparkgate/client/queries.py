@@ -1,11 +1,14 @@
 """The calls on sessions and queries: start, list and end sessions; submit, wait for,
-page through and cancel queries. The SQL work of the client, the part most callers use.
+page through, download and cancel queries. The SQL work of the client, the part most callers use.
 """
 
 from __future__ import annotations
 
+import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import httpx
@@ -82,6 +85,7 @@ class QueryCalls(Transport):
         wait: float = 0,
         limit: int | None = None,
         idempotency_key: str | None = None,
+        tags: dict[str, str] | None = None,
     ) -> Submitted:
         """Queue a query in a session, or (no session) as a one-off query; ``isolation``
         ``"engine"`` (or driver settings in ``conf``) gives a one-off query its own engine.
@@ -89,10 +93,13 @@ class QueryCalls(Transport):
         the whole query, and its first result page as ``page`` (``limit`` rows) if it
         succeeded. Sent with ``idempotency_key`` (a fresh one if none is given): a retry, on
         this node or another, after an answer was lost, answers the query made, not a second
-        one."""
+        one. ``tags`` are kept with the query (usage sums by them, resource groups match
+        them)."""
         body = {
             "query": query,
-            **given(session_id=session_id, isolation=isolation, conf=conf or None),
+            **given(
+                session_id=session_id, isolation=isolation, conf=conf or None, tags=tags or None
+            ),
         }
         params = given(wait=wait or None, limit=limit)
         # The server holds a waiting submit up to ``wait`` seconds: the read must outlast it.
@@ -128,6 +135,7 @@ class QueryCalls(Transport):
         *,
         session_id: int | None = None,
         state: list[str] | None = None,
+        search: str | None = None,
         offset: int = 0,
         limit: int = 100,
         after: str | None = None,
@@ -135,8 +143,16 @@ class QueryCalls(Transport):
     ) -> QueryList:
         """A page of queries, newest first; the next one is ``queries(after=page.next)``
         (``next`` is None on the last page; ``total`` is counted for a first page only, unless
-        ``total=True``)."""
-        params = paging(offset, limit, after, total, session_id=session_id, state=state or None)
+        ``total=True``); ``search``: only those whose text holds it (any case)."""
+        params = paging(
+            offset,
+            limit,
+            after,
+            total,
+            session_id=session_id,
+            state=state or None,
+            q=search or None,
+        )
         return QueryList.read(self._call("GET", "/v1/queries", params=params))
 
     def result(self, query_id: int, *, offset: int = 0, limit: int = 1000) -> ResultPage:
@@ -153,5 +169,62 @@ class QueryCalls(Transport):
             if not chunk.rows or offset >= chunk.total:
                 return
 
+    def download(
+        self,
+        query_id: int,
+        path: str | os.PathLike[str],
+        *,
+        format: str | None = None,
+        progress: Callable[[int], None] | None = None,
+    ) -> Downloaded:
+        """The whole result written to the file ``path``, as it streams (never held in
+        memory): ``format`` csv, jsonl, parquet or arrow (by default from the file's
+        extension). ``progress`` is called with the bytes written so far. A failed download
+        leaves no file."""
+        file = Path(path)
+        fmt = format or download_format_of(file)
+        written = 0
+        partial = file.with_name(file.name + ".part")
+        try:
+            with (
+                self._stream(f"/v1/queries/{query_id}/result", params={"format": fmt}) as answer,
+                partial.open("wb") as sink,
+            ):
+                for chunk in answer.iter_bytes():
+                    sink.write(chunk)
+                    written += len(chunk)
+                    if progress is not None:
+                        progress(written)
+                rows = answer.headers.get("result-rows")
+            partial.replace(file)
+        finally:
+            partial.unlink(missing_ok=True)
+        return Downloaded(file, fmt, written, int(rows) if rows and rows.isdigit() else None)
+
     def cancel(self, query_id: int) -> Query:
         return Query.read(self._call("POST", f"/v1/queries/{query_id}/cancel", idempotent=True))
+
+
+@dataclass(frozen=True)
+class Downloaded:
+    """A result written to a file: where, in which format, its size and rows."""
+
+    path: Path
+    format: str
+    bytes: int
+    rows: int | None  # as the server counted them (None from a server that does not say)
+
+
+_DOWNLOAD_FORMATS = {".csv": "csv", ".jsonl": "jsonl", ".ndjson": "jsonl", ".json": "jsonl"}
+_DOWNLOAD_FORMATS.update({".parquet": "parquet", ".pq": "parquet", ".arrow": "arrow"})
+
+
+def download_format_of(path: Path) -> str:
+    """A download's format by the file's extension; ValueError when it says none."""
+    found = _DOWNLOAD_FORMATS.get(path.suffix.lower())
+    if found is None:
+        raise ValueError(
+            f"cannot tell a format from the name {path.name}: end it in .csv, .jsonl, .parquet "
+            "or .arrow, or give the format"
+        )
+    return found

@@ -44,11 +44,13 @@ class TableCalls(Transport):
         wait: float = 0,
         progress: Callable[[int], None] | None = None,
         chunk_bytes: int = 1 << 20,
+        tags: dict[str, str] | None = None,
     ) -> Submitted:
         """Load a local file into ``table`` (``schema.table``), streamed: ``format`` csv,
         parquet or json (by default from the file's extension), ``mode`` create, append or
         overwrite. The load runs as a one-off query; the answer is that query (with ``wait``,
-        when it is final). ``progress`` is called with the bytes sent so far."""
+        when it is final). ``progress`` is called with the bytes sent so far; ``tags`` are
+        kept with the load's query."""
         file = Path(path)
         size = file.stat().st_size
 
@@ -67,6 +69,7 @@ class TableCalls(Transport):
             header="true" if header else None,
             schema=schema,
             filename=file.name,
+            tag=[f"{key}={value}" for key, value in (tags or {}).items()] or None,
             wait=wait or None,
         )
         answer = self._call(

@@ -9,9 +9,10 @@ one of them.
 
 from __future__ import annotations
 
+import contextlib
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, Self
+from typing import Any, NoReturn, Self
 
 import httpx
 
@@ -134,19 +135,56 @@ class Transport:
         except ValueError:
             body = None
         if response.is_error:
-            error = body.get("error", {}) if isinstance(body, dict) else {}
-            failure = ClientError(
-                response.status_code,
-                error.get("code", f"HTTP_{response.status_code}"),
-                error.get("message", response.text),
-                body,
-            )
-            # 503: the node did nothing (its store is out of reach, or it is going away);
-            # a load balancer's 502 and 504 say nothing of whether the request was taken.
-            if response.status_code == 503 or (safe and response.status_code in {502, 504}):
-                raise _NodeCannotAnswer(failure, _retry_after(response))
-            raise failure
+            _refuse(response, body, safe=safe)
         return body
+
+    @contextlib.contextmanager
+    def _stream(
+        self, path: str, *, params: Mapping[str, Any] | None = None
+    ) -> Iterator[httpx.Response]:
+        """A GET whose body is read as it comes (a download, never held whole): the answer
+        of the current node or, when it cannot answer, the next ones; an error answer raises
+        the ``ClientError`` :meth:`_call` would."""
+        last: ClientError | None = None
+        start = self.servers.index(self.server)
+        for server in self.servers[start:] + self.servers[:start]:
+            try:
+                with self._http.stream("GET", server + path, params=params) as response:
+                    if response.is_error:
+                        response.read()
+                        try:
+                            body = response.json()
+                        except ValueError:
+                            body = None
+                        _refuse(response, body, safe=True)
+                    self.server = server
+                    yield response
+                    return
+            except httpx.TransportError as exc:
+                if not isinstance(exc, httpx.ConnectError | httpx.ConnectTimeout):
+                    raise ClientError(0, "UNREACHABLE", f"{server}: {exc}") from exc
+                last = ClientError(0, "UNREACHABLE", f"cannot reach {server}: {exc}")
+            except _NodeCannotAnswer as exc:
+                last = exc.error
+        assert last is not None  # there is at least one server, and every one failed
+        raise last
+
+
+def _refuse(response: httpx.Response, body: Any, *, safe: bool) -> NoReturn:
+    """The ``ClientError`` of an error answer, or ``_NodeCannotAnswer`` when another node may
+    take the request."""
+    error = body.get("error", {}) if isinstance(body, dict) else {}
+    failure = ClientError(
+        response.status_code,
+        error.get("code", f"HTTP_{response.status_code}"),
+        error.get("message", response.text),
+        body,
+    )
+    # 503: the node did nothing (its store is out of reach, or it is going away);
+    # a load balancer's 502 and 504 say nothing of whether the request was taken.
+    if response.status_code == 503 or (safe and response.status_code in {502, 504}):
+        raise _NodeCannotAnswer(failure, _retry_after(response))
+    raise failure
 
 
 def servers_of(server: str | Sequence[str]) -> list[str]:

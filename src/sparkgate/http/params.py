@@ -52,6 +52,17 @@ Until = Annotated[
 ]
 # The door an access-history event came through.
 Door = Annotated[DoorName | None, Query(description="The door: " + ", ".join(DOORS) + ".")]
+# A list's search text (``?q=``): a case-insensitive substring; empty (a search box left
+# blank) finds everything. Bounded: each row is scanned for it, and no one types more.
+SEARCH_MAX = 1000
+Search = Annotated[
+    str | None,
+    Query(
+        max_length=SEARCH_MAX,
+        pattern="^[^\\x00]*$",  # no NUL: PostgreSQL's text cannot hold one
+        description=f"Only those holding this text, in any case (at most {SEARCH_MAX} characters).",
+    ),
+]
 
 # Livy's paging: ``from`` (a row or log line) and ``size`` (how many; negative: all). Livy
 # types both as a 32-bit Int; a page one row larger than asked is read to see whether more

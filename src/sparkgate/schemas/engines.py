@@ -31,6 +31,16 @@ class Engine(Body):
     pod: str | None = Field(
         default=None, description="Kubernetes: its driver pod, as namespace/name. " + _ADMINS
     )
+    share_level: str | None = Field(
+        default=None,
+        description="Whose work it runs: `user`, `group`, `connection` (one client "
+        "connection's), `server` (anyone's: shared), `session` (one session's dedicated "
+        "engine) or `warm` (kept ready, nobody's yet). " + _ADMINS,
+    )
+    runs_for: str | None = Field(
+        default=None,
+        description="The user or group whose engine it is (null: anyone's). " + _ADMINS,
+    )
     created_at: Timestamp
     started_at: OptionalTimestamp
     heartbeat_at: OptionalTimestamp
@@ -38,12 +48,20 @@ class Engine(Body):
     error: RecordedError | None
 
     @classmethod
-    def of(cls, engine: EngineRecord) -> Engine:
+    def of(
+        cls, engine: EngineRecord, share_level: str | None = None, runs_for: str | None = None
+    ) -> Engine:
         # Its Spark UI through sparkgate (admins only), when the engine serves one.
         ui = f"/v1/engines/{engine.id}/ui/" if engine.ui_url else None
         where = engine.log_path or ""
         pod = where.removeprefix(POD_LOG_SCHEME) if where.startswith(POD_LOG_SCHEME) else None
-        return cls.from_record(engine, spark_ui=ui, pod=pod)
+        return cls.from_record(
+            engine,
+            spark_ui=ui,
+            pod=pod,
+            share_level=share_level,
+            runs_for=runs_for,
+        )
 
 
 class EngineLog(Body):

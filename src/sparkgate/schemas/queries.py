@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING, Any
 
 from pydantic import Field
 
+from sparkgate.pricing import Money
 from sparkgate.schemas.common import Body, OptionalTimestamp, Paging, SparkConf, Timestamp
 from sparkgate.schemas.errors import RecordedError
 from sparkgate.statement_cost import StatementCost
@@ -61,10 +62,34 @@ class QueryAccepted(Body):
     id: int
     session_id: int
     state: StatementState
+    resource_group: str | None = Field(
+        default=None, description="The resource group it waits in (null: none)."
+    )
+    tags: dict[str, str] | None = Field(
+        default=None, description="The tags it carries (its session's and its own)."
+    )
+    queue_position: int | None = Field(
+        default=None,
+        description="While `queued`: its turn in its resource group (1: it goes next).",
+    )
 
     @classmethod
-    def of(cls, statement: StatementRecord) -> QueryAccepted:
-        return cls.model_validate(statement)
+    def of(
+        cls,
+        statement: StatementRecord,
+        place: GroupPlace | None = None,
+        tags: dict[str, str] | None = None,
+    ) -> QueryAccepted:
+        return cls.model_validate(
+            {
+                "id": statement.id,
+                "session_id": statement.session_id,
+                "state": statement.state,
+                "resource_group": None if place is None else place.resource_group,
+                "queue_position": None if place is None else place.queue_position,
+                "tags": tags,
+            }
+        )
 
 
 class Query(Body):
@@ -92,17 +117,21 @@ class Query(Body):
     resource_group: str | None = Field(
         default=None,
         description="The resource group it waits or ran in (the access file's "
-        "`resource_groups`); given by `GET /v1/queries/{id}`, null in lists.",
+        "`resource_groups`; null: none).",
     )
     tags: dict[str, str] | None = Field(
-        default=None,
-        description="The tags it carries (its session's and its own); given by "
-        "`GET /v1/queries/{id}`, null in lists.",
+        default=None, description="The tags it carries (its session's and its own)."
     )
     queue_position: int | None = Field(
         default=None,
         description="While `queued`: its turn in its resource group (1: it goes next), as the "
         "turns stand now (users alternate); null otherwise.",
+    )
+    price: Money | None = Field(
+        default=None,
+        description="Its cost in money at the prices set (settings `price_per_cpu_second`, "
+        "`price_per_gb_read`, `price_per_gb_shuffled`); null when no price is set or it has "
+        "no cost; given with `cost`.",
     )
 
     @classmethod
@@ -112,6 +141,7 @@ class Query(Body):
         cost: StatementCost | None = None,
         place: GroupPlace | None = None,
         tags: dict[str, str] | None = None,
+        price: Money | None = None,
     ) -> Query:
         # ``output``: what the statement printed (a pyspark statement's {"data": ...}, a batch
         # file's log) and how sparkgate ran it (e.g. "ctas": {"path": ...}); None when neither.
@@ -123,6 +153,7 @@ class Query(Body):
             resource_group=None if place is None else place.resource_group,
             queue_position=None if place is None else place.queue_position,
             tags=tags,
+            price=price,
         )
 
 

@@ -6,6 +6,7 @@ from typing import TYPE_CHECKING
 
 from pydantic import Field
 
+from sparkgate.pricing import Money
 from sparkgate.schemas.common import Body, OptionalTimestamp
 from sparkgate.statement_cost import StatementCost
 
@@ -24,9 +25,14 @@ class UsageRow(Body):
     bucket: OptionalTimestamp = Field(description="The bucket's start (UTC); null: no buckets.")
     queries: int = Field(description="Ended queries whose Spark tasks ran.")
     cost: StatementCost = Field(description="Their costs summed (the peak: the largest).")
+    price: Money | None = Field(
+        default=None,
+        description="Their cost in money at the prices set (settings `price_per_cpu_second`, "
+        "`price_per_gb_read`, `price_per_gb_shuffled`); null when no price is set.",
+    )
 
     @classmethod
-    def of(cls, usage: Usage, group_by: str = "user") -> UsageRow:
+    def of(cls, usage: Usage, group_by: str = "user", price: Money | None = None) -> UsageRow:
         return cls.model_validate(
             {
                 "key": usage.key,
@@ -34,6 +40,7 @@ class UsageRow(Body):
                 "bucket": usage.bucket,
                 "queries": usage.queries,
                 "cost": usage.cost,
+                "price": price,
             }
         )
 

@@ -14,6 +14,7 @@ stable codes each door maps to its protocol.
 - ``idempotency``: how a submit or session creation is made once per ``Idempotency-Key``;
 - ``streams``: stream jobs; ``jobs``: deploys, jobs and their runs;
 - ``accounts``: personal access tokens, dashboard sign-ins, the audit log;
+- ``saved_queries``: SQL kept under a name, private or shared with a group;
 - ``data_access``: why a user may use a table (explain), a table's owner and grants;
 - ``catalog``: the tables and views a user may see, one table's details and recent queries;
 - ``loads``: a file uploaded into a table (received to disk, then queued as a load);
@@ -24,6 +25,7 @@ stable codes each door maps to its protocol.
 from __future__ import annotations
 
 from sparkgate.auth.users import Users
+from sparkgate.pricing import Prices
 from sparkgate.service.accounts import Accounts
 from sparkgate.service.catalog import Catalog
 from sparkgate.service.connect import ConnectService
@@ -34,6 +36,7 @@ from sparkgate.service.job_runs import JobRunner
 from sparkgate.service.jobs import JobService
 from sparkgate.service.loads import Loads
 from sparkgate.service.queries import Queries
+from sparkgate.service.saved_queries import SavedQueries
 from sparkgate.service.sessions import Sessions
 from sparkgate.service.stream_jobs import Streams
 from sparkgate.service.streams import StreamService
@@ -68,7 +71,8 @@ class Service:
         self.streams = StreamService(settings, store, users, sessions, self.queries, streams)
         self.jobs = JobService(store, users, deployer, job_runner)
         self.accounts = Accounts(store, users)
-        self.usage = UsageService(store, users)
+        self.saved_queries = SavedQueries(store, users)
+        self.usage = UsageService(store, users, Prices.of(settings))
         self.data_access = DataAccess(store, users)
         self.catalog = Catalog(store, self.queries)
         self.loads = Loads(settings, users, self.queries)

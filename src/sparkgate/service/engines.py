@@ -22,9 +22,34 @@ from sparkgate.auth.users import Users
 from sparkgate.errors import EngineNotFound
 from sparkgate.launcher.placement import Placement
 from sparkgate.service.visibility import scope
-from sparkgate.states import LIVE_ENGINE_STATES
+from sparkgate.states import LIVE_ENGINE_STATES, EngineKind
 from sparkgate.store import Store
 from sparkgate.store.records import EngineRecord, SessionRecord
+
+
+@dataclass(frozen=True)
+class Whose:
+    """Whose work an engine runs: its share level (``user``, ``group``, ``connection``,
+    ``server`` for anyone's, ``session`` for one session's dedicated engine, ``warm`` for one
+    kept ready for nobody yet) and the user or group it belongs to (None: anyone's)."""
+
+    share_level: str
+    runs_for: str | None = None
+
+
+def whose(engine: EngineRecord, session_owner: str | None = None) -> Whose:
+    """Read from its share key (``user:bob``, ``group:analysts``, ``session:<tag>``; none:
+    anyone's), or, a dedicated engine, from the session it serves (``session_owner``)."""
+    if engine.share_key is not None:
+        level, _, name = engine.share_key.partition(":")
+        if level == "session":  # one client connection's engines (share level connection)
+            return Whose("connection", session_owner)
+        return Whose(level, name)
+    if engine.kind is EngineKind.DEDICATED:
+        if engine.session_id is None:
+            return Whose("warm")
+        return Whose("session", session_owner)
+    return Whose("server")
 
 
 def as_seen_by(user: Principal, engine: EngineRecord) -> EngineRecord:
@@ -70,6 +95,20 @@ class Engines:
         """An engine whose Spark UI an admin is about to see through this node."""
         self.users.require_admin(user, "see engines' Spark UIs", target=f"engine:{engine_id}")
         return self.store.engines.get(engine_id)
+
+    def whose(self, engines: Iterable[EngineRecord], *, user: Principal) -> dict[int, Whose]:
+        """Whose work each engine runs, for admins (other users: nothing, as today); a
+        dedicated engine's session is read once each."""
+        if not user.admin:
+            return {}
+        found: dict[int, Whose] = {}
+        for engine in engines:
+            owner = None
+            if engine.session_id is not None:
+                session = self.store.sessions.find(engine.session_id)
+                owner = None if session is None else session.owner
+            found[engine.id] = whose(engine, owner)
+        return found
 
     def of_sessions(
         self, sessions: Iterable[SessionRecord], *, user: Principal

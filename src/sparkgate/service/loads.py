@@ -11,8 +11,8 @@ nothing behind.
 from __future__ import annotations
 
 import logging
-from collections.abc import AsyncIterator
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Mapping
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkgate import logs
@@ -32,6 +32,7 @@ from sparkgate.tables.uploads import (
     parse_table_name,
     quoted,
 )
+from sparkgate.tags import checked as checked_tags
 
 log = logging.getLogger("sparkgate.service.loads")
 
@@ -49,6 +50,7 @@ class PendingLoad:
     schema: str | None
     filename: str | None
     path: Path
+    tags: dict[str, str] = field(default_factory=dict)
 
 
 class Loads:
@@ -67,9 +69,12 @@ class Loads:
         header: bool,
         schema: str | None,
         filename: str | None,
+        tags: Mapping[str, str] | None = None,
     ) -> PendingLoad:
-        """The checks a load passes before its file is read."""
+        """The checks a load passes before its file is read; ``tags`` are kept with the
+        load's query."""
         name = parse_table_name(table)
+        kept_tags = checked_tags(tags)
         if schema is not None and not schema.strip():
             schema = None
         if schema is not None and len(schema) > _SCHEMA_MAX_CHARS:
@@ -89,6 +94,7 @@ class Loads:
             schema,
             (filename or "").strip()[:255] or None,
             new_upload_path(self.settings.resolved_uploads_dir, format),
+            kept_tags,
         )
 
     async def receive(
@@ -128,7 +134,7 @@ class Loads:
         )
         try:
             statement, _ = self.queries.submit(
-                request.to_json(), user=user, kind=StatementKind.LOAD
+                request.to_json(), user=user, kind=StatementKind.LOAD, tags=pending.tags or None
             )
         except BaseException:
             pending.path.unlink(missing_ok=True)

@@ -13,7 +13,7 @@ import asyncio
 import dataclasses
 import logging
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -25,6 +25,7 @@ from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.errors import QueryFinished, QueryNotFound, ResultGone, ResultNotReady
 from sparkgate.launcher.placement import needs_own_engine
+from sparkgate.pricing import Money, Prices
 from sparkgate.recorded import Cancelled
 from sparkgate.service.ended import EndedQueries
 from sparkgate.service.sessions import Sessions
@@ -66,6 +67,17 @@ class Fetched:
     def more(self) -> bool:
         taken: int = sum(b.num_rows for b in self.batches)
         return self.position + taken < self.total
+
+
+@dataclass(frozen=True)
+class Described:
+    """A query with what its answers carry beside its record."""
+
+    statement: StatementRecord
+    cost: StatementCost | None
+    place: GroupPlace | None
+    tags: dict[str, str]
+    price: Money | None = None
 
 
 @dataclass
@@ -331,6 +343,19 @@ class Queries:
         """The resource group the query waits or ran in, and its turn while queued."""
         return self.store.resource_groups.where(statement.id)
 
+    def described(self, statement: StatementRecord) -> Described:
+        """A query as its single read answers it: with its cost, place and tags."""
+        cost = self.cost(statement)
+        price = Prices.of(self.settings).money(cost)
+        return Described(statement, cost, self.place(statement), self.tags(statement), price)
+
+    def described_page(self, statements: Sequence[StatementRecord]) -> list[Described]:
+        """A list's queries with their places and tags, read in one store call each for the
+        whole page (not one per query); no cost (the single read gives it)."""
+        places = self.store.resource_groups.places_of(s.id for s in statements)
+        tags = self.store.statements.tags_of_many(s.id for s in statements)
+        return [Described(s, None, places.get(s.id), tags.get(s.id, {})) for s in statements]
+
     def _with_session(
         self, query_id: int, user: Principal
     ) -> tuple[StatementRecord, SessionRecord]:
@@ -347,15 +372,18 @@ class Queries:
         owner: str | None = None,
         session_id: int | None = None,
         states: Iterable[StatementState] | None = None,
+        search: str | None = None,
         window: Window = Window(),
     ) -> Page[StatementRecord]:
-        """The queries the user may see (admins: ``owner``'s, or everyone's), newest first."""
+        """The queries the user may see (admins: ``owner``'s, or everyone's), newest first;
+        ``search``: only those whose text holds it, in any case."""
         visible = scope(user, owner)
         return self.store.statements.list_page(
             session_id=session_id,
             states=states,
             owner=visible.owner,
             creator=visible.creator,
+            search=search,
             newest_first=True,
             window=window,
         )
@@ -418,6 +446,14 @@ class Queries:
         path = self._result_path(statement)
         try:
             return results.read_batches(path, offset, limit)
+        except FileNotFoundError as exc:
+            raise ResultGone(statement.id, path) from exc
+
+    def whole_result(self, statement: StatementRecord) -> results.WholeResult:
+        """A succeeded query's whole result, opened to stream batch by batch (a download)."""
+        path = self._result_path(statement)
+        try:
+            return results.open_whole(path)
         except FileNotFoundError as exc:
             raise ResultGone(statement.id, path) from exc
 

@@ -5,11 +5,12 @@ see their own; admins everyone's, or one user's."""
 from __future__ import annotations
 
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sparkgate.auth.principal import Principal
 from sparkgate.auth.users import Users
 from sparkgate.errors import InvalidRequest
+from sparkgate.pricing import Money, Prices
 from sparkgate.service.visibility import list_owner
 from sparkgate.statement_cost import StatementCost
 from sparkgate.store import Store
@@ -17,13 +18,19 @@ from sparkgate.store.usage import DAY, RESOURCE_GROUP, USER, By, Usage
 
 GROUP = "group"
 GROUP_BY = (USER, GROUP, RESOURCE_GROUP, "tag:<key>")
-BUCKETS = {"day": DAY}
+HOUR = 3600.0
+BUCKETS = {"day": DAY, "hour": HOUR}
 
 
 @dataclass
 class UsageService:
     store: Store
     users: Users
+    prices: Prices = field(default_factory=Prices)
+
+    def price(self, cost: StatementCost) -> Money | None:
+        """A row's cost in money at the prices set (None: no price set)."""
+        return self.prices.money(cost)
 
     def report(
         self,

@@ -7,12 +7,33 @@ from __future__ import annotations
 
 from sparkgate.auth.principal import Principal
 from sparkgate.schemas.common import iso
-from sparkgate.schemas.queries import ResultPage
+from sparkgate.schemas.engines import Engine
+from sparkgate.schemas.queries import Query, ResultPage
 from sparkgate.schemas.users import RIGHTS, Whoami
 from sparkgate.service import queries
+from sparkgate.service.engines import Whose
+from sparkgate.store.records import EngineRecord
 
 # ``iso`` is the timestamp of every view; the views of other resources import it from here.
-__all__ = ["iso", "principal_view", "result_page_view"]
+__all__ = ["engine_view", "iso", "principal_view", "query_view", "result_page_view"]
+
+
+def query_view(described: queries.Described) -> Query:
+    """A query with its cost, price, place and tags as the service read them."""
+    return Query.of(
+        described.statement,
+        described.cost,
+        described.place,
+        described.tags,
+        described.price,
+    )
+
+
+def engine_view(engine: EngineRecord, whose: Whose | None = None) -> Engine:
+    """An engine, with whose work it runs when the user is told (admins)."""
+    if whose is None:
+        return Engine.of(engine)
+    return Engine.of(engine, whose.share_level, whose.runs_for)
 
 
 def result_page_view(page: queries.ResultPage) -> ResultPage:

@@ -466,34 +466,63 @@ class ResourceGroups:
         """A statement's group and, queued, its position: 1 goes next in its group, 2 after
         one, and so on, as the turns stand (users alternate, each in the order they
         submitted). None for a statement placed in no group."""
-        if not self.present():
-            return None
+        return self.places_of([statement_id]).get(statement_id)
+
+    def places_of(self, statement_ids: Iterable[int]) -> dict[int, GroupPlace]:
+        """:meth:`where` for a page of statements, in one read: those placed in no group
+        are absent."""
+        wanted = list(statement_ids)
+        if not wanted or not self.present():
+            return {}
         with self._db.read() as conn:
             found = conn.execute(
-                sa.select(group_places.c.resource_group, group_places.c.state).where(
-                    group_places.c.statement_id == statement_id
-                )
-            ).first()
-            if found is None:
-                return None
-            if found.state != _QUEUED:
-                return GroupPlace(found.resource_group)
-            rows = conn.execute(
-                sa.select(group_places.c.statement_id, group_places.c.owner, group_places.c.state)
-                .where(group_places.c.resource_group == found.resource_group)
-                .where(group_places.c.state.in_(_ACTIVE))
-                .order_by(group_places.c.statement_id)
+                sa.select(
+                    group_places.c.statement_id, group_places.c.resource_group, group_places.c.state
+                ).where(group_places.c.statement_id.in_(wanted))
             ).all()
-        admitted: dict[str, int] = defaultdict(int)
-        rank: dict[str, int] = defaultdict(int)
+            queued_in = {row.resource_group for row in found if row.state == _QUEUED}
+            rows = (
+                conn.execute(
+                    sa.select(
+                        group_places.c.resource_group,
+                        group_places.c.statement_id,
+                        group_places.c.owner,
+                        group_places.c.state,
+                    )
+                    .where(group_places.c.resource_group.in_(sorted(queued_in)))
+                    .where(group_places.c.state.in_(_ACTIVE))
+                    .order_by(group_places.c.statement_id)
+                ).all()
+                if queued_in
+                else []
+            )
+        active: dict[str, list[Any]] = defaultdict(list)
         for row in rows:
-            if row.state == _ADMITTED:
-                admitted[row.owner] += 1
-        turns: list[tuple[int, int]] = []
-        for row in rows:
-            if row.state == _QUEUED:
-                rank[row.owner] += 1
-                turns.append((admitted[row.owner] + rank[row.owner], row.statement_id))
-        mine = next((t for t in turns if t[1] == statement_id), None)
-        position = None if mine is None else 1 + sum(1 for t in turns if t < mine)
-        return GroupPlace(found.resource_group, position)
+            active[row.resource_group].append(row)
+        positions: dict[int, int] = {}
+        for group_rows in active.values():
+            positions.update(_positions(group_rows))
+        return {
+            row.statement_id: GroupPlace(
+                row.resource_group,
+                positions.get(row.statement_id) if row.state == _QUEUED else None,
+            )
+            for row in found
+        }
+
+
+def _positions(rows: Iterable[Any]) -> dict[int, int]:
+    """Each queued statement's turn in one group, from its active places in statement order:
+    a user's n-th queued statement goes after the turns their admitted ones hold."""
+    listed = list(rows)
+    admitted: dict[str, int] = defaultdict(int)
+    rank: dict[str, int] = defaultdict(int)
+    for row in listed:
+        if row.state == _ADMITTED:
+            admitted[row.owner] += 1
+    turns: list[tuple[int, int]] = []
+    for row in listed:
+        if row.state == _QUEUED:
+            rank[row.owner] += 1
+            turns.append((admitted[row.owner] + rank[row.owner], row.statement_id))
+    return {statement_id: place + 1 for place, (_, statement_id) in enumerate(sorted(turns))}

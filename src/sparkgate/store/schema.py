@@ -4,7 +4,7 @@ Declared by resource, a module each: ``schema_sessions`` (engines, sessions, sta
 leases, idempotency keys), ``schema_streams``, ``schema_jobs``, ``schema_users`` (tokens, the
 audit log), ``schema_connect``, ``schema_catalog`` (two-phase writes, table owners and
 grants, the tables statements used), ``schema_costs`` (what statements cost) and
-``schema_queues`` (resource groups); all in one
+``schema_queues`` (resource groups) and ``schema_saved`` (saved queries); all in one
 ``metadata`` (``schema_metadata``, with the column types they share).
 
 This module imports every one of them, so that ``metadata`` holds every table once it is
@@ -25,6 +25,7 @@ from sparkgate.store.schema_costs import statement_costs, statement_tags, stream
 from sparkgate.store.schema_jobs import deployments, job_decisions, job_runs, job_versions, jobs
 from sparkgate.store.schema_metadata import ID_MAX, Json, Time, metadata
 from sparkgate.store.schema_queues import group_counts, group_places, resource_groups
+from sparkgate.store.schema_saved import saved_queries
 from sparkgate.store.schema_sessions import (
     engine_policies,
     engines,
@@ -62,6 +63,7 @@ __all__ = [
     "leases",
     "metadata",
     "resource_groups",
+    "saved_queries",
     "sessions",
     "statement_costs",
     "statement_tables",

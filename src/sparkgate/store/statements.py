@@ -155,13 +155,22 @@ class Statements:
 
     def tags_of(self, statement_id: int) -> dict[str, str]:
         """A statement's tags (none on a schema without them)."""
-        if not self._tags_present():
-            return {}
-        query = sa.select(statement_tags.c.key, statement_tags.c.value).where(
-            statement_tags.c.statement_id == statement_id
-        )
+        return self.tags_of_many([statement_id])[statement_id]
+
+    def tags_of_many(self, statement_ids: Iterable[int]) -> dict[int, dict[str, str]]:
+        """:meth:`tags_of` for a page of statements, in one read (each id present, maybe
+        with no tags)."""
+        wanted = list(statement_ids)
+        found: dict[int, dict[str, str]] = {i: {} for i in wanted}
+        if not wanted or not self._tags_present():
+            return found
+        query = sa.select(
+            statement_tags.c.statement_id, statement_tags.c.key, statement_tags.c.value
+        ).where(statement_tags.c.statement_id.in_(wanted))
         with self._db.read() as conn:
-            return {row.key: row.value for row in conn.execute(query)}
+            for row in conn.execute(query):
+                found[row.statement_id][row.key] = row.value
+        return found
 
     def find(self, statement_id: int) -> StatementRecord | None:
         with self._db.read() as conn:
@@ -221,10 +230,13 @@ class Statements:
         states: Iterable[StatementState] | None = None,
         owner: str | None = None,
         creator: str | None = None,
+        search: str | None = None,
         newest_first: bool = False,
         window: Window = FIRST_PAGE,
     ) -> Page[StatementRecord]:
-        """Statements by id (``newest_first``: descending), each with its session's owner.
+        """Statements by id (``newest_first``: descending), each with its session's owner;
+        ``search``: only those whose text holds it, in any case (a scan of the matching rows,
+        which the owner's scope keeps to one user's).
 
         ``window``: which page; its ``after`` pages by keyset, the statements past that id in
         the list's order (the page's ``next_after`` is the one to pass for the following page),
@@ -241,6 +253,8 @@ class Statements:
             where.append(statements.c.session_id == session_id)
         if states is not None:
             where.append(statements.c.state.in_([s.value for s in states]))
+        if search:
+            where.append(statements.c.code.icontains(search, autoescape=True))
         query = sa.select(statements, sessions.c.owner).select_from(_WITH_SESSION).where(*where)
         counted = _WITH_SESSION if scoped else statements
         return read_page(

@@ -15,8 +15,9 @@ from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.params import Id, Offset
 from sparkgate.schemas.queries import Query
 from sparkgate.service import Service
-from sparkgate.service.views import result_page_view
+from sparkgate.service.views import query_view, result_page_view
 from sparkgate.states import StatementState
+from sparkgate.store.records import StatementRecord
 from sparkgate.web.paging import ListPage, checked_choice, shown, window_of
 from sparkgate.web.templating import render, render_list
 
@@ -55,7 +56,8 @@ def _page(service: Service, user: Principal, filters: dict[str, str]) -> ListPag
         states=[StatementState(filters["state"])] if filters["state"] else None,
         window=window_of(filters),
     )
-    return shown(page, Query.of, filters)
+    views = {d.statement.id: query_view(d) for d in service.queries.described_page(page.items)}
+    return shown(page, lambda statement: views[statement.id], filters)
 
 
 @router.get("/queries")
@@ -84,8 +86,7 @@ def queries_page(
 @router.get("/queries/{query_id}")
 def query_page(request: Request, query_id: Id, service: ServiceDep, user: UserDep) -> HTMLResponse:
     statement = service.queries.get(query_id, user=user)
-    query = Query.of(statement, service.queries.cost(statement), service.queries.place(statement))
-    return render(request, "query.html", query=query)
+    return render(request, "query.html", query=_whole(service, statement))
 
 
 @router.get("/queries/{query_id}/state")
@@ -96,7 +97,7 @@ def query_state(
     final, the fragment also replaces the SQL (to mark an error's position) and loads the
     result, out of band."""
     statement = service.queries.get(query_id, user=user)
-    query = Query.of(statement, service.queries.cost(statement), service.queries.place(statement))
+    query = _whole(service, statement)
     return render(request, "_query_state.html", query=query, changed=was != query.state)
 
 
@@ -105,10 +106,14 @@ def cancel_query(
     request: Request, query_id: Id, service: ServiceDep, user: UserDep
 ) -> HTMLResponse:
     try:
-        query, notice = Query.of(service.queries.cancel(query_id, user=user)), None
+        query, notice = _whole(service, service.queries.cancel(query_id, user=user)), None
     except QueryFinished as exc:  # it ended meanwhile: show how
-        query, notice = Query.of(service.queries.get(query_id, user=user)), exc.message
+        query, notice = _whole(service, service.queries.get(query_id, user=user)), exc.message
     return render(request, "_query_state.html", query=query, changed=True, notice=notice)
+
+
+def _whole(service: Service, statement: StatementRecord) -> Query:
+    return query_view(service.queries.described(statement))
 
 
 @router.get("/queries/{query_id}/result")

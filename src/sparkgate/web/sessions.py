@@ -15,9 +15,9 @@ from fastapi.responses import HTMLResponse
 from sparkgate.auth.principal import Principal
 from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.params import Id
-from sparkgate.schemas.engines import Engine
 from sparkgate.schemas.queries import Session
 from sparkgate.service import Service
+from sparkgate.service.views import engine_view
 from sparkgate.states import SessionKind, SessionState
 from sparkgate.store.records import Page, SessionRecord, Window
 from sparkgate.web.paging import ListPage, checked_choice, shown, window_of
@@ -109,7 +109,9 @@ def kill_session(
 def engines_page(
     request: Request, service: ServiceDep, user: UserDep, all: bool = False
 ) -> HTMLResponse:
-    engines = [Engine.of(e) for e in service.engines.list_all(user=user, live_only=not all)]
+    records = service.engines.list_all(user=user, live_only=not all)
+    whose = service.engines.whose(records, user=user)
+    engines = [engine_view(e, whose.get(e.id)) for e in records]
     return render_list(request, "engines.html", "_engines_table.html", engines=engines, all=all)
 
 

@@ -17,6 +17,7 @@ from fastapi.responses import HTMLResponse
 
 from sparkgate.errors import InvalidRequest
 from sparkgate.http.deps import ServiceDep, UserDep
+from sparkgate.service.usage import HOUR
 from sparkgate.statement_cost import StatementCost
 from sparkgate.store.usage import DAY, Usage
 from sparkgate.web.templating import render
@@ -44,9 +45,11 @@ def usage_page(
     group_by = f"tag:{tag.strip()}" if by == "tag" else by
     now = time.time()
     since = now - now % DAY - (days - 1) * DAY  # whole UTC days, today's included
-    daily = service.usage.report(user=user, group_by=group_by, since=since, bucket="day")
+    # One day is charted by the hour (a single point per day would say nothing).
+    step = "hour" if days == 1 else "day"
+    daily = service.usage.report(user=user, group_by=group_by, since=since, bucket=step)
     totals = _totals(daily)
-    chart = _chart(daily, since, days, metric)
+    chart = _chart(daily, since, days, metric, step)
     return render(
         request,
         "usage.html",
@@ -57,6 +60,9 @@ def usage_page(
         metric=metric,
         metrics=METRICS,
         totals=totals,
+        # Each key's total in money, when prices are set (else no column).
+        prices={key: service.usage.price(cost) for key, _, cost in totals},
+        priced=service.usage.prices.set,
         chart=json.dumps(chart, separators=(",", ":")),
         charted=len(chart["series"]),
     )
@@ -78,15 +84,20 @@ def _totals(daily: list[Usage]) -> list[tuple[str, int, StatementCost]]:
     return sorted(totals, key=lambda t: (-t[2].executor_cpu_time_ns, t[0]))
 
 
-def _chart(daily: list[Usage], since: float, days: int, metric: str) -> dict[str, Any]:
-    """One point per UTC day, one series per key: the day's executor seconds."""
-    stamps = [since + i * DAY for i in range(days)]
+def _chart(
+    daily: list[Usage], since: float, days: int, metric: str, step: str = "day"
+) -> dict[str, Any]:
+    """One point per UTC day (``step`` "hour": per hour), one series per key: the executor
+    seconds of that day or hour."""
+    width = HOUR if step == "hour" else DAY
+    points = round(days * DAY / width)
+    stamps = [since + i * width for i in range(points)]
     series: dict[str, list[float]] = {}
     for row in daily:
         name = "(none)" if row.key is None else row.key
-        values = series.setdefault(name, [0.0] * days)
-        index = round(((row.bucket or since) - since) / DAY)
-        if 0 <= index < days:
+        values = series.setdefault(name, [0.0] * points)
+        index = round(((row.bucket or since) - since) / width)
+        if 0 <= index < points:
             cost = row.cost
             seconds = (
                 cost.executor_cpu_time_ns / 1e9
@@ -96,6 +107,7 @@ def _chart(daily: list[Usage], since: float, days: int, metric: str) -> dict[str
             values[index] += seconds
     return {
         "t": stamps,
+        "step": step,
         "unit": "s",
         "series": [{"name": name, "values": series[name]} for name in sorted(series)],
     }

@@ -8,6 +8,7 @@ from sparkgate.http.deps import ServiceDep, UserDep
 from sparkgate.http.openapi import refusals
 from sparkgate.http.params import Id, LogTail
 from sparkgate.schemas.engines import Engine, EngineList, EngineLog
+from sparkgate.service.views import engine_view
 
 router = APIRouter(prefix="/v1/engines", tags=["engines"])
 _NOT_SEEN = "No such engine, or one that ran none of the caller's sessions (admins see all)."
@@ -19,12 +20,14 @@ def list_engines(service: ServiceDep, user: UserDep, all: bool = False) -> Engin
     see all; other users only those that ran their sessions, without host, pid, Spark
     application or log."""
     engines = service.engines.list_all(user=user, live_only=not all)
-    return EngineList(engines=[Engine.of(e) for e in engines])
+    whose = service.engines.whose(engines, user=user)
+    return EngineList(engines=[engine_view(e, whose.get(e.id)) for e in engines])
 
 
 @router.get("/{engine_id}", response_model=Engine, responses=refusals({404: _NOT_SEEN}))
 def get_engine(engine_id: Id, service: ServiceDep, user: UserDep) -> Engine:
-    return Engine.of(service.engines.get(engine_id, user=user))
+    engine = service.engines.get(engine_id, user=user)
+    return engine_view(engine, service.engines.whose([engine], user=user).get(engine_id))
 
 
 @router.get(

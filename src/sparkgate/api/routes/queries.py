@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from fastapi import APIRouter, Query, Response
+from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from sparkgate.errors import InvalidRequest
@@ -20,12 +21,14 @@ from sparkgate.http.params import (
     IdQuery,
     Offset,
     PageLimit,
+    Search,
     Wait,
     created,
 )
+from sparkgate.result_formats import FILE_KINDS, ResultFormat, encode
 from sparkgate.schemas import queries as bodies
 from sparkgate.service import Service
-from sparkgate.service.views import result_page_view
+from sparkgate.service.views import query_view, result_page_view
 from sparkgate.states import StatementState
 from sparkgate.store.records import StatementRecord
 
@@ -110,9 +113,11 @@ async def accepted(
     """A queued statement's answer: as queued; with ``wait``, the whole query when it is final
     (or the wait ends), with its first result page if it succeeded."""
     if wait <= 0:
-        return bodies.QueryAccepted.of(statement)
+        place = await asyncio.to_thread(service.queries.place, statement)
+        tags = await asyncio.to_thread(service.queries.tags, statement)
+        return bodies.QueryAccepted.of(statement, place, tags)
     final = await service.queries.wait(statement, wait)
-    query = bodies.Query.of(final)
+    query = await asyncio.to_thread(_whole, service, final)
     if final.state is not StatementState.SUCCESS or final.result is None:
         return query
     page = await asyncio.to_thread(service.queries.result_page, final, 0, limit)
@@ -127,19 +132,25 @@ def list_queries(
     owner: str | None = None,
     session_id: IdQuery = None,
     state: Annotated[list[StatementState] | None, Query()] = None,
+    q: Search = None,
 ) -> bodies.QueryList:
-    """Your queries, newest first: ``?session_id=3&state=running`` (admins: everyone's, or
-    ``?owner=``); the next page is ``?after=<next>``."""
+    """Your queries, newest first: ``?session_id=3&state=running``, ``?q=orders`` (those whose
+    text holds it, any case; admins: everyone's, or ``?owner=``); the next page is
+    ``?after=<next>``."""
     page = service.queries.list_page(
         user=user,
         owner=owner,
         session_id=session_id,
         states=state,
+        search=q,
         window=listing.window(),
     )
-    return bodies.QueryList(
-        queries=[bodies.Query.of(s) for s in page.items], **listing.paging(page)
-    )
+    described = service.queries.described_page(page.items)
+    return bodies.QueryList(queries=[query_view(d) for d in described], **listing.paging(page))
+
+
+def _whole(service: Service, statement: StatementRecord) -> bodies.Query:
+    return query_view(service.queries.described(statement))
 
 
 @router.get("/{query_id}", response_model=bodies.Query)
@@ -154,19 +165,35 @@ async def get_query(
     statement = await asyncio.to_thread(service.queries.get, query_id, user=user)
     if wait > 0:
         statement = await service.queries.wait(statement, wait)
-    cost = await asyncio.to_thread(service.queries.cost, statement)
-    place = await asyncio.to_thread(service.queries.place, statement)
-    tags = await asyncio.to_thread(service.queries.tags, statement)
-    return bodies.Query.of(statement, cost, place, tags)
+    return await asyncio.to_thread(_whole, service, statement)
+
+
+# A download's answer: the file's bytes in the format's media type, its rows in a header.
+_DOWNLOAD: dict[int | str, dict[str, Any]] = {
+    200: {
+        "description": "A page of rows (JSON); with `format`, the whole result as a file "
+        "(`Content-Disposition: attachment`), its rows counted in `Result-Rows`.",
+        "content": {
+            kind.media_type: {"schema": {"type": "string", "format": "binary"}}
+            for kind in FILE_KINDS.values()
+        },
+        "headers": {
+            "Result-Rows": {"description": "A download's rows.", "schema": {"type": "integer"}}
+        },
+    }
+}
 
 
 @router.get(
     "/{query_id}/result",
     response_model=bodies.ResultPage,
-    responses=refusals(
+    responses=_DOWNLOAD
+    | refusals(
         {
             409: "No result to read: the query is not final, failed, was cancelled or made no "
-            "rows (`RESULT_NOT_AVAILABLE`), or its result files are gone (`RESULT_GONE`)."
+            "rows (`RESULT_NOT_AVAILABLE`), or its result files are gone (`RESULT_GONE`).",
+            422: "An unknown `format`, an offset or limit out of range, or either given with a "
+            "`format` (a download is the whole result) (`INVALID_REQUEST`).",
         }
     ),
 )
@@ -176,10 +203,31 @@ def get_result(
     user: UserDep,
     offset: Offset = 0,
     limit: PageLimit = None,
-) -> bodies.ResultPage:
-    """A page of the result: ``?offset=0&limit=1000`` -> ``{"schema", "rows", "total"}``."""
+    format: Annotated[
+        ResultFormat | None,
+        Query(description="Download the whole result as a file: csv, jsonl, parquet or arrow."),
+    ] = None,
+) -> bodies.ResultPage | Response:
+    """A page of the result: ``?offset=0&limit=1000`` -> ``{"schema", "rows", "total"}``. Or
+    the whole result as a file, streamed from the node in constant memory: ``?format=csv``
+    (``jsonl``: an object a row, valued as in the pages; ``parquet``; ``arrow``: an IPC file),
+    Parquet and Arrow with the result's own types."""
     statement = service.queries.get(query_id, user=user)
-    return result_page_view(service.queries.result_page(statement, offset, limit))
+    if format is None:
+        return result_page_view(service.queries.result_page(statement, offset, limit))
+    if offset or limit is not None:
+        raise InvalidRequest(
+            "offset and limit page the JSON answer; a download (format) is the whole result.",
+            field="format",
+        )
+    whole = service.queries.whole_result(statement)
+    kind = FILE_KINDS[format]
+    headers = {
+        "Content-Disposition": f'attachment; filename="query-{statement.id}.{kind.extension}"',
+        "Result-Rows": str(whole.total),
+    }
+    chunks = encode(format, whole.schema, whole.batches())
+    return StreamingResponse(chunks, media_type=kind.media_type, headers=headers)
 
 
 @router.post(
@@ -190,4 +238,4 @@ def get_result(
 )
 def cancel_query(query_id: Id, service: ServiceDep, user: UserDep) -> bodies.Query:
     """Cancel: a waiting query at once, a running one as soon as its engine interrupts it."""
-    return bodies.Query.of(service.queries.cancel(query_id, user=user))
+    return _whole(service, service.queries.cancel(query_id, user=user))

@@ -14,6 +14,7 @@ from sparkgate.http.openapi import refusals
 from sparkgate.http.params import PageLimit, Wait, created
 from sparkgate.schemas.queries import Submitted
 from sparkgate.tables.uploads import LoadFormat, LoadMode
+from sparkgate.tags import from_words
 
 router = APIRouter(tags=["tables"])
 
@@ -31,8 +32,8 @@ STREAMED_BODIES = re.compile(r"^/v1/tables/[^/]+/data$")
         {
             403: "The `sql` right is missing.",
             413: "The file is larger than `SPARKGATE_LOAD_MAX_BYTES` (`PAYLOAD_TOO_LARGE`).",
-            422: "Not a table name, an unknown format or mode, a schema for a Parquet file "
-            "(`INVALID_REQUEST`), or an empty file (`FILE_EMPTY`).",
+            422: "Not a table name, an unknown format or mode, a schema for a Parquet file, a "
+            "bad tag (`INVALID_REQUEST`), or an empty file (`FILE_EMPTY`).",
             429: "The user has `running_queries_per_user` queries waiting or running.",
         }
     ),
@@ -54,6 +55,10 @@ async def load_table(
     header: bool = False,
     schema: Annotated[str | None, Query(description='Columns, e.g. "a INT, b STRING".')] = None,
     filename: Annotated[str | None, Query(description="The file's name, for the record.")] = None,
+    tag: Annotated[
+        list[str] | None,
+        Query(description="A tag of the load's query, `key=value`; repeated for more."),
+    ] = None,
     wait: Wait = 0,
     limit: PageLimit = None,
 ) -> Submitted:
@@ -63,7 +68,7 @@ async def load_table(
     ``append`` and ``overwrite`` write into an existing one (its columns, unless ``schema`` is
     given; ``INSERT``, and ``DELETE`` to overwrite). The table changes whole or not at all; a
     row that does not fit fails the load (``BAD_RECORD``, with the file's line and column).
-    ``?wait=`` as for ``POST /v1/queries``."""
+    ``?wait=`` as for ``POST /v1/queries``; ``?tag=team=finance`` tags the load's query."""
     pending = await asyncio.to_thread(
         service.loads.prepare,
         user=user,
@@ -73,6 +78,7 @@ async def load_table(
         header=header,
         schema=schema,
         filename=filename,
+        tags=from_words(tag or (), field="tag"),
     )
     length = request.headers.get("content-length", "")
     declared = int(length) if length.isdigit() else None

@@ -43,6 +43,6 @@ def usage(
             "bucket": bucket,
             "since": since,
             "until": until,
-            "rows": [UsageRow.of(row, group_by) for row in rows],
+            "rows": [UsageRow.of(row, group_by, service.usage.price(row.cost)) for row in rows],
         }
     )

@@ -2,12 +2,13 @@
 //
 // Markup (no inline script): a figure with data-usage='{"t": [day starts], "unit": "s",
 // "series": [{"name", "values": [one per day]}]}' holding a .plot element. After drawing, the
-// figure's data-points attribute holds how many (day, key) points are drawn: what a reader
-// (or a test) can check.
+// figure's data-points attribute holds how many (day, key) points are drawn and data-x-labels
+// the x-axis labels as drawn: what a reader (or a test) can check.
 (function () {
   "use strict";
 
   const HEIGHT = 240;
+  const LABEL_SPACE = 56; // CSS pixels a tick's label needs
   const PALETTE = ["#0969da", "#1a7f37", "#bf3989", "#9a6700", "#8250df", "#cf222e"];
 
   function cssVar(name, fallback) {
@@ -24,6 +25,12 @@
 
   function draw(figure) {
     const data = JSON.parse(figure.dataset.usage || "{}");
+    const hourly = data.step === "hour";
+    // A day as MM-DD, an hour as HH:00 (UTC).
+    const label = function (ts) {
+      const iso = new Date(ts * 1e3).toISOString();
+      return hourly ? iso.slice(11, 13) + ":00" : iso.slice(5, 10);
+    };
     const series = data.series || [];
     const target = figure.querySelector(".plot");
     if (!series.length || !target) return;
@@ -41,7 +48,9 @@
       series: [
         {
           value: function (u, ts) {
-            return ts == null ? "—" : new Date(ts * 1e3).toISOString().slice(0, 10);
+            if (ts == null) return "—";
+            const iso = new Date(ts * 1e3).toISOString();
+            return hourly ? iso.slice(0, 10) + " " + iso.slice(11, 16) : iso.slice(0, 10);
           },
         },
       ].concat(
@@ -59,10 +68,20 @@
       ),
       axes: [
         Object.assign({}, axis, {
-          values: function (u, ticks) {
-            return ticks.map(function (ts) {
-              return new Date(ts * 1e3).toISOString().slice(5, 10);
+          // A tick on the charted days (or hours) only, never between them (uPlot's own
+          // splits of a time scale fall every few hours, and each repeated its day's label),
+          // every n-th one where all would not fit.
+          space: LABEL_SPACE,
+          splits: function (u) {
+            const every = Math.max(1, Math.ceil(data.t.length / Math.max(1, Math.floor(u.bbox.width / devicePixelRatio / LABEL_SPACE))));
+            return data.t.filter(function (ts, i) {
+              return i % every === 0;
             });
+          },
+          values: function (u, ticks) {
+            const labels = ticks.map(label);
+            figure.dataset.xLabels = labels.join(" "); // what the axis shows, for a reader
+            return labels;
           },
         }),
         Object.assign({}, axis, {
