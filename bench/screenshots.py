@@ -5,7 +5,8 @@
 Starts a sparkgate server with authentication on (users alice and bob) and real engines, has
 both users run a few queries (one fails, one is cancelled, one is still running), alice make a
 small shop schema that both then read and alice run a stream job, then photographs the queries
-page, the stream's page and a table's catalog page in Debian's Chromium.
+page, the stream's page, a table's catalog page, and the SQL worksheet with a result and with a
+chart of it, in Debian's Chromium.
 """
 
 from __future__ import annotations
@@ -151,13 +152,41 @@ def main() -> None:
                 page.goto(f"{server.url}/ui/tables/shop.orders")
                 page.wait_for_selector("#preview tbody tr")
                 page.screenshot(path=args.out / "dashboard-catalog.png", full_page=True)
+                _worksheet(page, server.url, args.out)
                 browser.close()
             clients["alice"].post(f"/v1/streams/{STREAM}/stop")
             for client in clients.values():
                 client.close()
     console.print(
-        f"saved {args.out}/dashboard-queries.png, dashboard-stream.png and dashboard-catalog.png"
+        f"saved {args.out}/dashboard-queries.png, dashboard-stream.png, dashboard-catalog.png,"
+        " dashboard-worksheet.png and dashboard-worksheet-chart.png"
     )
+
+
+WORKSHEET = """SELECT date_trunc('week', placed) AS week, customer, sum(amount) AS total
+FROM shop.orders
+WHERE customer IN ('customer-1', 'customer-2', 'customer-3')
+GROUP BY 1, 2
+ORDER BY 1, 2"""
+
+
+def _worksheet(page: Any, url: str, out: Path) -> None:
+    """The worksheet with a result, then the result's line chart: a week's total per customer."""
+    page.set_viewport_size({"width": 1280, "height": 900})
+    page.goto(f"{url}/ui/sql")
+    page.get_by_role("textbox", name="SQL editor").focus()
+    page.keyboard.insert_text(WORKSHEET)
+    page.keyboard.press("Control+Enter")
+    page.wait_for_selector('[data-testid="result-grid"] tbody td', timeout=120_000)
+    page.wait_for_selector('#worksheet[data-busy="false"]')
+    page.screenshot(path=out / "dashboard-worksheet.png", full_page=True)
+    page.get_by_text("Chart", exact=True).click()
+    page.get_by_test_id("chart-type").select_option("line")
+    page.get_by_test_id("chart-series").select_option(label="customer (string)")
+    page.wait_for_selector('[data-testid="chart"] canvas')
+    page.get_by_test_id("chart").scroll_into_view_if_needed()
+    page.wait_for_timeout(500)
+    page.screenshot(path=out / "dashboard-worksheet-chart.png", full_page=True)
 
 
 if __name__ == "__main__":

@@ -14,7 +14,7 @@ from fastapi import Depends, FastAPI
 from fastapi.staticfiles import StaticFiles
 
 from sparkgate.http.errors import register_error_page
-from sparkgate.web import jobs, login, queries, sessions, streams, tables, usage
+from sparkgate.web import jobs, login, queries, sessions, streams, tables, usage, worksheet
 from sparkgate.web.assets import router as assets_router
 
 PAGES = (
@@ -24,6 +24,7 @@ PAGES = (
     jobs.router,
     tables.router,
     usage.router,
+    worksheet.router,
 )
 
 
