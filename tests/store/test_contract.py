@@ -16,7 +16,7 @@ from sparkgate.states import (
     StatementState,
 )
 from sparkgate.store import Store
-from sparkgate.store.records import Window
+from sparkgate.store.records import TaskCount, Window
 from sparkgate.store.session_attributes import SessionAttributes
 from tests.concurrency import race
 from tests.conftest import NOW, force_state
@@ -178,6 +178,30 @@ def test_progress_only_moves_for_running(store: Store, make_session: Any) -> Non
     force_state(store, "statements", statement.id, "running")
     store.statements.set_progress(statement.id, 1.7, now=NOW)
     assert store.statements.get(statement.id).progress == 1.0
+
+
+def test_task_counts_are_kept_while_running_and_replaced(store: Store, make_session: Any) -> None:
+    session = make_session()
+    waiting, running = (store.statements.add(session.id, "SELECT 1", now=NOW) for _ in "ab")
+    force_state(store, "statements", running.id, "running")
+    for statement in (waiting, running):
+        store.statements.set_progress(statement.id, 0.25, now=NOW, tasks=TaskCount(1, 4))
+    assert store.statements.tasks_of_many([waiting.id, running.id]) == {running.id: TaskCount(1, 4)}
+    store.statements.set_progress(running.id, 0.5, now=NOW + 1, tasks=TaskCount(3, 6))
+    assert store.statements.tasks_of_many([running.id]) == {running.id: TaskCount(3, 6)}
+    assert store.statements.tasks_of_many([]) == {}
+
+
+def test_task_counts_on_a_schema_before_them_are_not_kept(store: Store, make_session: Any) -> None:
+    with store.db.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE statement_progress")
+        conn.exec_driver_sql("UPDATE alembic_version SET version_num = '0017_saved_queries'")
+    old = Store(store.db)
+    statement = old.statements.add(make_session().id, "SELECT 1", now=NOW)
+    force_state(old, "statements", statement.id, "running")
+    old.statements.set_progress(statement.id, 0.5, now=NOW, tasks=TaskCount(1, 2))
+    assert old.statements.get(statement.id).progress == 0.5  # the ratio, as before
+    assert old.statements.tasks_of_many([statement.id]) == {}
 
 
 def test_warm_engine_goes_to_one_session_only(

@@ -78,7 +78,9 @@ export class Runner {
       state.className = "state state-" + q.state;
       if (typeof q.progress === "number") {
         progress.value = q.progress;
-        tasks.textContent = q.state === "running" ? `${Math.round(q.progress * 100)}% of its tasks done` : "";
+        tasks.textContent = q.state !== "running" ? ""
+          : q.tasks_total ? `${q.tasks_done} of ${q.tasks_total} tasks done`
+          : `${Math.round(q.progress * 100)}% of its tasks done`;
       }
       this.status.textContent = `Statement ${number} of ${count}: ${q.state}`;
     };

@@ -17,6 +17,7 @@ from sparkgate.engine.connect_operations import ConnectOperations
 from sparkgate.engine.shared import Shared
 from sparkgate.engine.stopping import Stopping
 from sparkgate.store.outage import is_unreachable
+from sparkgate.store.records import TaskCount
 
 log = logging.getLogger("sparkgate.engine")
 
@@ -104,7 +105,10 @@ class Heartbeat:
                             done += stage.numCompletedTasks
                 if total:
                     shared.store.statements.set_progress(
-                        execution.statement.id, done / total, now=shared.clock()
+                        execution.statement.id,
+                        done / total,
+                        now=shared.clock(),
+                        tasks=TaskCount(done, total),
                     )
             except Exception:
                 log.debug("progress of %s unavailable", execution.tag, exc_info=True)

@@ -13,7 +13,7 @@ from sparkgate.statement_cost import StatementCost
 from sparkgate.states import SessionKind, SessionState, StatementKind, StatementState
 
 if TYPE_CHECKING:  # the records its models are built from, for the type checker only
-    from sparkgate.store.records import SessionRecord, StatementRecord
+    from sparkgate.store.records import SessionRecord, StatementRecord, TaskCount
     from sparkgate.store.resource_groups import GroupPlace
 
 
@@ -133,6 +133,15 @@ class Query(Body):
         "`price_per_gb_read`, `price_per_gb_shuffled`); null when no price is set or it has "
         "no cost; given with `cost`.",
     )
+    tasks_done: int | None = Field(
+        default=None,
+        description="While `running`: its Spark tasks done, as its engine last counted them "
+        "(about every heartbeat; `progress` is `tasks_done / tasks_total`); null otherwise.",
+    )
+    tasks_total: int | None = Field(
+        default=None,
+        description="While `running`: its Spark tasks in all of its jobs' stages so far.",
+    )
 
     @classmethod
     def of(
@@ -142,6 +151,7 @@ class Query(Body):
         place: GroupPlace | None = None,
         tags: dict[str, str] | None = None,
         price: Money | None = None,
+        tasks: TaskCount | None = None,
     ) -> Query:
         # ``output``: what the statement printed (a pyspark statement's {"data": ...}, a batch
         # file's log) and how sparkgate ran it (e.g. "ctas": {"path": ...}); None when neither.
@@ -154,6 +164,8 @@ class Query(Body):
             queue_position=None if place is None else place.queue_position,
             tags=tags,
             price=price,
+            tasks_done=None if tasks is None else tasks.done,
+            tasks_total=None if tasks is None else tasks.total,
         )
 
 

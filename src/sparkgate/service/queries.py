@@ -36,7 +36,14 @@ from sparkgate.statement_cost import StatementCost
 from sparkgate.states import TERMINAL_STATEMENT_STATES, SessionKind, StatementKind, StatementState
 from sparkgate.store import Store
 from sparkgate.store.idempotency import KeyClaim
-from sparkgate.store.records import Page, ResultColumn, SessionRecord, StatementRecord, Window
+from sparkgate.store.records import (
+    Page,
+    ResultColumn,
+    SessionRecord,
+    StatementRecord,
+    TaskCount,
+    Window,
+)
 from sparkgate.store.resource_groups import GroupPlace
 from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.tags import checked as checked_tags
@@ -78,6 +85,7 @@ class Described:
     place: GroupPlace | None
     tags: dict[str, str]
     price: Money | None = None
+    tasks: TaskCount | None = None  # while running: its Spark tasks, done and in all
 
 
 @dataclass
@@ -347,14 +355,25 @@ class Queries:
         """A query as its single read answers it: with its cost, place and tags."""
         cost = self.cost(statement)
         price = Prices.of(self.settings).money(cost)
-        return Described(statement, cost, self.place(statement), self.tags(statement), price)
+        tasks = self._tasks([statement]).get(statement.id)
+        return Described(statement, cost, self.place(statement), self.tags(statement), price, tasks)
 
     def described_page(self, statements: Sequence[StatementRecord]) -> list[Described]:
         """A list's queries with their places and tags, read in one store call each for the
         whole page (not one per query); no cost (the single read gives it)."""
         places = self.store.resource_groups.places_of(s.id for s in statements)
         tags = self.store.statements.tags_of_many(s.id for s in statements)
-        return [Described(s, None, places.get(s.id), tags.get(s.id, {})) for s in statements]
+        tasks = self._tasks(statements)
+        return [
+            Described(s, None, places.get(s.id), tags.get(s.id, {}), tasks=tasks.get(s.id))
+            for s in statements
+        ]
+
+    def _tasks(self, statements: Sequence[StatementRecord]) -> dict[int, TaskCount]:
+        """The task counts of those that run (a read only when one does: an ended query's
+        last count is stale, its cost says what ran)."""
+        running = [s.id for s in statements if s.state is StatementState.RUNNING]
+        return self.store.statements.tasks_of_many(running) if running else {}
 
     def _with_session(
         self, query_id: int, user: Principal

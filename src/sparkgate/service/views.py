@@ -26,6 +26,7 @@ def query_view(described: queries.Described) -> Query:
         described.place,
         described.tags,
         described.price,
+        described.tasks,
     )
 
 

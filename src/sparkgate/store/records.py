@@ -141,6 +141,14 @@ class StatementRecord(Snapshot):
 
 
 @dataclass(frozen=True)
+class TaskCount:
+    """A running statement's Spark tasks: done, and in all of its jobs' stages so far."""
+
+    done: int
+    total: int
+
+
+@dataclass(frozen=True)
 class TableTxnRecord(Snapshot):
     """A two-phase table write: see ``sparkgate.tables``."""
 

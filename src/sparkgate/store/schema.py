@@ -32,6 +32,7 @@ from sparkgate.store.schema_sessions import (
     idempotency_keys,
     leases,
     sessions,
+    statement_progress,
     statements,
 )
 from sparkgate.store.schema_streams import (
@@ -66,6 +67,7 @@ __all__ = [
     "saved_queries",
     "sessions",
     "statement_costs",
+    "statement_progress",
     "statement_tables",
     "statement_tags",
     "statements",

@@ -109,6 +109,18 @@ statements = sa.Table(
     sa.Index(None, "session_id", "state"),
 )
 
+# A running statement's Spark tasks, done and in all, as its engine's heartbeat last counted
+# them (``progress`` is their ratio): a table of its own, so that a node pinned to the release
+# before, which reads ``statements`` whole, is not broken by a new column.
+statement_progress = sa.Table(
+    "statement_progress",
+    metadata,
+    sa.Column("statement_id", sa.Integer, sa.ForeignKey("statements.id"), primary_key=True),
+    sa.Column("tasks_done", sa.Integer, nullable=False),
+    sa.Column("tasks_total", sa.Integer, nullable=False),
+    sa.Column("at", Time, nullable=False),
+)
+
 leases = sa.Table(
     "leases",
     metadata,

@@ -19,9 +19,16 @@ from sparkgate.store.database import Database
 from sparkgate.store.hints import NEW_STATEMENT, engine_channel
 from sparkgate.store.pages import read_page
 from sparkgate.store.presence import TablePresence
-from sparkgate.store.records import FIRST_PAGE, Page, SessionRecord, StatementRecord, Window
+from sparkgate.store.records import (
+    FIRST_PAGE,
+    Page,
+    SessionRecord,
+    StatementRecord,
+    TaskCount,
+    Window,
+)
 from sparkgate.store.resource_groups import ResourceGroups
-from sparkgate.store.schema import sessions, statement_tags, statements
+from sparkgate.store.schema import sessions, statement_progress, statement_tags, statements
 from sparkgate.store.sessions import in_scope
 from sparkgate.store.statement_output import StatementOutput
 
@@ -73,6 +80,7 @@ class Statements:
         self._db = db
         self._groups = groups or ResourceGroups(db)
         self._tags_present = TablePresence(db, statement_tags)
+        self._tasks_present = TablePresence(db, statement_progress)
 
     def add(
         self,
@@ -309,7 +317,11 @@ class Statements:
             rows = conn.execute(query).mappings().all()
         return {row["id"]: StatementRecord.from_row(row) for row in rows}
 
-    def set_progress(self, statement_id: int, progress: float, *, now: float) -> None:
+    def set_progress(
+        self, statement_id: int, progress: float, *, now: float, tasks: TaskCount | None = None
+    ) -> None:
+        """A running statement's progress; with ``tasks``, the Spark tasks it is the ratio
+        of (kept on a schema that has them; one writer per statement: its engine)."""
         stmt = (
             statements.update()
             .where(statements.c.id == statement_id)
@@ -317,7 +329,35 @@ class Statements:
             .values(progress=max(0.0, min(1.0, progress)), updated_at=now)
         )
         with self._db.begin() as conn:
-            conn.execute(stmt)
+            running = conn.execute(stmt).rowcount == 1
+            if not running or tasks is None or not self._tasks_present():
+                return
+            values = {"tasks_done": tasks.done, "tasks_total": tasks.total, "at": now}
+            kept = conn.execute(
+                statement_progress.update()
+                .where(statement_progress.c.statement_id == statement_id)
+                .values(**values)
+            )
+            if kept.rowcount == 0:
+                added = statement_progress.insert().values(statement_id=statement_id, **values)
+                conn.execute(added)
+
+    def tasks_of_many(self, statement_ids: Iterable[int]) -> dict[int, TaskCount]:
+        """The task counts last recorded for those of the statements that have any, in one
+        read (none on a schema without them)."""
+        wanted = list(statement_ids)
+        if not wanted or not self._tasks_present():
+            return {}
+        query = sa.select(
+            statement_progress.c.statement_id,
+            statement_progress.c.tasks_done,
+            statement_progress.c.tasks_total,
+        ).where(statement_progress.c.statement_id.in_(wanted))
+        with self._db.read() as conn:
+            return {
+                row.statement_id: TaskCount(row.tasks_done, row.tasks_total)
+                for row in conn.execute(query)
+            }
 
     def merge_output(
         self, statement_id: int, values: StatementOutput, *, conn: Connection | None = None
