@@ -90,4 +90,6 @@ _DEFAULTS = {
     "tags": None,
     "queue_position": None,
     "price": None,
+    "tasks_done": None,
+    "tasks_total": None,
 }
