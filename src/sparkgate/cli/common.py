@@ -24,7 +24,7 @@ from sparkgate.doors import CLI_AGENT
 from sparkgate.errors import InvalidRequest
 from sparkgate.schemas.common import Paging
 from sparkgate.sql.durations import parse_duration
-from sparkgate.tags import checked as checked_tags
+from sparkgate.tags import from_words as tags_from_words
 
 console = Console()
 # Piped or redirected, what is printed goes out whole: without a terminal to ask, Rich would
@@ -86,14 +86,12 @@ def tags_option(words: list[str] | None) -> dict[str, str] | None:
     ``=`` or with an empty key, or one the server would refuse, ends the command."""
     if not words:
         return None
-    found: dict[str, str] = {}
     for word in words:
-        key, equals, value = word.partition("=")
+        key, equals, _ = word.partition("=")
         if not equals or not key.strip():
             fail(f"--tag {word!r}: give a tag as KEY=VALUE, e.g. --tag team=finance")
-        found[key.strip()] = value.strip()
     try:
-        return checked_tags(found, field="--tag")
+        return tags_from_words(words, field="--tag")
     except InvalidRequest as exc:
         fail(str(exc))
 

@@ -58,9 +58,14 @@ DownloadFormatOption = Annotated[
 ]
 
 
-def output_format(output: Path, format: DownloadFormat | None) -> str:
-    """The format ``--output`` is written in: ``--format``, else the file's extension (a
-    name that says none ends the command), checked before anything runs."""
+def output_format(output: Path | None, format: DownloadFormat | None) -> str | None:
+    """The format ``--output`` is written in (None without it): ``--format``, else the file's
+    extension (a name that says none, or ``--format`` without ``--output``, ends the
+    command), checked before anything runs."""
+    if output is None:
+        if format is not None:
+            fail("--format is the format of the --output file: give --output too.")
+        return None
     if format is not None:
         return format.value
     try:
@@ -165,13 +170,11 @@ def query_result(
 
     Example: sparkgate queries result 42 --output sales.parquet
     """
-    if output is not None:
-        fmt = output_format(output, format)
+    fmt = output_format(output, format)
+    if output is not None and fmt is not None:
         with client() as sg:
             download(sg, query_id, output, fmt)
         return
-    if format is not None:
-        fail("--format is the format of the --output file: give --output too.")
     with client() as sg:
         page = sg.result(query_id, limit=limit)
     if as_json:

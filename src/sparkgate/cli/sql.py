@@ -48,9 +48,7 @@ def sql(
     Example: sparkgate sql "SELECT * FROM analysts.sales" --output sales.parquet
     """
     tags = tags_option(tag)
-    fmt = output_format(output, format) if output is not None else None
-    if format is not None and output is None:
-        fail("--format is the format of the --output file: give --output too.")
+    fmt = output_format(output, format)
     with client() as sg:
         # Held up to a second: a short query answers, first page and all, in this one request.
         submitted = sg.submit(
