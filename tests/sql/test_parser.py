@@ -35,19 +35,20 @@ def syntax_error(text: str) -> SqlSyntaxError:
     return caught.value
 
 
-@pytest.mark.parametrize(
-    "text",
-    [
-        "SELECT 1",
-        "select * from stream_events",  # mentions "stream", is not ours
-        "CREATE TABLE stream (a INT) USING parquet",
-        "CREATE STREAMING TABLE t AS SELECT 1",
-        "CREATE TEMPORARY VIEW v AS SELECT 'SAVE STREAM x TO console'",
-        "-- SAVE STREAM in a comment\nSELECT 1",
-        "INSERT INTO t VALUES ('unterminated stream",  # Spark's to report, not ours
-        "",
-    ],
-)
+# Shared with tests/sql/test_lexed.py, which reads the same texts through a LexedScript.
+PASS_THROUGH = [
+    "SELECT 1",
+    "select * from stream_events",  # mentions "stream", is not ours
+    "CREATE TABLE stream (a INT) USING parquet",
+    "CREATE STREAMING TABLE t AS SELECT 1",
+    "CREATE TEMPORARY VIEW v AS SELECT 'SAVE STREAM x TO console'",
+    "-- SAVE STREAM in a comment\nSELECT 1",
+    "INSERT INTO t VALUES ('unterminated stream",  # Spark's to report, not ours
+    "",
+]
+
+
+@pytest.mark.parametrize("text", PASS_THROUGH)
 def test_anything_else_passes_through_untouched(text: str) -> None:
     assert parse(text) == PassThrough(text)
 
@@ -113,28 +114,28 @@ def test_to_table_names_the_table() -> None:
     )
 
 
-@pytest.mark.parametrize(
-    ("trigger", "seconds"),
-    [
-        ("TRIGGER 5 SECONDS", 5.0),
-        ("TRIGGER 1 SECOND", 1.0),
-        ("TRIGGER 100 MILLISECONDS", 0.1),
-        ("TRIGGER 250 MILLISECOND", 0.25),
-        ("TRIGGER 2 HOURS", 7200.0),
-        ("TRIGGER 5 MINUTES", 300.0),
-        ("TRIGGER 1 DAY", 86400.0),
-        ("TRIGGER 50s", 50.0),
-        ("TRIGGER 100ms", 0.1),
-        ("TRIGGER 250us", 0.00025),
-        ("TRIGGER 1m", 60.0),
-        ("TRIGGER 1min", 60.0),
-        ("TRIGGER 1h", 3600.0),
-        ("TRIGGER 1d", 86400.0),
-        ("TRIGGER 1.5 s", 1.5),
-        ("TRIGGER INTERVAL 10 SECONDS", 10.0),
-        ("TRIGGER '30 seconds'", 30.0),
-    ],
-)
+TRIGGERS = [  # shared with tests/sql/test_lexed.py
+    ("TRIGGER 5 SECONDS", 5.0),
+    ("TRIGGER 1 SECOND", 1.0),
+    ("TRIGGER 100 MILLISECONDS", 0.1),
+    ("TRIGGER 250 MILLISECOND", 0.25),
+    ("TRIGGER 2 HOURS", 7200.0),
+    ("TRIGGER 5 MINUTES", 300.0),
+    ("TRIGGER 1 DAY", 86400.0),
+    ("TRIGGER 50s", 50.0),
+    ("TRIGGER 100ms", 0.1),
+    ("TRIGGER 250us", 0.00025),
+    ("TRIGGER 1m", 60.0),
+    ("TRIGGER 1min", 60.0),
+    ("TRIGGER 1h", 3600.0),
+    ("TRIGGER 1d", 86400.0),
+    ("TRIGGER 1.5 s", 1.5),
+    ("TRIGGER INTERVAL 10 SECONDS", 10.0),
+    ("TRIGGER '30 seconds'", 30.0),
+]
+
+
+@pytest.mark.parametrize(("trigger", "seconds"), TRIGGERS)
 def test_trigger_units(trigger: str, seconds: float) -> None:
     parsed = save(f"SAVE STREAM v TO console {trigger}")
     assert parsed.trigger is not None
@@ -180,35 +181,34 @@ def test_comments_and_a_trailing_semicolon_are_fine() -> None:
     assert parsed.provider == "console"
 
 
-@pytest.mark.parametrize(
-    ("text", "line", "position", "found", "expected"),
-    [
-        ("SAVE STREAM v TOO console", 1, 15, "TOO", "TO"),
-        ("SAVE STREAM", 1, 12, None, "the name of a streaming view or table"),
-        (
-            "SAVE STREAM v TO console extra",
-            1,
-            26,
-            "extra",
-            "IDENTIFIED BY, TRIGGER, OUTPUT MODE, PARTITIONED ON, OPTIONS or the end of the "
-            "statement",
-        ),
-        ("SAVE STREAM v\nTO console\nOUTPUT MODE sideways", 3, 13, "sideways", None),
-        ("SAVE STREAM v TO console TRIGGER 5 parsecs", 1, 36, "parsecs", None),
-        ("SAVE STREAM v TO console TRIGGER soon", 1, 34, "soon", None),
-        ("SAVE STREAM v TO console PARTITIONED ON a", 1, 41, "a", "'('"),
-        ("SAVE STREAM v TO console OPTIONS ('a'=)", 1, 39, ")", None),
-        ("SAVE STREAM v TO console IDENTIFIED q", 1, 37, "q", "BY"),
-        ("SAVE STREAM v TO TABLE", 1, 23, None, "the name of the table to write to"),
-        ("CREATE STREAM s.x USING rate", 1, 16, ".", None),
-        ("CREATE STREAM s (a int,) USING rate", 1, 24, ")", "a column name"),
-        ("CREATE STREAM s (a) USING rate", 1, 19, ")", "a type for column a"),
-        ("CREATE STREAM s (a int)", 1, 24, None, "USING"),
-        ("CREATE STREAM s", 1, 16, None, "USING, FROM TABLE or a column list"),
-        ("CREATE OR REPLACE STREAM", 1, 25, None, "the stream's name"),
-        ("STOP STREAM", 1, 12, None, "the name of a streaming query"),
-    ],
-)
+SYNTAX_ERRORS = [  # text, line, position, found, expected; shared with tests/sql/test_lexed.py
+    ("SAVE STREAM v TOO console", 1, 15, "TOO", "TO"),
+    ("SAVE STREAM", 1, 12, None, "the name of a streaming view or table"),
+    (
+        "SAVE STREAM v TO console extra",
+        1,
+        26,
+        "extra",
+        "IDENTIFIED BY, TRIGGER, OUTPUT MODE, PARTITIONED ON, OPTIONS or the end of the statement",
+    ),
+    ("SAVE STREAM v\nTO console\nOUTPUT MODE sideways", 3, 13, "sideways", None),
+    ("SAVE STREAM v TO console TRIGGER 5 parsecs", 1, 36, "parsecs", None),
+    ("SAVE STREAM v TO console TRIGGER soon", 1, 34, "soon", None),
+    ("SAVE STREAM v TO console PARTITIONED ON a", 1, 41, "a", "'('"),
+    ("SAVE STREAM v TO console OPTIONS ('a'=)", 1, 39, ")", None),
+    ("SAVE STREAM v TO console IDENTIFIED q", 1, 37, "q", "BY"),
+    ("SAVE STREAM v TO TABLE", 1, 23, None, "the name of the table to write to"),
+    ("CREATE STREAM s.x USING rate", 1, 16, ".", None),
+    ("CREATE STREAM s (a int,) USING rate", 1, 24, ")", "a column name"),
+    ("CREATE STREAM s (a) USING rate", 1, 19, ")", "a type for column a"),
+    ("CREATE STREAM s (a int)", 1, 24, None, "USING"),
+    ("CREATE STREAM s", 1, 16, None, "USING, FROM TABLE or a column list"),
+    ("CREATE OR REPLACE STREAM", 1, 25, None, "the stream's name"),
+    ("STOP STREAM", 1, 12, None, "the name of a streaming query"),
+]
+
+
+@pytest.mark.parametrize(("text", "line", "position", "found", "expected"), SYNTAX_ERRORS)
 def test_syntax_errors_point_at_the_position_and_say_what_was_expected(
     text: str, line: int, position: int, found: str | None, expected: str | None
 ) -> None:

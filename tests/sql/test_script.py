@@ -46,13 +46,17 @@ def test_unit_words_and_formatting() -> None:
     ]
 
 
+# Shared with tests/sql/test_lexed.py.
+SCRIPT = (
+    "-- clicks\n"
+    "CREATE STREAM r USING rate;  /* ; in a comment */ ;\n"
+    "  CREATE TEMPORARY VIEW v AS SELECT ';' AS s, value FROM r ;\n"
+    "SAVE STREAM v TO console"
+)
+
+
 def test_split_script_keeps_text_and_place_of_each_statement() -> None:
-    script = (
-        "-- clicks\n"
-        "CREATE STREAM r USING rate;  /* ; in a comment */ ;\n"
-        "  CREATE TEMPORARY VIEW v AS SELECT ';' AS s, value FROM r ;\n"
-        "SAVE STREAM v TO console"
-    )
+    script = SCRIPT
     parts = split_script(script)
     assert [p.text for p in parts] == [
         "CREATE STREAM r USING rate",

@@ -3,11 +3,12 @@ with ``SET key=value``. Pure: no store, no Spark."""
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 
-from sparkgate.sql.lexer import Kind, lex
+from sparkgate.sql.lexed import LexedScript
+from sparkgate.sql.lexer import Kind, Lexeme
 from sparkgate.sql.parser import parse
-from sparkgate.sql.script import split_script
 from sparkgate.sql.statements import PassThrough
 
 
@@ -17,24 +18,30 @@ class SqlNeeds:
     settings: tuple[str, ...]  # keys given a value by SET
 
 
-def sql_needs(text: str) -> SqlNeeds:
+def sql_needs(text_or_script: str | LexedScript) -> SqlNeeds:
     """Raises SqlSyntaxError (with the position) for text that cannot even be split, rather
-    than letting a statement the checks could not read through."""
+    than letting a statement the checks could not read through. Given a LexedScript (the
+    submit path makes one for all its readers), nothing is lexed here."""
+    script = (
+        text_or_script
+        if isinstance(text_or_script, LexedScript)
+        else LexedScript.of(text_or_script)
+    )
     streams = False
     settings: list[str] = []
-    for statement in split_script(text):
-        if not isinstance(parse(statement.text), PassThrough):
+    for statement in script.statements:
+        if not isinstance(parse(statement.text, statement.lexemes), PassThrough):
             streams = True
-        key = _set_key(statement.text)
+        key = _set_key(statement.text, statement.lexemes)
         if key is not None:
             settings.append(key)
     return SqlNeeds(streams, tuple(settings))
 
 
-def _set_key(text: str) -> str | None:
+def _set_key(text: str, lexemes: Sequence[Lexeme]) -> str | None:
     """The key of ``SET key = value`` (``SET `key`=v`` too); None for other statements and for
-    ``SET``, ``SET -v``, ``SET key`` (reads), ``SET TIME ZONE`` and ``SET VAR`` (variables)."""
-    lexemes = lex(text)
+    ``SET``, ``SET -v``, ``SET key`` (reads), ``SET TIME ZONE`` and ``SET VAR`` (variables).
+    ``lexemes`` are ``text``'s, with offsets into it."""
     if len(lexemes) < 2 or not lexemes[0].is_word("SET"):
         return None
     if lexemes[1].is_word("VAR", "VARIABLE", "TIME", "ROLE", "CATALOG", "SCHEMA", "DATABASE"):

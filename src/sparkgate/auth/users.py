@@ -25,7 +25,7 @@ from sparkgate.auth import tokens
 from sparkgate.auth.access import ADMIN, CODE, RIGHTS, SQL, STREAMS, Access, AccessRules
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.auth.principal import ANONYMOUS, Identity, Principal, share_key
-from sparkgate.auth.sql import sql_needs
+from sparkgate.auth.sql import SqlNeeds, sql_needs
 from sparkgate.errors import (
     ConfigurationError,
     DeniedSetting,
@@ -41,6 +41,7 @@ from sparkgate.states import SessionKind, StatementKind
 if TYPE_CHECKING:
     from sqlalchemy.engine import Connection
 
+    from sparkgate.sql.lexed import LexedScript
     from sparkgate.store import Store
 
 log = logging.getLogger("sparkgate.auth")
@@ -317,10 +318,17 @@ class Users:
         self.require(user, ADMIN, action, target=target)
 
     def require_statement(
-        self, user: Principal, kind: StatementKind, code: str, *, target: str | None = None
+        self,
+        user: Principal,
+        kind: StatementKind,
+        code: str,
+        *,
+        target: str | None = None,
+        script: LexedScript | None = None,
     ) -> None:
         """The rights a statement needs: ``code`` for Python, ``sql`` for SQL (and ``streams``
-        for stream statements), and no denied setting in a SET. Catalog listings are SQL."""
+        for stream statements), and no denied setting in a SET. Catalog listings are SQL.
+        ``script``: ``code`` already lexed (``LexedScript.of(code)``), so it is not lexed again."""
         if kind is StatementKind.CATALOG:
             self.require(user, SQL, "read the catalog", target=target)
             return
@@ -331,30 +339,42 @@ class Users:
             self.require(user, CODE, "run Python code", target=target)
             return
         self.require(user, SQL, "run SQL", target=target)
-        self.check_sql(user, code, target=target)
+        self.check_sql(user, code, target=target, script=script)
 
     def check_sql(
-        self, user: Principal, code: str, *, target: str | None = None, where: str | None = None
+        self,
+        user: Principal,
+        code: str,
+        *,
+        target: str | None = None,
+        where: str | None = None,
+        script: LexedScript | None = None,
     ) -> None:
         """What SQL text asks beyond running SQL: ``streams`` for stream statements, and no
-        denied setting in a ``SET key=value``."""
+        denied setting in a ``SET key=value``. ``script``: ``code`` already lexed."""
         if user.admin:
             return
-        needs = sql_needs(code)
+        needs = _sql_needs(code, script)
         if needs.streams:
             self.require(user, STREAMS, "start or stop streams", target=target)
         self.check_conf(user, dict.fromkeys(needs.settings, ""), target=target, where=where)
 
     def check_sql_settings(
-        self, user: Principal, code: str, *, target: str | None = None, where: str | None = None
+        self,
+        user: Principal,
+        code: str,
+        *,
+        target: str | None = None,
+        where: str | None = None,
+        script: LexedScript | None = None,
     ) -> None:
         """No denied setting in a ``SET key=value`` of SQL text the gateway wrote around the
-        user's (a deployed job's steps: its stream statements are the gateway's)."""
+        user's (a deployed job's steps: its stream statements are the gateway's).
+        ``script``: ``code`` already lexed."""
         if user.admin:
             return
-        self.check_conf(
-            user, dict.fromkeys(sql_needs(code).settings, ""), target=target, where=where
-        )
+        settings = _sql_needs(code, script).settings
+        self.check_conf(user, dict.fromkeys(settings, ""), target=target, where=where)
 
     def check_conf(
         self,
@@ -460,6 +480,15 @@ class Users:
         self, user: Principal, action: str, error: SparkgateError, *, target: str | None = None
     ) -> None:
         self.audit(user, action, "denied", target=target, detail=error.to_dict())
+
+
+def _sql_needs(code: str, script: LexedScript | None) -> SqlNeeds:
+    if script is None:
+        return sql_needs(code)
+    # Checking one text and running another would let anything through: refuse loudly.
+    if script.text != code:
+        raise ValueError("the lexed script given is not of the SQL text being checked")
+    return sql_needs(script)
 
 
 def _claimed(authorization: str) -> dict[str, Any]:

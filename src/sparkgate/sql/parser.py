@@ -13,10 +13,12 @@ expected. The clauses of SAVE STREAM may come in any order, each at most once.
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 
+from sparkgate.sql import lexer
 from sparkgate.sql.durations import COMPACT_HELP, unit_seconds
 from sparkgate.sql.errors import SqlSyntaxError
-from sparkgate.sql.lexer import Kind, Lexeme, lex
+from sparkgate.sql.lexer import Kind, Lexeme
 from sparkgate.sql.statements import (
     Column,
     CreateStream,
@@ -40,22 +42,26 @@ _PLAIN_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _SAVE_CLAUSES = ("IDENTIFIED BY", "TRIGGER", "OUTPUT MODE", "PARTITIONED ON", "OPTIONS")
 
 
-def parse(text: str) -> Statement:
-    """A sparkgate extension, or PassThrough(text) for Spark. Raises SqlSyntaxError."""
+def parse(text: str, lexemes: Sequence[Lexeme] | None = None) -> Statement:
+    """A sparkgate extension, or PassThrough(text) for Spark. Raises SqlSyntaxError.
+
+    ``lexemes``: those of ``text`` when already made (offsets into ``text``, as
+    ``LexedStatement.lexemes`` has them), so it is not lexed again."""
     if not _MENTIONS_STREAM.search(text):
         return PassThrough(text)
-    try:
-        lexemes = lex(text)
-    except SqlSyntaxError:
-        if _OPENING.match(text):
-            raise
-        return PassThrough(text)  # not ours: Spark reports it in its own words
+    if lexemes is None:
+        try:
+            lexemes = lexer.lex(text)
+        except SqlSyntaxError:
+            if _OPENING.match(text):
+                raise
+            return PassThrough(text)  # not ours: Spark reports it in its own words
     if not _is_extension(lexemes):
         return PassThrough(text)
     return _Parser(text, lexemes).statement()
 
 
-def _is_extension(lexemes: list[Lexeme]) -> bool:
+def _is_extension(lexemes: Sequence[Lexeme]) -> bool:
     words = lexemes[:4]
     if len(words) >= 2 and words[0].is_word("SAVE", "STOP"):
         return words[1].is_word("STREAM")
@@ -79,7 +85,7 @@ def quote_name(part: str) -> str:
 
 
 class _Parser:
-    def __init__(self, text: str, lexemes: list[Lexeme]) -> None:
+    def __init__(self, text: str, lexemes: Sequence[Lexeme]) -> None:
         self.text = text
         self.lexemes = lexemes
         self.index = 0
