@@ -37,6 +37,14 @@ class Execution:
     uses: list[TableUseEvent] = field(default_factory=list)
     # What its Spark tasks cost, recorded with its end; None if it ran none.
     cost: StatementCost | None = None
+    # For result reuse (from its checked plans, ``Touched``): whether its result may be served
+    # again, where each table it read keeps its files, whose decision each read used.
+    reusable: bool = False
+    locations: dict[str, str] = field(default_factory=dict)
+    readers: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    # Its session's context after it ran (``Reuse.context``); None: reuse turned off there,
+    # or not known (no extension).
+    context_after: str | None = None
 
     @property
     def done(self) -> bool:

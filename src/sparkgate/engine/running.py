@@ -90,8 +90,12 @@ class StatementRunner:
             hooks.fail(ctx, exc)  # e.g. abort a two-phase table
         finally:
             # Taken whatever the outcome, so that the thread's next statement starts clean:
-            # what its plans touched (a line of JSON), then what its tasks cost.
-            touched, cost = jvm_thread.end(jsc, execution.tag).split("\n", 1)
+            # what its plans touched (a line of JSON), what its tasks cost, and its
+            # session's context after it (result reuse; "" when the session turned it off).
+            touched, cost, context = jvm_thread.end(
+                jsc, execution.tag, execution.session.spark._jsparkSession
+            ).split("\n", 2)
+        execution.context_after = context or None
         if shared.authz is not None:
             self._record_touched(execution, outcome, touched)
         self._record_cost(execution, cost)
@@ -124,6 +128,9 @@ class StatementRunner:
             execution.uses = found.events(
                 user=session.owner, door=session.attributes.origin, query_id=execution.statement.id
             )
+            execution.reusable = found.reusable
+            execution.locations = found.locations
+            execution.readers = found.readers
             touched = found.tables
             if execution.statement.kind is StatementKind.CATALOG or not any(touched.values()):
                 return

@@ -11,6 +11,7 @@ if TYPE_CHECKING:
     from pyspark.sql import SparkSession
 
 _CLASS = "sparkgate.authz.StatementThread$"
+_REUSE = "sparkgate.authz.Reuse$"
 _found: dict[tuple[int, str], Any] = {}  # by the JVM gateway's id and the class: one engine has one
 _lock = threading.Lock()
 
@@ -18,6 +19,14 @@ _lock = threading.Lock()
 def of(spark: SparkSession) -> Any:
     """The JVM's ``StatementThread`` object."""
     return scala_object(spark, _CLASS)
+
+
+def engine_context(spark: SparkSession) -> str | None:
+    """The context a result of ``spark`` (a session of the engine) is kept under for reuse
+    (``Reuse.context``): its catalog and namespace, its ``spark.sql.*`` settings, its
+    temporary views' and functions' names, hashed; None when the session turned reuse off
+    (``SET use_cached_result = false``)."""
+    return str(scala_object(spark, _REUSE).context(spark._jsparkSession)) or None
 
 
 def scala_object(spark: SparkSession, name: str) -> Any:

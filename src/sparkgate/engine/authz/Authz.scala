@@ -248,6 +248,15 @@ class Touched {
   val columns = scala.collection.mutable.LinkedHashMap[String, Set[String]]()
   val masked = scala.collection.mutable.LinkedHashMap[String, Set[String]]()
   val filtered = scala.collection.mutable.LinkedHashSet[String]()
+  /** For result reuse (Reuse.note): how many plans were checked, whether any was not a pure
+   *  read, where each table read keeps its files, and whose decision each read used. */
+  var plans = 0
+  var impure = false
+  val locations = scala.collection.mutable.LinkedHashMap[String, String]()
+  val readers = scala.collection.mutable.LinkedHashMap[String, scala.collection.mutable.LinkedHashSet[String]]()
+
+  def reader(obj: String, user: String): Unit =
+    readers.getOrElseUpdate(obj, scala.collection.mutable.LinkedHashSet[String]()) += user
 
   def used(obj: String, privilege: String, allowed: Boolean): Unit =
     uses.update((obj, privilege), allowed && uses.getOrElse((obj, privilege), true))
@@ -258,12 +267,17 @@ class Touched {
     other.columns.foreach { case (o, c) => columns.update(o, columns.getOrElse(o, Set.empty) ++ c) }
     other.masked.foreach { case (o, c) => masked.update(o, masked.getOrElse(o, Set.empty) ++ c) }
     filtered ++= other.filtered
+    plans += other.plans
+    impure ||= other.impure
+    locations ++= other.locations
+    other.readers.foreach { case (o, users) => users.foreach(reader(o, _)) }
   }
 
   def isEmpty: Boolean = read.isEmpty && written.isEmpty && uses.isEmpty
 
   /** {"read": [...], "written": [...], "access": [{"object", "privilege", "allowed",
-   *  "columns"?, "masked"?, "filtered"?}, ...]} */
+   *  "columns"?, "masked"?, "filtered"?}, ...], "reusable": bool, "locations": {table: uri},
+   *  "readers": {object: [user, ...]}}; reusable: plans were checked, all pure reads. */
   def toJson: String = {
     val access = uses.toSeq.map { case ((obj, privilege), allowed) =>
       val one = new java.util.LinkedHashMap[String, AnyRef]()
@@ -281,7 +295,10 @@ class Touched {
       one
     }
     Touched.json.writeValueAsString(Map[String, AnyRef](
-      "read" -> read.toArray, "written" -> written.toArray, "access" -> access.toArray).asJava)
+      "read" -> read.toArray, "written" -> written.toArray, "access" -> access.toArray,
+      "reusable" -> java.lang.Boolean.valueOf(plans > 0 && !impure),
+      "locations" -> locations.asJava,
+      "readers" -> readers.map { case (o, users) => o -> users.toArray }.asJava).asJava)
   }
 }
 
@@ -394,7 +411,8 @@ class Checker(session: SparkSession, user: String, val touched: Touched = new To
   def need(privilege: String, obj: Obj): Unit = {
     val have = privileges(obj)
     if (!have.contains(privilege) && !have.contains("OWNERSHIP")) deny(privilege, obj.name)
-    if (privilege == "SELECT") touched.read += obj.name else touched.written += obj.name
+    if (privilege == "SELECT") { touched.read += obj.name; touched.reader(obj.name, user) }
+    else touched.written += obj.name
     touched.used(obj.name, privilege, allowed = true)
   }
 
@@ -754,7 +772,7 @@ class ApplyRules(session: SparkSession) extends Rule[LogicalPlan] {
     guarded.transformAllExpressionsWithSubqueries {
       case IsMember(Literal(group, StringType)) if group != null =>
         val user = Authz.userOf(session).getOrElse("")
-        Literal(Authz.active && user.nonEmpty && Authz.policy.isMember(user, group.toString))
+        Reuse.perUser(Literal(Authz.active && user.nonEmpty && Authz.policy.isMember(user, group.toString)))
     }
   }
 
@@ -825,7 +843,7 @@ class NameUser(session: SparkSession) extends Rule[LogicalPlan] {
       case _ => return plan
     }
     val named = plan.transformAllExpressionsWithSubqueries {
-      case _: CurrentUser => Literal(user)
+      case _: CurrentUser => Reuse.perUser(Literal(user))
     }
     if (!Authz.active) named else named.transformUp {
       case s: ShowTablesCommand if s.getTagValue(ShowTablesFiltered.Tag).isEmpty =>
@@ -881,6 +899,7 @@ class Authorize(session: SparkSession) extends (LogicalPlan => Unit) {
         try {
           checker.check(plan, top = true)
           Touched.columnsRead(plan, checker.touched, session)
+          Reuse.note(session, plan, checker.touched)
           Authz.noteTouched(session, checker.touched)
         } catch {
           case e: InsufficientPrivilege =>
@@ -905,8 +924,16 @@ class Authorize(session: SparkSession) extends (LogicalPlan => Unit) {
     try {
       checker.check(plan, top = true)
       Touched.columnsRead(plan, checker.touched, session)
+      Reuse.note(session, plan, checker.touched)
       Authz.noteTouched(session, checker.touched)
-    } catch { case scala.util.control.NonFatal(_) => }
+    } catch {
+      case scala.util.control.NonFatal(_) =>
+        // A plan this walk could not follow is no pure read to reuse the result of.
+        val unknown = new Touched
+        unknown.plans = 1
+        unknown.impure = true
+        Authz.noteTouched(session, unknown)
+    }
   }
 }
 

@@ -73,4 +73,9 @@ object StatementThread {
     Authz.inStatement.set(java.lang.Boolean.FALSE)
     s"${Authz.takeTouched()}\n${QueryCosts.take(jsc.sc, tag)}"
   }
+
+  /** `end`, and a third line: the context of `session` after the statement (Reuse.context;
+   *  empty when the session turned reuse off), which the statement may have changed. */
+  def end(jsc: JavaSparkContext, tag: String, session: SparkSession): String =
+    s"${end(jsc, tag)}\n${Reuse.context(session)}"
 }

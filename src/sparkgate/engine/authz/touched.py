@@ -5,7 +5,7 @@ a privilege on one for the access history."""
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from sparkgate.store.audit import TableUseEvent
@@ -17,10 +17,19 @@ class Touched:
     """What a statement's checked plans read and wrote, from the extension's JSON
     (``Touched.toJson`` in Authz.scala), sparkgate's staging tables left out: the tables
     (``tables``: ``{"read": [...], "written": [...]}``) and each use of a privilege on one,
-    allowed or refused, with the columns read, masks and filter (``uses``)."""
+    allowed or refused, with the columns read, masks and filter (``uses``).
+
+    For result reuse: whether every plan checked for it was a pure read of catalog tables and
+    views (``reusable``: deterministic, no user code, no temporary view, no files by path, no
+    write), where each table it read keeps its files (``locations``) and whose decision each
+    read used (``readers``: the user, or a view's owner for what the view reads; ``@system``
+    when no table rules are in force)."""
 
     tables: dict[str, list[str]]
     uses: tuple[Use, ...]
+    reusable: bool = False
+    locations: dict[str, str] = field(default_factory=dict)
+    readers: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, found_json: str) -> Touched:
@@ -41,7 +50,22 @@ class Touched:
             for one in found.get("access", ())
             if not _staging(str(one["object"]))
         )
-        return cls(tables, uses)
+        locations = {
+            str(name).lower(): str(uri)
+            for name, uri in found.get("locations", {}).items()
+            if not _staging(str(name))
+        }
+        readers = {
+            str(name).lower(): tuple(str(user) for user in users)
+            for name, users in found.get("readers", {}).items()
+            if not _staging(str(name))
+        }
+        # A staging table (a two-phase write's, short-lived) is left out of what it read:
+        # a result over one could not be told stale.
+        reusable = bool(found.get("reusable", False)) and not any(
+            _staging(str(name)) for name in found.get("read", ())
+        )
+        return cls(tables, uses, reusable, locations, readers)
 
     def events(self, *, user: str | None, door: str, query_id: int) -> list[TableUseEvent]:
         return [
