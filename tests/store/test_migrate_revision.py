@@ -27,9 +27,9 @@ def test_a_pinned_node_upgrades_to_its_revision_and_never_downgrades(tmp_path: P
         assert _revision(store) == "0006_fetch_cursor"
         store.migrate("0006_fetch_cursor")  # the same node again: nothing to do
         store.migrate()  # the new release upgrades
-        assert _revision(store) == "0018_statement_progress"
+        assert _revision(store) == "0019_result_reuse"
         store.migrate("0006_fetch_cursor")  # the old release restarts on the newer schema
-        assert _revision(store) == "0018_statement_progress"
+        assert _revision(store) == "0019_result_reuse"
     finally:
         store.close()
 
@@ -72,7 +72,7 @@ def test_a_migration_chosen_to_break_a_deadlock_runs_again(
     try:
         store.migrate()
         assert calls == ["head", "head"]
-        assert _revision(store) == "0018_statement_progress"
+        assert _revision(store) == "0019_result_reuse"
 
         def broken(config: Any, revision: str) -> None:
             raise sa.exc.OperationalError("CREATE TABLE ...", {}, ValueError("no"))

@@ -53,6 +53,10 @@ def test_the_engines_figures_are_read_as_written() -> None:
 def test_a_store_before_the_table_records_nothing(store: Store) -> None:
     store.migrate("0011_statement_tables")
     with store.db.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE statement_reuse")
+        conn.exec_driver_sql("DROP TABLE reusable_results")
+        conn.exec_driver_sql("DROP TABLE reuse_contexts")
+        conn.exec_driver_sql("DROP TABLE table_versions")
         conn.exec_driver_sql("DROP TABLE statement_progress")
         conn.exec_driver_sql("DROP TABLE saved_queries")
         conn.exec_driver_sql("DROP INDEX ix_audit_events_target_id")

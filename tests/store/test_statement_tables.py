@@ -81,6 +81,10 @@ def test_names_no_column_can_hold_are_left_out(store: Store) -> None:
 def test_a_store_before_the_table_records_nothing(store: Store) -> None:
     store.migrate("0010_table_access")
     with store.db.engine.begin() as conn:
+        conn.exec_driver_sql("DROP TABLE statement_reuse")
+        conn.exec_driver_sql("DROP TABLE reusable_results")
+        conn.exec_driver_sql("DROP TABLE reuse_contexts")
+        conn.exec_driver_sql("DROP TABLE table_versions")
         conn.exec_driver_sql("DROP TABLE statement_progress")
         conn.exec_driver_sql("DROP TABLE saved_queries")
         conn.exec_driver_sql("DROP INDEX ix_audit_events_target_id")

@@ -18,6 +18,7 @@ from sparkgate.store.jobs import Deployments, JobRuns, Jobs
 from sparkgate.store.leases import Leases
 from sparkgate.store.migrate import migrate
 from sparkgate.store.resource_groups import ResourceGroups
+from sparkgate.store.reuse import ResultReuse
 from sparkgate.store.saved_queries import SavedQueries
 from sparkgate.store.sessions import Sessions
 from sparkgate.store.statement_costs import StatementCosts
@@ -57,6 +58,7 @@ class Store:
         self.statement_costs = StatementCosts(db)
         self.usage = UsageReports(db, self.statement_costs)
         self.saved_queries = SavedQueries(db)
+        self.reuse = ResultReuse(db)
 
     @classmethod
     def open(cls, url: str, *, hints: bool = True) -> Store:

@@ -3,9 +3,10 @@
 Declared by resource, a module each: ``schema_sessions`` (engines, sessions, statements,
 leases, idempotency keys), ``schema_streams``, ``schema_jobs``, ``schema_users`` (tokens, the
 audit log), ``schema_connect``, ``schema_catalog`` (two-phase writes, table owners and
-grants, the tables statements used), ``schema_costs`` (what statements cost) and
-``schema_queues`` (resource groups) and ``schema_saved`` (saved queries); all in one
-``metadata`` (``schema_metadata``, with the column types they share).
+grants, the tables statements used), ``schema_costs`` (what statements cost),
+``schema_queues`` (resource groups), ``schema_saved`` (saved queries) and ``schema_reuse``
+(result reuse); all in one ``metadata`` (``schema_metadata``, with the column types they
+share).
 
 This module imports every one of them, so that ``metadata`` holds every table once it is
 imported (Alembic's environment and the test that compares the models with the migrations read
@@ -25,6 +26,12 @@ from sparkgate.store.schema_costs import statement_costs, statement_tags, stream
 from sparkgate.store.schema_jobs import deployments, job_decisions, job_runs, job_versions, jobs
 from sparkgate.store.schema_metadata import ID_MAX, Json, Time, metadata
 from sparkgate.store.schema_queues import group_counts, group_places, resource_groups
+from sparkgate.store.schema_reuse import (
+    reusable_results,
+    reuse_contexts,
+    statement_reuse,
+    table_versions,
+)
 from sparkgate.store.schema_saved import saved_queries
 from sparkgate.store.schema_sessions import (
     engine_policies,
@@ -64,10 +71,13 @@ __all__ = [
     "leases",
     "metadata",
     "resource_groups",
+    "reusable_results",
+    "reuse_contexts",
     "saved_queries",
     "sessions",
     "statement_costs",
     "statement_progress",
+    "statement_reuse",
     "statement_tables",
     "statement_tags",
     "statements",
@@ -79,5 +89,6 @@ __all__ = [
     "table_grants",
     "table_owners",
     "table_transactions",
+    "table_versions",
     "tokens",
 ]
