@@ -173,6 +173,14 @@ class Settings(BaseSettings):
     session_idle_timeout: float = 3600.0  # 0: never; an idle interactive session is ended
     result_page_max: int = 10_000
     result_retention: float = 7 * 86400.0  # seconds result files are kept; 0: forever
+    # Result reuse: a read-only query is answered from an earlier result of the same query
+    # (normalised text, session context, effective access rules) while every table it read is
+    # unchanged. Off here for the whole server; per query ``?reuse=false`` or, in a session,
+    # ``SET use_cached_result = false``. A result is kept for reuse ``reuse_ttl`` seconds (never
+    # longer than ``result_retention``), if its files hold at most ``reuse_max_bytes``.
+    reuse: bool = True
+    reuse_ttl: float = Field(default=3600.0, ge=0)
+    reuse_max_bytes: int = Field(default=256 * 1024 * 1024, ge=0)
     # Days the audit log (the access history with it) is kept; 0: forever.
     audit_retention_days: float = 365.0
     long_poll_max: float = 120.0

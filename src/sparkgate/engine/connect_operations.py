@@ -108,6 +108,10 @@ class ConnectOperations:
                         store.audit.add_uses(uses, now=now, conn=conn)
                         if any(tables.values()):
                             store.statement_tables.add(statement_id, tables, now=now, conn=conn)
+                            # What it wrote has new versions: a result kept for reuse that
+                            # read them is never served again.
+                            if tables.get("written") and store.reuse.available():
+                                store.reuse.bump(tables["written"], now=now, conn=conn)
                             store.statements.merge_output(
                                 statement_id, {"tables": tables}, conn=conn
                             )

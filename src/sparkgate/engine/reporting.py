@@ -14,6 +14,7 @@ from collections.abc import Callable
 from functools import partial
 from typing import TYPE_CHECKING
 
+from sparkgate.engine import reuse_keep
 from sparkgate.engine.execution import Execution
 from sparkgate.engine.sessions import forget_session
 from sparkgate.engine.shared import Shared
@@ -119,6 +120,10 @@ class Reporter:
             store.audit.add_uses(execution.uses, now=now, conn=conn)
         if done.applied and execution.cost is not None:
             store.statement_costs.add(statement.id, execution.cost, now=now, conn=conn)
+        if done.applied:
+            # Tables it wrote get new versions, its session's context is noted, and a query's
+            # result may be kept for reuse (engine.reuse_keep).
+            reuse_keep.after_statement(self._shared, execution, outcome, now=now, conn=conn)
         log.info("statement %s -> %s", statement.id, done.state)
 
     def _record_unrecordable(self, statement: StatementRecord, exc: Exception) -> None:

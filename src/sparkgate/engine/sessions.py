@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable
 from functools import partial
+from typing import TYPE_CHECKING
 
 from sparkgate.engine import artifacts
 from sparkgate.engine.authz import decider as authz
@@ -20,10 +21,15 @@ from sparkgate.engine.execution import Execution, SessionWorker
 from sparkgate.engine.shared import Shared
 from sparkgate.engine.udfs import register_udfs
 from sparkgate.recorded import ErrorCode, RecordedError
+from sparkgate.runtime import statement_thread
 from sparkgate.runtime.failures import recorded_failure
 from sparkgate.runtime.session import OpenSession
-from sparkgate.states import EngineKind, SessionState
+from sparkgate.states import EngineKind, SessionKind, SessionState
 from sparkgate.store.records import SessionRecord
+
+if TYPE_CHECKING:
+    from pyspark.sql import SparkSession
+    from sqlalchemy.engine import Connection
 
 log = logging.getLogger("sparkgate.engine")
 
@@ -65,7 +71,7 @@ class SessionKeeper:
                 recorded_failure(exc).with_code(ErrorCode.SESSION_START_FAILED),
             )
             return
-        opened = OpenSession(session, spark)
+        opened = OpenSession(session, spark, reuse_context=self._context(spark))
         shared.sessions[session.id] = opened
         shared.workers[session.id] = SessionWorker(
             session.id,
@@ -74,16 +80,46 @@ class SessionKeeper:
             partial(self._release_files, opened),
         )
         shared.served_session = True
-        self.say_open(session.id)
+        self.say_open(session.id, partial(self._note_context, session, opened.reuse_context))
 
-    def say_open(self, session_id: int) -> None:
-        """Record the open session ``idle``: the loop calls it again while the store still says
-        ``starting`` of a session it holds, as after this write met a store outage (it may have
-        failed, or been written with its answer lost: either way the next look settles it)."""
+    def _context(self, spark: SparkSession) -> str | None:
+        """The new session's context (result reuse); None if it cannot be told."""
+        try:
+            return statement_thread.engine_context(spark)
+        except Exception:
+            log.exception("reading a session's context for result reuse failed")
+            return None
+
+    def _note_context(self, session: SessionRecord, context: str | None, conn: Connection) -> None:
+        """Recorded with the session's opening, for the node to look up its first query's
+        repeat: an interactive session's as its own; a one-off query's without settings of
+        its own as what this engine's fresh sessions start with."""
         shared = self._shared
-        outcome = shared.store.transitions.session(
-            session_id, SessionState.IDLE, now=shared.clock(), expected=[SessionState.STARTING]
-        )
+        if not shared.store.reuse.available():
+            return
+        now = shared.clock()
+        if session.kind is not SessionKind.BATCH:
+            shared.store.reuse.set_session_context(session.id, -1, context, now=now, conn=conn)
+        elif not session.conf and context != shared.fresh_context:
+            shared.store.reuse.set_engine_context(shared.engine_id, context, now=now, conn=conn)
+            shared.fresh_context = context
+
+    def say_open(self, session_id: int, also: Callable[[Connection], None] | None = None) -> None:
+        """Record the open session ``idle`` (with ``also``, in the same transaction: its
+        context): the loop calls it again while the store still says ``starting`` of a session
+        it holds, as after this write met a store outage (it may have failed, or been written
+        with its answer lost: either way the next look settles it)."""
+        shared = self._shared
+        with shared.store.db.begin() as conn:
+            outcome = shared.store.transitions.session(
+                session_id,
+                SessionState.IDLE,
+                now=shared.clock(),
+                expected=[SessionState.STARTING],
+                conn=conn,
+            )
+            if outcome.applied and also is not None:
+                also(conn)
         if not outcome.applied:
             forget_session(shared, session_id)
         log.info("session %s open (%s)", session_id, outcome)
@@ -100,6 +136,12 @@ class SessionKeeper:
             shared.streams.session_closed(session_id)  # its streaming queries end with it
         if open_session is not None:
             log.info("session %s closed", session_id)
+            if open_session.record.kind is not SessionKind.BATCH:
+                try:  # its context is of no more use (result reuse)
+                    if shared.store.reuse.available():
+                        shared.store.reuse.forget_session(session_id)
+                except Exception:
+                    log.exception("session %s: forgetting its context failed", session_id)
 
     def _release_files(self, session: OpenSession) -> None:
         """A session ended: what it added to the engine (files, packages, archives, jars) goes

@@ -66,6 +66,8 @@ class Shared:
     workers: dict[int, SessionWorker] = field(default_factory=dict)
     running: dict[int, Execution] = field(default_factory=dict)
     served_session: bool = False
+    # What a fresh session of this engine starts with (result reuse), as last recorded.
+    fresh_context: str | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
     # Graceful: finish running statements, take no more.
     stop: threading.Event = field(default_factory=threading.Event)

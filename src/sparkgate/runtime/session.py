@@ -17,3 +17,6 @@ class OpenSession:
     spark: SparkSession
     # The Python namespace pyspark statements share across a session (a REPL's globals).
     namespace: dict[str, Any] = field(default_factory=dict)
+    # What decides a query's answer here besides its text (catalog, schema, settings, temporary
+    # names), as a digest, after its last statement; None: nothing in it may be reused.
+    reuse_context: str | None = None

@@ -348,6 +348,24 @@ class StreamSupervisor:
                 **extra,
             )
             self._shared.record_cost(supervised, now)
+            self._changed_sink(supervised, progress, now)
+
+    def _changed_sink(self, supervised: Supervised, progress: dict[str, Any], now: float) -> None:
+        """A batch that wrote rows to a catalog table gives it a new version: a result kept for
+        reuse that read it is never served again (its files' check sees the batch sooner)."""
+        table = supervised.spec.table
+        if supervised.spec.format != "table" or not table or not progress.get("input_rows"):
+            return
+        if not self.store.reuse.available():
+            return
+        parts = table.replace("`", "").lower().split(".")
+        if len(parts) < 3:
+            current = supervised.session.spark.catalog.currentDatabase() if len(parts) == 1 else ""
+            parts = ["spark_catalog", *([current.lower()] if current else []), *parts]
+        try:
+            self.store.reuse.bump([".".join(parts)], now=now)
+        except Exception:
+            log.exception("stream %s: noting its table changed failed", supervised.id)
 
     # -- listeners -----------------------------------------------------------------------
 
