@@ -92,4 +92,6 @@ _DEFAULTS = {
     "price": None,
     "tasks_done": None,
     "tasks_total": None,
+    "reused_from": None,
+    "reuse_saved": None,
 }

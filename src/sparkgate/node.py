@@ -125,6 +125,8 @@ class ServerNode:
         if self.sessions.keys.enabled:  # a node on an older schema has no keys
             expire_idempotency_keys(self.store, self.settings, now=now)
         expire_audit_events(self.store, self.settings, now=now)
+        if self.store.reuse.available():  # results kept for reuse past their time to live
+            self.store.reuse.expire(now=now)
 
     def _place(self, now: float) -> None:
         for session in self.store.sessions.unplaced(created_before=now - _PLACEMENT_GRACE):

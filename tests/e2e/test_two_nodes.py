@@ -19,6 +19,8 @@ from sparkgate_dev import MakeServer, ServerProcess, eventually, free_port
 
 ENDLESS = "SELECT sum(id % 7) FROM range(100000000000)"
 ONCE = "SELECT 'once' AS once"
+REUSED_TABLE = "CREATE TABLE two_nodes_reused USING parquet AS SELECT id FROM range(100)"
+REUSED = "SELECT count(*) FROM two_nodes_reused"
 
 pytestmark = pytest.mark.postgres
 
@@ -51,6 +53,14 @@ def test_two_nodes_serve_as_one(pg_url: str, make_server: MakeServer, tmp_path: 
         done = on_b.query(submitted.id, wait=120)  # long poll on the other node
         assert done.state == "success"
         assert sum(1 for _ in on_b.rows(submitted.id, page=1000)) == 2500
+        # A result kept by a query through node A answers its repeat through node B.
+        made = on_a.submit(REUSED_TABLE, session_id=session.id)
+        assert on_b.wait(made.id, timeout=120).state == "success"
+        counted = on_a.submit(REUSED, session_id=session.id)
+        assert on_a.wait(counted.id, timeout=120).state == "success"
+        again = on_b.wait(on_b.submit(REUSED, session_id=session.id).id, timeout=120)
+        assert again.state == "success" and again.reused_from == counted.id, again
+        assert list(on_b.rows(again.id)) == list(on_a.rows(counted.id)) == [[100]]
 
         long = on_b.submit(ENDLESS, session_id=session.id)
         eventually(lambda: on_a.query(long.id).state == "running", timeout=60)
@@ -58,6 +68,9 @@ def test_two_nodes_serve_as_one(pg_url: str, make_server: MakeServer, tmp_path: 
         assert on_b.wait(long.id, timeout=60).state == "cancelled"
         assert [q.id for q in on_a.queries(session_id=session.id).queries] == [
             long.id,
+            again.id,
+            counted.id,
+            made.id,
             submitted.id,
         ]
 

@@ -38,6 +38,14 @@ def sql(
     tag: TagOption = None,
     output: OutputOption = None,
     format: DownloadFormatOption = None,
+    reuse: Annotated[
+        bool,
+        typer.Option(
+            "--reuse/--no-reuse",
+            help="--no-reuse: run it even if an earlier result of the same query, on tables "
+            "unchanged since, could answer it.",
+        ),
+    ] = True,
     as_json: JsonOption = False,
 ) -> None:
     """Submit a query, wait for it (showing its state), and print the result, or with
@@ -58,6 +66,7 @@ def sql(
             wait=1,
             limit=0 if output is not None else limit,
             tags=tags,
+            reuse=reuse,
         )
         query_id = submitted.id
         current = follow(sg, submitted)

@@ -86,6 +86,7 @@ class QueryCalls(Transport):
         limit: int | None = None,
         idempotency_key: str | None = None,
         tags: dict[str, str] | None = None,
+        reuse: bool = True,
     ) -> Submitted:
         """Queue a query in a session, or (no session) as a one-off query; ``isolation``
         ``"engine"`` (or driver settings in ``conf``) gives a one-off query its own engine.
@@ -94,14 +95,14 @@ class QueryCalls(Transport):
         succeeded. Sent with ``idempotency_key`` (a fresh one if none is given): a retry, on
         this node or another, after an answer was lost, answers the query made, not a second
         one. ``tags`` are kept with the query (usage sums by them, resource groups match
-        them)."""
+        them). ``reuse=False``: run it even if an earlier result could answer it."""
         body = {
             "query": query,
             **given(
                 session_id=session_id, isolation=isolation, conf=conf or None, tags=tags or None
             ),
         }
-        params = given(wait=wait or None, limit=limit)
+        params = given(wait=wait or None, limit=limit, reuse=None if reuse else "false")
         # The server holds a waiting submit up to ``wait`` seconds: the read must outlast it.
         timeout = httpx.Timeout(wait + 30) if wait else None
         answer = self._call(

@@ -15,6 +15,7 @@ from sparkgate.states import SessionKind, SessionState, StatementKind, Statement
 if TYPE_CHECKING:  # the records its models are built from, for the type checker only
     from sparkgate.store.records import SessionRecord, StatementRecord, TaskCount
     from sparkgate.store.resource_groups import GroupPlace
+    from sparkgate.store.reuse import Reused
 
 
 class Session(Body):
@@ -92,6 +93,15 @@ class QueryAccepted(Body):
         )
 
 
+class ReuseSaved(Body):
+    cpu_seconds: float = Field(description="The CPU its Spark tasks used, in seconds.")
+    run_seconds: float = Field(description="Its time from start to end, in seconds.")
+
+    @classmethod
+    def of(cls, reused: Reused) -> ReuseSaved:
+        return cls(cpu_seconds=reused.saved_cpu_seconds, run_seconds=reused.saved_run_seconds)
+
+
 class Query(Body):
     id: int
     session_id: int
@@ -142,6 +152,16 @@ class Query(Body):
         default=None,
         description="While `running`: its Spark tasks in all of its jobs' stages so far.",
     )
+    reused_from: int | None = Field(
+        default=None,
+        description="The query whose result answered it, without running Spark (result "
+        "reuse); null: it ran.",
+    )
+    reuse_saved: ReuseSaved | None = Field(
+        default=None,
+        description="With `reused_from`: what computing the result had cost, so what reusing "
+        "it saved.",
+    )
 
     @classmethod
     def of(
@@ -152,6 +172,7 @@ class Query(Body):
         tags: dict[str, str] | None = None,
         price: Money | None = None,
         tasks: TaskCount | None = None,
+        reused: Reused | None = None,
     ) -> Query:
         # ``output``: what the statement printed (a pyspark statement's {"data": ...}, a batch
         # file's log) and how sparkgate ran it (e.g. "ctas": {"path": ...}); None when neither.
@@ -166,6 +187,8 @@ class Query(Body):
             price=price,
             tasks_done=None if tasks is None else tasks.done,
             tasks_total=None if tasks is None else tasks.total,
+            reused_from=None if reused is None else reused.reused_from,
+            reuse_saved=None if reused is None else ReuseSaved.of(reused),
         )
 
 

@@ -15,10 +15,12 @@ import logging
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 import pyarrow as pa
 from sqlalchemy import Connection
+from sqlalchemy.exc import SQLAlchemyError
 
 from sparkgate import logs, results
 from sparkgate.auth.principal import Principal
@@ -28,10 +30,13 @@ from sparkgate.launcher.placement import needs_own_engine
 from sparkgate.pricing import Money, Prices
 from sparkgate.recorded import Cancelled
 from sparkgate.service.ended import EndedQueries
+from sparkgate.service.reuse import Found, Moved, ResultReuse
 from sparkgate.service.sessions import Sessions
 from sparkgate.service.visibility import scope, sees_session
 from sparkgate.service.watcher import StatementWatcher
 from sparkgate.settings import Settings
+from sparkgate.sql.errors import SqlSyntaxError
+from sparkgate.sql.lexed import LexedScript, reuse_text
 from sparkgate.statement_cost import StatementCost
 from sparkgate.states import TERMINAL_STATEMENT_STATES, SessionKind, StatementKind, StatementState
 from sparkgate.store import Store
@@ -45,6 +50,7 @@ from sparkgate.store.records import (
     Window,
 )
 from sparkgate.store.resource_groups import GroupPlace
+from sparkgate.store.reuse import Reused
 from sparkgate.store.session_attributes import SessionAttributes
 from sparkgate.tags import checked as checked_tags
 
@@ -86,6 +92,7 @@ class Described:
     tags: dict[str, str]
     price: Money | None = None
     tasks: TaskCount | None = None  # while running: its Spark tasks, done and in all
+    reused: Reused | None = None  # a reused query's source, and what reuse saved
 
 
 @dataclass
@@ -99,6 +106,10 @@ class Queries:
     # Connect operation: the Connect service interrupts it in its engine).
     on_cancelling: Callable[[int], None] | None = field(default=None, kw_only=True)
     _ended: EndedQueries = field(default_factory=EndedQueries, init=False, repr=False)
+    reuse: ResultReuse = field(init=False, repr=False)
+
+    def __post_init__(self) -> None:
+        self.reuse = ResultReuse(self.settings, self.store, self.users)
 
     # -- submitting and cancelling -------------------------------------------------------
 
@@ -113,6 +124,7 @@ class Queries:
         conf: dict[str, str] | None = None,
         key: str | None = None,
         tags: Mapping[str, str] | None = None,
+        reuse: bool = True,
     ) -> tuple[StatementRecord, bool]:
         """Queue a statement in a session, or (no session) run it as a one-off query; made
         once per ``key`` (the request's Idempotency-Key): the query, and whether an earlier
@@ -121,7 +133,10 @@ class Queries:
         A one-off query gets a session of its own, ended with it: by default (``isolation``
         ``"session"``) a fresh ``newSession()`` on a warm shared engine of its owner, whose
         temporary views and settings go with it; with ``"engine"``, or settings only a new
-        driver can take (``conf``), a dedicated engine (a warm one, if any)."""
+        driver can take (``conf``), a dedicated engine (a warm one, if any).
+
+        A read-only query may be answered at once from an earlier result (``service.reuse``;
+        ``reuse=False``: never)."""
         keys = self.sessions.keys
         claim = keys.claim(
             key,
@@ -137,9 +152,14 @@ class Queries:
         )
 
         def make() -> StatementRecord:
+            # Lexed once here for every check that reads the text (the rights, the settings,
+            # reuse); text that cannot be lexed is left to those checks to refuse as before.
+            script = _lexed(code) if kind is StatementKind.SQL else None
             if session_id is None:
-                return self._submit_alone(code, user, kind, isolation, conf, claim, tags)
-            return self._submit_in(session_id, code, user, kind, claim, tags)
+                return self._submit_alone(
+                    code, user, kind, isolation, conf, claim, tags, script, reuse
+                )
+            return self._submit_in(session_id, code, user, kind, claim, tags, script, reuse)
 
         def replay(found_id: int | None) -> StatementRecord:
             assert found_id is not None  # a query's key names its statement
@@ -168,24 +188,46 @@ class Queries:
         conf: dict[str, str] | None,
         claim: KeyClaim | None,
         tags: Mapping[str, str] | None = None,
+        script: LexedScript | None = None,
+        reuse: bool = True,
     ) -> StatementRecord:
-        """A one-off query, in a batch session of its own (which carries its tags)."""
+        """A one-off query, in a batch session of its own (which carries its tags); a reused
+        one's session ends as it is made."""
         self.users.check_query_limit(user)
         on_shared = isolation == "session" and not needs_own_engine(conf or {})
-        _, statement = self.sessions.open(
-            SessionKind.BATCH,
-            user=user,
-            conf=conf,
-            first_statement=(kind, code),
-            # Also what marks a one-off query's session (store.sessions.one_off_queries).
-            attributes=SessionAttributes(isolation="session" if on_shared else "engine"),
-            also_record=lambda session, added, conn: self._record(
-                user, session, added, claim, conn
-            ),
-            tags=tags,
-        )
-        assert statement is not None
-        return statement
+        found = None
+        if self._may_reuse(kind, script, reuse):
+            self.users.require_statement(user, kind, code, script=script)
+            found = self._find(script, lambda: self.reuse.fresh_context(conf), user)
+
+        def open_with(found: Found | None) -> StatementRecord:
+            ended_by = None
+            if found is not None:
+                ended_by = partial(self._serve, found, user)
+            _, statement = self.sessions.open(
+                SessionKind.BATCH,
+                user=user,
+                conf=conf,
+                first_statement=(kind, code),
+                # Also what marks a one-off query's session (store.sessions.one_off_queries).
+                attributes=SessionAttributes(isolation="session" if on_shared else "engine"),
+                also_record=lambda session, added, conn: self._record(
+                    user, session, added, claim, conn
+                ),
+                tags=tags,
+                script=script,
+                ended_by=ended_by,
+            )
+            assert statement is not None
+            return statement
+
+        if found is not None:
+            try:
+                return open_with(found)
+            except _STORE_OR_FILES as exc:
+                source = found.source.id
+                log.warning("reusing query %s's result failed (%s); running it", source, exc)
+        return open_with(None)
 
     def _submit_in(
         self,
@@ -195,11 +237,14 @@ class Queries:
         kind: StatementKind,
         claim: KeyClaim | None,
         tags: Mapping[str, str] | None = None,
+        script: LexedScript | None = None,
+        reuse: bool = True,
     ) -> StatementRecord:
         """A statement queued in a session the user may use, with its session's tags and its
-        own (which win)."""
+        own (which win); or, reused, final at once."""
         session = self.sessions.get(session_id, user=user)
-        self.users.require_statement(user, kind, code, target=f"session:{session_id}")
+        target = f"session:{session_id}"
+        self.users.require_statement(user, kind, code, target=target, script=script)
         self.users.check_query_limit(user)
         if session.proxy_user and session.owner != user.name:
             # The impersonator's statement runs with the proxied user's rights, too.
@@ -211,6 +256,14 @@ class Queries:
         group = self.sessions.admission.group_for(
             owner, groups, session.kind, session.attributes, carried
         )
+        # Reused only for the session's own user: a proxied session's statements run with
+        # another's rules, which its rights checks above do not decide alone.
+        if self._may_reuse(kind, script, reuse) and session.owner == user.name:
+            found = self._find(script, lambda: self.reuse.session_context(session), user)
+            if found is not None:
+                reused = self._reuse_in(found, session, code, user, claim, carried)
+                if reused is not None:
+                    return reused
         with self.store.db.begin() as conn:  # the statement, its audit and key: one transaction
             added = self.store.statements.add(
                 session_id,
@@ -224,6 +277,81 @@ class Queries:
             statement = dataclasses.replace(added, owner=session.owner)
             self._record(user, session, statement, claim, conn)
         return statement
+
+    # -- reuse ---------------------------------------------------------------------------
+
+    def _may_reuse(self, kind: StatementKind, script: LexedScript | None, asked: bool) -> bool:
+        return kind is StatementKind.SQL and script is not None and self.reuse.on(asked)
+
+    def _find(
+        self,
+        script: LexedScript | None,
+        context_of: Callable[[], str | None],
+        user: Principal,
+    ) -> Found | None:
+        """An earlier result this query may be answered with: none unless it is one read-only
+        query and its context is known (two store reads when none is found)."""
+        text = reuse_text(script) if script is not None else None
+        if text is None or not _reads_tables(text):
+            return None
+        context = context_of()
+        if context is None:
+            return None
+        return self.reuse.find(text, context, user, now=self.sessions.clock())
+
+    def _serve(
+        self,
+        found: Found,
+        user: Principal,
+        session: SessionRecord,
+        statement: StatementRecord,
+        conn: Connection,
+    ) -> StatementRecord:
+        return self.reuse.serve(
+            found, statement, user, session.attributes.origin, now=self.sessions.clock(), conn=conn
+        )
+
+    def _reuse_in(
+        self,
+        found: Found,
+        session: SessionRecord,
+        code: str,
+        user: Principal,
+        claim: KeyClaim | None,
+        tags: Mapping[str, str],
+    ) -> StatementRecord | None:
+        """The reused query, final, as the session's next statement; None when the session
+        moved on meanwhile (or the store or the files failed it): then it runs."""
+        added_id = None
+        try:
+            with self.store.db.begin() as conn:
+                added = self.store.statements.add(
+                    session.id,
+                    code,
+                    now=self.sessions.clock(),
+                    running=True,  # never an engine's: it ends in this transaction
+                    tags=tags,
+                    conn=conn,
+                )
+                added_id = added.id
+                moved = added.seq != session.statement_count or not (
+                    self.store.reuse.advance_session(
+                        session.id, added.seq - 1, added.seq, conn=conn
+                    )
+                )
+                if moved:
+                    raise Moved
+                added = dataclasses.replace(added, owner=session.owner)
+                statement = self._serve(found, user, session, added, conn)
+                self._record(user, session, statement, claim, conn)
+            return statement
+        except Moved:
+            return None
+        except _STORE_OR_FILES as exc:
+            log.warning("reusing query %s's result failed (%s); running it", found.source.id, exc)
+            if added_id is not None:
+                self.reuse.discard(added_id)
+            return None
 
     def _record(
         self,
@@ -356,7 +484,10 @@ class Queries:
         cost = self.cost(statement)
         price = Prices.of(self.settings).money(cost)
         tasks = self._tasks([statement]).get(statement.id)
-        return Described(statement, cost, self.place(statement), self.tags(statement), price, tasks)
+        reused = self._reused([statement]).get(statement.id)
+        return Described(
+            statement, cost, self.place(statement), self.tags(statement), price, tasks, reused
+        )
 
     def described_page(self, statements: Sequence[StatementRecord]) -> list[Described]:
         """A list's queries with their places and tags, read in one store call each for the
@@ -364,10 +495,23 @@ class Queries:
         places = self.store.resource_groups.places_of(s.id for s in statements)
         tags = self.store.statements.tags_of_many(s.id for s in statements)
         tasks = self._tasks(statements)
+        reused = self._reused(statements)
         return [
-            Described(s, None, places.get(s.id), tags.get(s.id, {}), tasks=tasks.get(s.id))
+            Described(
+                s,
+                None,
+                places.get(s.id),
+                tags.get(s.id, {}),
+                tasks=tasks.get(s.id),
+                reused=reused.get(s.id),
+            )
             for s in statements
         ]
+
+    def _reused(self, statements: Sequence[StatementRecord]) -> dict[int, Reused]:
+        """Which of them were answered by reuse (a read only when one succeeded)."""
+        done = [s.id for s in statements if s.state is StatementState.SUCCESS]
+        return self.store.reuse.reused_of_many(done) if done else {}
 
     def _tasks(self, statements: Sequence[StatementRecord]) -> dict[int, TaskCount]:
         """The task counts of those that run (a read only when one does: an ended query's
@@ -501,6 +645,22 @@ class Queries:
                 self.store.statements.get(statement.id), owner=statement.owner
             )
             self._ended.moved(statement.id, statement.fetched)
+
+
+_STORE_OR_FILES = (OSError, SQLAlchemyError)
+
+
+def _reads_tables(text: str) -> bool:
+    """Whether a normalised query may read a table (the engine keeps no result of one that
+    reads none): its words are upper-case and one space apart, so FROM is found as a word."""
+    return " FROM " in text or text.startswith(("TABLE ", "( TABLE "))
+
+
+def _lexed(code: str) -> LexedScript | None:
+    try:
+        return LexedScript.of(code)
+    except SqlSyntaxError:
+        return None
 
 
 def result_path(statement: StatementRecord) -> str:

@@ -31,6 +31,7 @@ from sparkgate.service.admission import Admission
 from sparkgate.service.idempotency import KeyedReplay
 from sparkgate.service.visibility import scope, sees_session
 from sparkgate.settings import Settings
+from sparkgate.sql.lexed import LexedScript
 from sparkgate.states import (
     ACTIVE_SESSION_STATES,
     EngineKind,
@@ -48,6 +49,8 @@ log = logging.getLogger("sparkgate.service.sessions")
 # What the transaction that makes a session records besides (a submit's audit, a request's
 # key): given the session and its first statement, if any.
 AlsoRecord = Callable[[SessionRecord, StatementRecord | None, Connection], None]
+# Makes a session's first statement final in the transaction that adds it (a reused query).
+EndedBy = Callable[[SessionRecord, StatementRecord, Connection], StatementRecord]
 
 
 @dataclass
@@ -192,6 +195,8 @@ class Sessions:
         also_record: AlsoRecord | None = None,
         tags: Mapping[str, str] | None = None,
         runs: StatementKind | None = None,
+        script: LexedScript | None = None,
+        ended_by: EndedBy | None = None,
     ) -> tuple[SessionRecord, StatementRecord | None]:
         """Record a session (and, for a batch, its statement) and place it on an engine.
 
@@ -201,7 +206,10 @@ class Sessions:
         same transaction records besides (a submit's audit, the request's key). ``tags``: what
         every query of the session carries, with those of its ``sparkgate.tags`` setting.
         ``runs``: the kind of statement the session is made for, when its kind says (a Livy
-        ``pyspark`` or ``sql`` session): the right that kind needs is needed to open it."""
+        ``pyspark`` or ``sql`` session): the right that kind needs is needed to open it.
+        ``script``: the first statement's SQL, lexed already. ``ended_by``: what makes the
+        first statement final in the same transaction (a reused query's answer); the session
+        then ends with it, and no engine is asked for."""
         share_key = None
         attributes = _door_said(attributes or SessionAttributes(), user)
         conf, given = session_tags.take(conf)
@@ -213,7 +221,7 @@ class Sessions:
             if proxy_user:
                 user = self.users.check_impersonation(user, proxy_user, field="proxyUser")
                 attributes = dataclasses.replace(attributes, created_by=acting.name)
-            self._require_rights(user, first_statement, runs)
+            self._require_rights(user, first_statement, runs, script)
             if first_statement is not None and first_statement[0] is StatementKind.FILE:
                 # Only the engine reads a batch file: it checks the file's SETs against the
                 # settings denied now (engine.batch_files.check_settings).
@@ -267,14 +275,27 @@ class Sessions:
                     code,
                     now=now,
                     kind=statement_kind,
-                    resource_group=group,
+                    # Answered at once: it waits in no group and no engine runs it.
+                    resource_group=None if ended_by else group,
+                    running=ended_by is not None,
                     tags=given,
                     conn=conn,
                 )
                 statement = dataclasses.replace(statement, owner=owner)
                 session = dataclasses.replace(session, statement_count=1)
+                if ended_by is not None:
+                    statement = ended_by(session, statement, conn)
+                    self.store.transitions.session(
+                        session.id,
+                        SessionState.DEAD,
+                        now=now,
+                        expected=[SessionState.NOT_STARTED],
+                        conn=conn,
+                    )
             if also_record is not None:
                 also_record(session, statement, conn)
+        if ended_by is not None and statement is not None:
+            return self.store.sessions.get(session.id), statement
         placed = self.place(session, fresh=True)
         return placed or self.store.sessions.get(session.id), statement
 
@@ -283,13 +304,14 @@ class Sessions:
         user: Principal,
         first_statement: tuple[StatementKind, str] | None,
         runs: StatementKind | None,
+        script: LexedScript | None = None,
     ) -> None:
         """The rights to open a session (refusals audited): its first statement's, if it has
         one; else the right of the kind of statement it is made for, if its kind says (a user
         without ``code`` gets no Python session, nor an engine started for one, that could
         run nothing of theirs); else ``sql`` or ``code``."""
         if first_statement is not None:
-            self.users.require_statement(user, *first_statement)
+            self.users.require_statement(user, *first_statement, script=script)
             return
         if runs is not None:
             right = statement_right(runs)

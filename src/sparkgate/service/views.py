@@ -27,6 +27,7 @@ def query_view(described: queries.Described) -> Query:
         described.tags,
         described.price,
         described.tasks,
+        described.reused,
     )
 
 

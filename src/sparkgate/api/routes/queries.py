@@ -78,13 +78,21 @@ async def submit_query(
     wait: Wait = 0,
     limit: PageLimit = None,
     idempotency_key: IdempotencyKey = None,
+    reuse: Annotated[
+        bool,
+        Query(
+            description="false: run it even if an earlier result of the same query could "
+            "answer it (result reuse)."
+        ),
+    ] = True,
 ) -> bodies.Submitted:
     """Queue a query: ``{"query": "SELECT 1", "session_id": 3}``; without a session it runs
     as a one-off query. ``?wait=30`` answers when it is final (or 30 s pass) with the whole
     query and, if it succeeded, its first result page (``page``, ``?limit=`` rows): a short
     query costs one request instead of three. With an ``Idempotency-Key``, a repeat answers
     the query the first request queued, as it is now (and waits for it as asked), with
-    ``Idempotent-Replayed: true``."""
+    ``Idempotent-Replayed: true``. A read-only query whose earlier result still holds is
+    answered from it at once (``reused_from``); ``?reuse=false`` runs it anyway."""
     if not body.query.strip():
         raise InvalidRequest("query: the query is empty.", field="query")
     if body.session_id is not None and (body.conf or body.isolation != "session"):
@@ -101,6 +109,7 @@ async def submit_query(
         conf=body.conf,
         key=idempotency_key,
         tags=body.tags,
+        reuse=reuse,
     )
     if replayed:
         response.headers[REPLAYED_HEADER] = "true"
