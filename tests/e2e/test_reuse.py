@@ -53,7 +53,7 @@ tables:
 schemas:
   - {user: alice, schema: reuse_t, owner: true}
 """
-TTL = 10.0  # seconds a result is kept for reuse on this server
+TTL = 20.0  # seconds a result is kept for reuse on this server: more than a BI refresh takes
 
 AGG = "SELECT region, sum(amount) AS total FROM reuse_t.sales GROUP BY region ORDER BY region"
 
