@@ -369,8 +369,11 @@ def test_a_stream_batch_recomputes(env: Env) -> None:
     while rows() == before:
         assert time.monotonic() < deadline
         time.sleep(0.5)
+    # What was kept before the stream resumed is never served again; a count computed after
+    # the latest batch (such as the one just above) may be.
+    stale = {first["id"], first["reused_from"]} - {None}
     after = env.ok("alice", count)
-    assert after["reused_from"] is None and after["rows"][0][0] > before
+    assert after["reused_from"] not in stale and after["rows"][0][0] > before
     env.ok("alice", "STOP STREAM ticked", session_id=session_id)
 
 
