@@ -66,11 +66,15 @@ class Env:
         )
 
     def connect_http(self, user: str = "alice") -> Any:
-        from thrift.transport import THttpClient
-
-        transport = THttpClient.THttpClient(f"http://127.0.0.1:{self.http_port}/cliservice")
-        hive.Connection._set_authorization_header(transport, user, PASSWORDS[user])
-        return hive.connect(thrift_transport=transport)
+        # PyHive's own HTTP transport, as SQLAlchemy's hive+http:// uses it (to /cliservice/).
+        return hive.connect(
+            "127.0.0.1",
+            port=self.http_port,
+            scheme="http",
+            username=user,
+            password=PASSWORDS[user],
+            auth="BASIC",
+        )
 
     def api(self, user: str = "alice") -> httpx.Client:
         return httpx.Client(base_url=self.url, auth=(user, PASSWORDS[user]), timeout=60)

@@ -19,6 +19,9 @@ router = APIRouter(tags=["hiveserver2"])
 THRIFT = "application/x-thrift"
 
 
+# PyHive's own HTTP transport (and SQLAlchemy's hive+http://) posts to "/cliservice/": served
+# too, since Thrift's HTTP client does not follow the redirect FastAPI would answer with.
+@router.post("/cliservice/", response_class=Response, include_in_schema=False)
 @router.post(
     "/cliservice",
     response_class=Response,
