@@ -13,7 +13,7 @@ from sparkgate.hive2.idl import T
 from sparkgate.hive2.service import HiveService
 from sparkgate.service import Service
 from sparkgate.store import Store
-from tests.conftest import run_async, succeeded, write_result
+from tests.conftest import NOW, force_state, run_async, succeeded, write_result
 
 ALICE = Principal("alice", rights=frozenset({"sql"}))
 BOB = Principal("bob", rights=frozenset({"sql"}))
@@ -146,6 +146,32 @@ def test_bob_cannot_run_in_or_close_alices_session(service: Service, store: Stor
         ("CloseSession", T.TCloseSessionReq(sessionHandle=session), BOB),
     )
     assert executed.status.statusCode == INVALID and closed.status.statusCode == INVALID
+    # sparkgate's own error carries its SQLSTATE, as Spark's errors carry theirs.
+    assert executed.status.sqlState == "08003" and closed.status.sqlState == "08003"
     assert store.statements.list_page().items == []
     [session_record] = store.sessions.list_page().items
     assert session_record.owner == "alice" and session_record.finished_at is None
+
+
+def test_a_failed_operation_tells_sparks_sqlstate_or_else_sparkgates(
+    service: Service, store: Store
+) -> None:
+    """JDBC and ODBC clients read ``sqlState``: Spark's when its error has one, the error
+    catalog's for sparkgate's own codes (a cancelled query: 57014)."""
+    session = open_session(service)
+    spark_failure = execute(service, session, "SELECT 1/0")
+    statement = store.statements.list_page().items[-1]
+    error = {"code": "DIVIDE_BY_ZERO", "message": "Division by zero.", "sql_state": "22012"}
+    force_state(store, "statements", statement.id, "failed", error=error, finished_at=NOW)
+    cancelled = execute(service, session, "SELECT 2")
+    status = T.TGetOperationStatusReq
+    spark, _, ours, fetched = calls(
+        service,
+        ("GetOperationStatus", status(operationHandle=spark_failure), ALICE),
+        ("CancelOperation", T.TCancelOperationReq(operationHandle=cancelled), ALICE),
+        ("GetOperationStatus", status(operationHandle=cancelled), ALICE),
+        ("FetchResults", T.TFetchResultsReq(operationHandle=cancelled, maxRows=1), ALICE),
+    )
+    assert spark.operationState == T.TOperationState.ERROR_STATE and spark.sqlState == "22012"
+    assert ours.operationState == T.TOperationState.CANCELED_STATE
+    assert ours.sqlState == "57014" and fetched.status.sqlState == "57014"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any
 
+from sparkgate.error_catalog import entry
 from sparkgate.errors import NotFound, SparkgateError
 from sparkgate.hive2.idl import T
 from sparkgate.recorded import ErrorCode, RecordedError
@@ -74,7 +75,13 @@ def error_status(exc: BaseException) -> Any:
     if isinstance(exc, OperationFailed):
         return T.TStatus(statusCode=code, errorMessage=exc.message, sqlState=exc.sql_state)
     if isinstance(exc, SparkgateError):
-        return T.TStatus(statusCode=code, errorMessage=str(exc), errorCode=0)
+        known = entry(exc.code)
+        return T.TStatus(
+            statusCode=code,
+            errorMessage=str(exc),
+            errorCode=0,
+            sqlState=known.sqlstate if known else None,
+        )
     return T.TStatus(statusCode=code, errorMessage=f"[INTERNAL_ERROR] {type(exc).__name__}: {exc}")
 
 

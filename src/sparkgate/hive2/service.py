@@ -29,6 +29,7 @@ import pyarrow as pa
 
 from sparkgate import __version__
 from sparkgate.auth.principal import Principal
+from sparkgate.error_catalog import sql_state
 from sparkgate.errors import QueryFinished, SparkgateError
 from sparkgate.hive2 import encoding, rowsets
 from sparkgate.hive2.configuration import session_settings
@@ -245,7 +246,7 @@ class HiveService:
         )
         if statement.state in (StatementState.FAILED, StatementState.CANCELLED):
             response.errorMessage = failure_text(statement.error, statement.state)
-            response.sqlState = statement.error.param("sql_state") if statement.error else None
+            response.sqlState = sql_state(statement.error)  # Spark's, else sparkgate's
             response.errorCode = 0
         if req.getProgressUpdate:
             response.progressUpdateResponse = progress(statement)
@@ -460,9 +461,7 @@ def _raise_if_failed(statement: StatementRecord) -> None:
     if statement.state is StatementState.SUCCESS:
         return
     error = statement.error
-    raise OperationFailed(
-        failure_text(error, statement.state), error.param("sql_state") if error else None
-    )
+    raise OperationFailed(failure_text(error, statement.state), sql_state(error))
 
 
 def _remember(memory: OrderedDict[int, int], key: int, value: int) -> None:
