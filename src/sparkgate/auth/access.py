@@ -94,11 +94,25 @@ ALWAYS_DENY = ("sparkgate.user", "sparkgate.upload")
 
 
 class _Rule(BaseModel):
+    """One entry of ``rules:``: the first entry naming the user, or a group of theirs, gives
+    the user its rights; a user no entry names has none."""
+
     model_config = ConfigDict(extra="forbid")
 
-    users: list[str] = Field(default_factory=list)
-    groups: list[str] = Field(default_factory=list)
-    allow: list[str] = Field(default_factory=list)
+    users: list[str] = Field(
+        default_factory=list, description='User names the entry applies to; `"*"`: anyone.'
+    )
+    groups: list[str] = Field(
+        default_factory=list,
+        description="Groups the entry applies to (the access file's, and those a JWT or LDAP "
+        'brings); `"*"`: anyone.',
+    )
+    allow: list[str] = Field(
+        default_factory=list,
+        description="The rights it gives: `sql` (SQL statements), `code` (Python statements, "
+        "`pyspark` Livy sessions, batch files, paths), `streams` (streams and stream jobs), "
+        "`jobs` (deploy and run jobs), `admin` (everything).",
+    )
 
     @field_validator("allow")
     @classmethod
@@ -110,31 +124,83 @@ class _Rule(BaseModel):
 
 
 class _Conf(BaseModel):
+    """``conf:``: the Spark settings users may not set."""
+
     model_config = ConfigDict(extra="forbid")
 
-    deny: list[str] = Field(default_factory=lambda: list(DEFAULT_CONF_DENY))
+    deny: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_CONF_DENY),
+        description="Patterns (`spark.driver.*`, case-insensitive) of the Spark settings users "
+        "may not set in a session's or batch's conf, a manifest, a stream job, `SET` or "
+        "HiveServer2's configuration (403 `SETTING_DENIED`). Replaces the default list, which "
+        "covers what would escape the gateway (`spark.master`, `spark.jars*`, "
+        "`spark.hadoop.*`, ...). `sparkgate.user` and `sparkgate.upload` are denied whatever "
+        "it says; admins may set anything.",
+    )
 
 
 class _Limits(BaseModel):
+    """``limits:``: per-user limits (admins have none); beyond one, 429 ``LIMIT_EXCEEDED``."""
+
     model_config = ConfigDict(extra="forbid")
 
-    sessions_per_user: int | None = Field(default=None, ge=1)
-    running_queries_per_user: int | None = Field(default=None, ge=1)
+    sessions_per_user: int | None = Field(
+        default=None,
+        ge=1,
+        description="Active sessions (interactive and batch) a user may have at once.",
+    )
+    running_queries_per_user: int | None = Field(
+        default=None, ge=1, description="Queries a user may have waiting or running at once."
+    )
 
 
 class _AccessFile(BaseModel):
+    """The access file (``SPARKGATE_ACCESS_FILE``, YAML), re-read when it changes."""
+
     model_config = ConfigDict(extra="forbid")
 
-    admins: list[str] = Field(default_factory=list)
-    groups: dict[str, list[str]] = Field(default_factory=dict)
-    impersonators: list[str] = Field(default_factory=list)
-    rules: list[_Rule] | None = None
-    conf: _Conf = Field(default_factory=_Conf)
-    limits: _Limits = Field(default_factory=_Limits)
-    tables: list[_TableRule] | None = None
-    schemas: list[_SchemaRule] = Field(default_factory=list)
-    resource_groups: ResourceGroupsFile | None = None
-    quotas: list[QuotaEntry] = Field(default_factory=list)
+    admins: list[str] = Field(
+        default_factory=list,
+        description="Users with every right, who see and act on everything; `@group` names a "
+        "group's members. Replaces `SPARKGATE_ADMINS`.",
+    )
+    groups: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description="Group name to member users; added to the groups a JWT or LDAP brings.",
+    )
+    impersonators: list[str] = Field(
+        default_factory=list,
+        description="Users who may act for others: Livy's `proxyUser` (and `doAs`), "
+        "HiveServer2's `hive.server2.proxy.user`.",
+    )
+    rules: list[_Rule] | None = Field(
+        default=None,
+        description="Who has which rights; the first entry naming the user or a group of "
+        "theirs wins. Without it every user has every right but `admin` (only `sql` when "
+        "`tables:` is set).",
+    )
+    conf: _Conf = Field(default_factory=_Conf, description="The Spark settings users may not set.")
+    limits: _Limits = Field(default_factory=_Limits, description="Per-user limits.")
+    tables: list[_TableRule] | None = Field(
+        default=None,
+        description="Table rules (Trino's file-based access control): which tables each user "
+        "may read and change, with hidden columns, masks and row filters; the first rule "
+        "matching the user and the table applies, none means no access. Without it every "
+        "table is open to `sql`.",
+    )
+    schemas: list[_SchemaRule] = Field(
+        default_factory=list,
+        description="Schema owners: who may create, alter and drop in a schema.",
+    )
+    resource_groups: ResourceGroupsFile | None = Field(
+        default=None,
+        description="Trino's resource groups: where queries wait their turn "
+        "(see [Resource groups](resource-groups.md)). Without it no query waits.",
+    )
+    quotas: list[QuotaEntry] = Field(
+        default_factory=list,
+        description="Executor time a user or group may spend per UTC day or month.",
+    )
 
     @model_validator(mode="after")
     def _demoted_into_groups(self) -> _AccessFile:

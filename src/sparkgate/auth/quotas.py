@@ -31,13 +31,30 @@ class QuotaEntry(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    user: str | None = None
-    group: str | None = None
-    per: Literal["day", "month"]
-    executorCpuSeconds: float | None = Field(default=None, gt=0)
-    executorRunSeconds: float | None = Field(default=None, gt=0)
-    onQuota: Literal["reject", "demote"] = "reject"
-    demoteTo: str | None = None
+    user: str | None = Field(default=None, description="The user it limits (or `group`).")
+    group: str | None = Field(
+        default=None,
+        description="The group it limits, all its members together (by the access file, now).",
+    )
+    per: Literal["day", "month"] = Field(description="The period, from its first second UTC.")
+    executorCpuSeconds: float | None = Field(
+        default=None,
+        gt=0,
+        description="Executor CPU seconds of the period's ended queries (or executorRunSeconds).",
+    )
+    executorRunSeconds: float | None = Field(
+        default=None, gt=0, description="Executor run seconds of the period's ended queries."
+    )
+    onQuota: Literal["reject", "demote"] = Field(
+        default="reject",
+        description="At the quota: `reject` new work (429 `LIMIT_EXCEEDED`, naming when it "
+        "resets), or `demote` it into `demoteTo`. Work that runs goes on.",
+    )
+    demoteTo: str | None = Field(
+        default=None,
+        description="With `onQuota: demote`: the resource group (one without subgroups, "
+        "dotted) new work goes to instead.",
+    )
 
     @model_validator(mode="after")
     def _one_of_each(self) -> QuotaEntry:

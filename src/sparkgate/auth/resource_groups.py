@@ -81,19 +81,49 @@ _NOT_ENFORCED = (
 
 
 class _Group(BaseModel):
+    """A resource group: a queue, and a limit on what it admits at once."""
+
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1)
-    hardConcurrencyLimit: int = Field(ge=0)
-    maxQueued: int = Field(ge=0)
-    schedulingPolicy: Literal["fair", "weighted", "weighted_fair", "query_priority"] = "fair"
-    schedulingWeight: int = Field(default=1, ge=1)
-    subGroups: list[_Group] = Field(default_factory=list)
-    softMemoryLimit: str | None = None
-    softConcurrencyLimit: int | None = None
-    softCpuLimit: str | None = None
-    hardCpuLimit: str | None = None
-    jmxExport: bool | None = None
+    name: str = Field(
+        min_length=1,
+        description="Its name, without `.`; may hold `${USER}`, `${SOURCE}` and a selector's "
+        "named groups (one group per user, door or tool). Its full name is dotted: "
+        "`analysts.alice`.",
+    )
+    hardConcurrencyLimit: int = Field(
+        ge=0,
+        description="Queries admitted (waiting for an engine or running) at once, counted over "
+        "its whole subtree; more wait in its queue.",
+    )
+    maxQueued: int = Field(
+        ge=0, description="Queries its queue holds; beyond it, 429 `LIMIT_EXCEEDED` naming it."
+    )
+    schedulingPolicy: Literal["fair", "weighted", "weighted_fair", "query_priority"] = Field(
+        default="fair",
+        description="Which subgroup goes next: `fair` the one with the fewest admitted, "
+        "`weighted_fair` (and Trino's `weighted`) the fewest per unit of `schedulingWeight`; "
+        "`query_priority` is taken as `fair`. Within a group, users take turns.",
+    )
+    schedulingWeight: int = Field(
+        default=1,
+        ge=1,
+        description="Its weight under a `weighted_fair` parent, and of its Spark FAIR pool "
+        "(`group:<name>`) in a shared engine.",
+    )
+    subGroups: list[_Group] = Field(
+        default_factory=list,
+        description="Its subgroups; a group with subgroups takes no query itself.",
+    )
+    softMemoryLimit: str | None = Field(
+        default=None, description="Trino's; accepted, not enforced."
+    )
+    softConcurrencyLimit: int | None = Field(
+        default=None, description="Trino's; accepted, not enforced."
+    )
+    softCpuLimit: str | None = Field(default=None, description="Trino's; accepted, not enforced.")
+    hardCpuLimit: str | None = Field(default=None, description="Trino's; accepted, not enforced.")
+    jmxExport: bool | None = Field(default=None, description="Trino's; accepted, not enforced.")
 
     @field_validator("name")
     @classmethod
@@ -111,14 +141,36 @@ class _Group(BaseModel):
 
 
 class _Selector(BaseModel):
+    """A selector: the first whose conditions all match places the query in its group."""
+
     model_config = ConfigDict(extra="forbid")
 
-    group: str = Field(min_length=1)
-    user: str | None = None
-    userGroup: str | None = None
-    source: str | None = None
-    queryType: str | None = None
-    clientTags: list[str] = Field(default_factory=list)
+    group: str = Field(
+        min_length=1,
+        description="The group it places the query in, dotted (`analysts.${USER}`); a group "
+        "without subgroups.",
+    )
+    user: str | None = Field(
+        default=None, description="The user: a regular expression, matched whole."
+    )
+    userGroup: str | None = Field(
+        default=None,
+        description="One of the user's groups: a regular expression, matched whole.",
+    )
+    source: str | None = Field(
+        default=None,
+        description="The door: a regular expression over `rest`, `livy`, `hive2`, `connect`; "
+        "its named groups (`(?<tool>hive2|livy)`) may be used in `group`.",
+    )
+    queryType: str | None = Field(
+        default=None,
+        description="`interactive`, `one-off`, `batch` (a batch session, a job run's steps), "
+        "`stream` (a stream job's steps) or `connect` (a Spark Connect operation). Trino's "
+        "statement types are accepted and never match.",
+    )
+    clientTags: list[str] = Field(
+        default_factory=list, description="Tags that must all be on the query."
+    )
 
     @field_validator("user", "userGroup", "source")
     @classmethod
@@ -146,9 +198,13 @@ class ResourceGroupsFile(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    rootGroups: list[_Group] = Field(min_length=1)
-    selectors: list[_Selector] = Field(min_length=1)
-    cpuQuotaPeriod: str | None = None
+    rootGroups: list[_Group] = Field(min_length=1, description="The top groups.")
+    selectors: list[_Selector] = Field(
+        min_length=1,
+        description="Where queries go, in order; a query no selector takes is refused (403 "
+        "`FORBIDDEN`).",
+    )
+    cpuQuotaPeriod: str | None = Field(default=None, description="Trino's; accepted, not enforced.")
 
     def has_leaf(self, group: str) -> bool:
         """Whether ``group`` (dotted, templates unexpanded) names a group that takes queries."""

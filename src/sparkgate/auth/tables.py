@@ -54,20 +54,39 @@ def _regex(value: str, where: str) -> re.Pattern[str]:
 
 
 class _Column(BaseModel):
+    """One entry of a table rule's ``columns:``."""
+
     model_config = ConfigDict(extra="forbid")
 
-    name: str
-    allow: bool = True
-    mask: str | None = None
+    name: str = Field(description="The column's name.")
+    allow: bool = Field(
+        default=True, description="`false` hides the column, as if it did not exist."
+    )
+    mask: str | None = Field(
+        default=None,
+        description="A SQL expression that replaces the column's values "
+        "(`round(salary, -4)`); may use `current_user()` and `is_member('group')`.",
+    )
 
 
 class _Who(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
-    user: str = ".*"
-    group: str = ".*"
-    users: list[str] | None = None  # sparkgate's own lists ("*": anyone)
-    groups: list[str] | None = None
+    user: str = Field(
+        default=".*", description="The users it applies to: a regular expression, matched whole."
+    )
+    group: str = Field(
+        default=".*",
+        description="The groups it applies to: a regular expression matched whole against "
+        "each of the user's groups.",
+    )
+    # sparkgate's own lists ("*": anyone)
+    users: list[str] | None = Field(
+        default=None, description='The users it applies to, as a list (`"*"`: anyone).'
+    )
+    groups: list[str] | None = Field(
+        default=None, description='The groups it applies to, as a list (`"*"`: anyone).'
+    )
 
     @field_validator("user", "group")
     @classmethod
@@ -77,12 +96,27 @@ class _Who(BaseModel):
 
 
 class _TableRule(_Who):
-    catalog: str = ".*"
-    schema_: str = Field(".*", alias="schema")
-    table: str = ".*"
-    privileges: list[str]
-    columns: list[_Column] = Field(default_factory=list)
-    filter: str | None = None
+    """One entry of ``tables:``: what its users may do with the tables it matches."""
+
+    catalog: str = Field(
+        default=".*",
+        description="The catalog: a regular expression (Spark's session catalog is "
+        "`spark_catalog`).",
+    )
+    schema_: str = Field(".*", alias="schema", description="The schema: a regular expression.")
+    table: str = Field(default=".*", description="The table or view: a regular expression.")
+    privileges: list[str] = Field(
+        description="`SELECT`, `INSERT`, `DELETE`, `UPDATE`, `OWNERSHIP` (drop, alter, grant), "
+        "`GRANT_SELECT` (grant `SELECT` on what one does not own); `[]`: no access."
+    )
+    columns: list[_Column] = Field(
+        default_factory=list, description="Columns hidden or masked for these users."
+    )
+    filter: str | None = Field(
+        default=None,
+        description="A SQL boolean expression: the rows these users may see "
+        "(`region = 'EU' OR current_user() = manager`).",
+    )
 
     @field_validator("catalog", "schema_", "table")
     @classmethod
@@ -103,9 +137,14 @@ class _TableRule(_Who):
 
 
 class _SchemaRule(_Who):
-    catalog: str = ".*"
-    schema_: str = Field(".*", alias="schema")
-    owner: bool
+    """One entry of ``schemas:``: who owns the schemas it matches."""
+
+    catalog: str = Field(default=".*", description="The catalog: a regular expression.")
+    schema_: str = Field(".*", alias="schema", description="The schema: a regular expression.")
+    owner: bool = Field(
+        description="`true`: its users may create, alter and drop in the schema, the tables "
+        "of others included."
+    )
 
     @field_validator("catalog", "schema_")
     @classmethod
