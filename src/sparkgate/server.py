@@ -43,6 +43,7 @@ from sparkgate.http.instrument import RequestTimer
 from sparkgate.http.limits import BodyLimit
 from sparkgate.node import ServerNode
 from sparkgate.settings import Settings
+from sparkgate.web import docs_site
 
 
 def create_app(settings: Settings) -> FastAPI:
@@ -79,7 +80,15 @@ def create_app(settings: Settings) -> FastAPI:
             await node.service.close()
             node.stop()
 
-    app = FastAPI(title="sparkgate", version=__version__, lifespan=lifespan)
+    # No Swagger UI or ReDoc: they load their scripts from a CDN. /docs is the documentation
+    # site (docs_site), whose REST API reference is made from the same /openapi.json.
+    app = FastAPI(
+        title="sparkgate",
+        version=__version__,
+        lifespan=lifespan,
+        docs_url=None,
+        redoc_url=None,
+    )
     install_error_handlers(app)
     app.add_middleware(UnexpectedErrors)  # innermost: inside the timer and the body limit
     app.add_middleware(
@@ -109,6 +118,7 @@ def create_app(settings: Settings) -> FastAPI:
     app.include_router(metrics.router, dependencies=[Depends(_metrics_guard(settings))])
     livy.install(app, dependencies=guarded)
     web.install(app)
+    docs_site.install(app)
     openapi.install(app)  # every route's errors, in the shape really sent
     return app
 

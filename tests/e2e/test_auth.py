@@ -204,8 +204,6 @@ _PUBLIC = {
     "/healthz",
     "/openapi.json",
     "/docs",
-    "/docs/oauth2-redirect",
-    "/redoc",
     "/ui/login",
     "/ui/logout",
     "/ui/highlight.css",
