@@ -1,8 +1,10 @@
 """The chaos suite, full form: two nodes on PostgreSQL, engines on a standalone cluster, four
-sessions and a stream job under load, and five faults one after another (README "Several
-machines"). One command: scripts/bench chaos [--short]. Prints a table: per fault, the time
-until sparkgate saw it, the time until everything served again, the queries run in the phase,
-those that ended otherwise than they would have without the fault, and the invariants."""
+sessions and a stream job under load, and five faults one after another
+(docs/explanation/failures.md). One command: scripts/bench chaos [--short]. Prints a table: per
+fault, the time until sparkgate saw it, the time until everything served again, the queries run
+in the phase, those that ended otherwise than they would have without the fault, and the
+invariants.
+"""
 
 from __future__ import annotations
 

@@ -226,7 +226,7 @@ def test_beeline_over_tls_on_the_thrift_port(
 
 def test_pyhive_over_tls_on_the_thrift_port(tls_server: tuple[ServerProcess, Path]) -> None:
     """PyHive has no TLS option for the binary transport: it takes a transport made of
-    thrift's TSSLSocket and thrift_sasl, as the README shows."""
+    thrift's TSSLSocket and thrift_sasl, as docs/how-to/pyhive.md shows."""
     import thrift_sasl  # type: ignore[import-untyped]
     from pyhive import hive
     from thrift.transport.TSSLSocket import TSSLSocket

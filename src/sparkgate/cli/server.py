@@ -32,7 +32,7 @@ def listen_problem(settings: Settings) -> str | None:
         return (
             f"refusing to listen on {settings.host} with SPARKGATE_AUTH={settings.auth}: anyone "
             "who reaches the port could run code on the Spark drivers. Set SPARKGATE_AUTH "
-            '(see README "Users and access") or pass --insecure.'
+            "(see docs/how-to/authentication.md) or pass --insecure."
         )
     certfile, keyfile = settings.ssl_certfile, settings.ssl_keyfile
     if (certfile is None) != (keyfile is None):

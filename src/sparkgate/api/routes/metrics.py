@@ -1,8 +1,8 @@
 """Prometheus metrics: ``GET /metrics``.
 
-Two kinds of figures (README "Metrics and logs"): the cluster's, read from the store at scrape
-time and labelled ``scope="cluster"`` (every node serves the same values, so a dashboard takes
-``max by`` across nodes), and this node's own, labelled ``node="<node id>"``.
+Two kinds of figures (the docs' reference/metrics.md lists them): the cluster's, read from the
+store at scrape time and labelled ``scope="cluster"`` (every node serves the same values, so a
+dashboard takes ``max by`` across nodes), and this node's own, labelled ``node="<node id>"``.
 """
 
 from __future__ import annotations
