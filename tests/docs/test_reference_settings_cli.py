@@ -10,6 +10,7 @@ from __future__ import annotations
 import itertools
 import re
 from collections.abc import Iterator
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -74,6 +75,22 @@ def test_settings_page_has_every_engine_pod_key(settings_md: str) -> None:
 def test_page_sections_are_those_of_sections_in_order(settings_md: str) -> None:
     titles = re.findall(r"^## (.+)$", settings_md, re.M)
     assert titles[: len(settings_page.SECTIONS)] == [s.title for s in settings_page.SECTIONS]
+
+
+def test_the_chart_values_row_names_exactly_the_settings_the_chart_sets() -> None:
+    """What the page says the Helm chart sets is what its templates set (the one the chart
+    leaves alone, the kubeconfig, is said to be set by nothing)."""
+    templates = Path(__file__).resolve().parents[2] / "deploy" / "helm" / "sparkgate" / "templates"
+    set_by_chart = {
+        name.lower().removeprefix("sparkgate_")
+        for path in templates.rglob("*")
+        if path.is_file()
+        for name in re.findall(r"SPARKGATE_[A-Z_]+", path.read_text())
+    }
+    said = {
+        name for name, how in settings_page.CHART_VALUES.items() if not how.startswith("nothing")
+    }
+    assert said == set_by_chart
 
 
 def test_a_setting_in_no_section_fails_the_page() -> None:
