@@ -66,7 +66,7 @@ from bench.harness import (
 )
 from sparkgate.sql.lexed import LexedScript, reuse_key, reuse_text
 from sparkgate.store import Store
-from sparkgate_dev import ServerProcess, user_files
+from sparkgate_dev import ServerProcess, user_files, wait_final
 
 SCHEMA = "bench_reuse"
 TABLE = f"{SCHEMA}.sales"
@@ -182,11 +182,7 @@ def finish(api: httpx.Client, sql: str, *, reuse: bool = True) -> dict[str, Any]
     params = {"wait": 60} | ({} if reuse else {"reuse": "false"})
     answer = api.post("/v1/queries", json={"query": sql}, params=params)
     assert answer.status_code in (200, 201), answer.text
-    query: dict[str, Any] = answer.json()
-    deadline = time.monotonic() + 3600
-    while query["state"] not in {"success", "failed", "cancelled"}:
-        assert time.monotonic() < deadline, query
-        query = api.get(f"/v1/queries/{query['id']}", params={"wait": 30}).json()
+    query = wait_final(api, answer.json(), timeout=3600, poll=30)
     assert query["state"] == "success", query
     return query
 

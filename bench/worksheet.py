@@ -20,12 +20,12 @@ from pathlib import Path
 from typing import Any
 
 import httpx
-from playwright.sync_api import sync_playwright
 from rich.console import Console
 from rich.table import Table
 
 from bench.harness import bench_server, median, percentile
 from sparkgate.auth.passwords import PasswordFile
+from sparkgate_dev.browser import launched
 
 USER, PASSWORD = "analyst", "worksheet-bench"
 TRIVIAL = "SELECT 1"
@@ -89,30 +89,26 @@ def measure(
     rest_ms: list[float] = []
     with (
         httpx.Client(base_url=url, auth=(USER, PASSWORD), timeout=120) as api,
-        sync_playwright() as playwright,
+        launched(chromium) as browser,
     ):
         session_id = api.post("/v1/sessions", json={"kind": "interactive"}).json()["id"]
         rest = {"query": TRIVIAL, "session_id": session_id}
-        browser = playwright.chromium.launch(executable_path=chromium, args=["--no-sandbox"])
-        try:
-            page = browser.new_page(viewport={"width": 1280, "height": 900})
-            page.goto(f"{url}/ui/login")
-            page.get_by_label("User name").fill(USER)
-            page.get_by_label("Password or access token").fill(PASSWORD)
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url("**/ui/queries")
-            page.goto(f"{url}/ui/sql")
-            page.get_by_role("textbox", name="SQL editor").focus()
-            page.keyboard.insert_text(TRIVIAL)
-            console.print("warming the worksheet's session and the REST one...")
-            page.evaluate(_TIMED_RUN)  # opens the worksheet's session; its first query waits
-            _rest_once(api, rest)
-            for _ in range(runs):
-                page.wait_for_selector('#worksheet[data-busy="false"]')
-                browser_ms.append(float(page.evaluate(_TIMED_RUN)))
-                rest_ms.append(_rest_once(api, rest))
-        finally:
-            browser.close()
+        page = browser.new_page(viewport={"width": 1280, "height": 900})
+        page.goto(f"{url}/ui/login")
+        page.get_by_label("User name").fill(USER)
+        page.get_by_label("Password or access token").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url("**/ui/queries")
+        page.goto(f"{url}/ui/sql")
+        page.get_by_role("textbox", name="SQL editor").focus()
+        page.keyboard.insert_text(TRIVIAL)
+        console.print("warming the worksheet's session and the REST one...")
+        page.evaluate(_TIMED_RUN)  # opens the worksheet's session; its first query waits
+        _rest_once(api, rest)
+        for _ in range(runs):
+            page.wait_for_selector('#worksheet[data-busy="false"]')
+            browser_ms.append(float(page.evaluate(_TIMED_RUN)))
+            rest_ms.append(_rest_once(api, rest))
     return browser_ms, rest_ms
 
 

@@ -26,7 +26,7 @@ import httpx
 from sparkgate.auth.passwords import PasswordFile
 from sparkgate.client import Client
 from sparkgate.settings import Settings
-from sparkgate.states import LIVE_ENGINE_STATES
+from sparkgate.states import LIVE_ENGINE_STATES, TERMINAL_STATEMENT_STATES
 from sparkgate.store import Store
 
 T = TypeVar("T")
@@ -73,6 +73,19 @@ def eventually(
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {what or check} (last: {last!r})")
+
+
+def wait_final(
+    api: httpx.Client, query: dict[str, Any], *, timeout: float | None, poll: float = 10
+) -> dict[str, Any]:
+    """``query`` (a ``/v1/queries`` record) once it has ended, long-polled ``poll`` seconds at a
+    time; failing past ``timeout`` seconds (None: the test's own timeout bounds it)."""
+    deadline = None if timeout is None else time.monotonic() + timeout
+    while query["state"] not in TERMINAL_STATEMENT_STATES:
+        assert deadline is None or time.monotonic() < deadline, query
+        ended: dict[str, Any] = api.get(f"/v1/queries/{query['id']}", params={"wait": poll}).json()
+        query = ended
+    return query
 
 
 def local_test_settings(home: Path, **overrides: Any) -> Settings:
@@ -144,15 +157,8 @@ class ServerProcess:
         return self.log_path.read_text(errors="replace")[-5000:] if self.log_path.exists() else ""
 
     def stop(self, sig: int = signal.SIGTERM) -> None:
-        if self.process is None or self.process.poll() is not None:
-            return
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.process.pid, sig)
-        try:
-            self.process.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(self.process.pid, signal.SIGKILL)
-            self.process.wait(timeout=10)
+        if self.process is not None:
+            stop_group(self.process, sig)
 
     def client(self) -> Client:
         return Client(self.url, timeout=60)
@@ -178,6 +184,20 @@ class ServerProcess:
 
 # The ``make_server`` fixture: a server of a test's own, from a home and setting overrides.
 MakeServer = Callable[..., ServerProcess]
+
+
+def stop_group(process: subprocess.Popen[Any], sig: int = signal.SIGTERM) -> None:
+    """Stop a process started with ``start_new_session=True`` and what it started: ``sig`` to
+    its group, then SIGKILL to the group if it has not exited within 30 s."""
+    if process.poll() is not None:
+        return
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(process.pid, sig)
+    try:
+        process.wait(timeout=30)
+    except subprocess.TimeoutExpired:
+        os.killpg(process.pid, signal.SIGKILL)
+        process.wait(timeout=10)
 
 
 def kill_engines(settings: Settings, sig: int = signal.SIGKILL) -> None:

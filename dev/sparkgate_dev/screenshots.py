@@ -9,8 +9,6 @@ it started is stopped before it returns. Exits 2, saying why, without chromium.
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import sys
 import tempfile
@@ -24,6 +22,7 @@ import httpx
 
 from sparkgate.catalog.metastore import stop_metastore
 from sparkgate_dev import ServerProcess, eventually, kill_engines, local_test_settings, user_files
+from sparkgate_dev.browser import chromium, launched
 
 USER, PASSWORD = "alice", "alice-secret"
 ACCESS = f"""
@@ -65,14 +64,6 @@ class Shot:
     name: str
     path: str
     ready: str  # a selector visible once the page shows what it is taken for
-
-
-def chromium() -> str | None:
-    """Debian's chromium (or ``SPARKGATE_CHROMIUM``), as the browser tests find it."""
-    for candidate in (os.environ.get("SPARKGATE_CHROMIUM"), "chromium", "chromium-browser"):
-        if candidate and (found := shutil.which(candidate)):
-            return found
-    return None
 
 
 def take(outdir: Path, browser_path: str) -> list[Path]:
@@ -140,33 +131,23 @@ def _run(api: httpx.Client, sql: str) -> dict[str, Any]:
 
 
 def _screenshots(url: str, browser_path: str, outdir: Path, shots: list[Shot]) -> list[Path]:
-    from playwright.sync_api import sync_playwright
-
     saved: list[Path] = []
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=browser_path,
-            # Root in a container has no user namespaces for Chromium's sandbox.
-            args=["--no-sandbox"] if os.geteuid() == 0 else [],
-        )
-        try:
-            context = browser.new_context(base_url=url, viewport={"width": 1280, "height": 800})
-            page = context.new_page()
-            page.goto("/ui/login")
-            page.get_by_label("User name").fill(USER)
-            page.get_by_label("Password or access token").fill(PASSWORD)
-            page.get_by_role("button", name="Sign in").click()
-            page.wait_for_url("**/ui/queries")
-            for shot in shots:
-                page.goto(shot.path)
-                page.locator(shot.ready).first.wait_for(state="visible", timeout=180_000)
-                _settle(shot, page.wait_for_timeout)
-                path = outdir / f"{shot.name}.png"
-                page.screenshot(path=str(path), full_page=True)
-                saved.append(path)
-                print(f"saved {path}", file=sys.stderr)
-        finally:
-            browser.close()
+    with launched(browser_path) as browser:
+        context = browser.new_context(base_url=url, viewport={"width": 1280, "height": 800})
+        page = context.new_page()
+        page.goto("/ui/login")
+        page.get_by_label("User name").fill(USER)
+        page.get_by_label("Password or access token").fill(PASSWORD)
+        page.get_by_role("button", name="Sign in").click()
+        page.wait_for_url("**/ui/queries")
+        for shot in shots:
+            page.goto(shot.path)
+            page.locator(shot.ready).first.wait_for(state="visible", timeout=180_000)
+            _settle(shot, page.wait_for_timeout)
+            path = outdir / f"{shot.name}.png"
+            page.screenshot(path=str(path), full_page=True)
+            saved.append(path)
+            print(f"saved {path}", file=sys.stderr)
     return saved
 
 

@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.web.conftest import chromium
+from sparkgate_dev.browser import chromium
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
 

@@ -4,7 +4,6 @@ it while one writes: the commands the documentation's own pages tell a writer to
 from __future__ import annotations
 
 import os
-import signal
 import subprocess
 import time
 from pathlib import Path
@@ -12,7 +11,7 @@ from pathlib import Path
 import httpx
 
 from sparkgate.web import docs_site
-from sparkgate_dev import free_port
+from sparkgate_dev import free_port, stop_group
 
 ROOT = Path(__file__).resolve().parents[2]
 # The MkDocs 2 notice the theme prints at every build is not this site's.
@@ -58,9 +57,4 @@ def test_serve_answers_with_the_site_until_stopped() -> None:
                 time.sleep(1)
         assert page.status_code == 200 and "Cancel a query" in page.text
     finally:
-        os.killpg(server.pid, signal.SIGTERM)
-        try:
-            server.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(server.pid, signal.SIGKILL)
-            server.wait(timeout=30)
+        stop_group(server)

@@ -9,7 +9,6 @@ it serves is the one ``scripts/install`` built into the package (src/sparkgate/w
 from __future__ import annotations
 
 import asyncio
-import os
 import re
 from collections.abc import Iterator
 from pathlib import Path
@@ -21,7 +20,7 @@ from fastapi import FastAPI
 
 from sparkgate.web import docs_site
 from sparkgate_dev import ServerProcess, kill_engines, local_test_settings, user_files
-from tests.web.conftest import chromium, watch_csp
+from tests.web.conftest import watch_csp
 
 PASSWORDS = {"alice": "alice-secret"}
 
@@ -98,28 +97,6 @@ def test_an_unbuilt_site_says_how_to_build_it(tmp_path: Path) -> None:
     assert answer.status_code == 404
     assert "scripts/docs build" in answer.text
     assert asyncio.run(ask("/docs/how-to/queries/")).status_code == 404
-
-
-@pytest.fixture(scope="module")
-def browser() -> Iterator[Any]:
-    path = chromium()
-    if path is None:
-        pytest.skip(
-            "Debian's chromium is not installed (scripts/install --test installs it with "
-            "apt-get when run as root); the site's browser test needs it"
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        launched = playwright.chromium.launch(
-            executable_path=path,
-            # Root in a container has no user namespaces for Chromium's sandbox.
-            args=["--no-sandbox"] if os.geteuid() == 0 else [],
-        )
-        try:
-            yield launched
-        finally:
-            launched.close()
 
 
 def test_its_search_works_in_a_browser_under_its_policy(

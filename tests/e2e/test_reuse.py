@@ -33,6 +33,7 @@ from sparkgate_dev import (
     kill_engines,
     local_test_settings,
     user_files,
+    wait_final,
 )
 
 pytestmark = [pytest.mark.spark, pytest.mark.timeout(900)]
@@ -78,12 +79,8 @@ class Env:
         with self.api(user) as api:
             answer = api.post("/v1/queries", json=body, params={"wait": 60, **params})
             assert answer.status_code in (200, 201), answer.text
-            query: dict[str, Any] = answer.json()
-            deadline = time.monotonic() + 240
-            while query["state"] not in {"success", "failed", "cancelled"}:
-                assert time.monotonic() < deadline, query
-                query = api.get(f"/v1/queries/{query['id']}", params={"wait": 10}).json()
-            query = api.get(f"/v1/queries/{query['id']}").json()  # the whole record
+            ended = wait_final(api, answer.json(), timeout=240)
+            query: dict[str, Any] = api.get(f"/v1/queries/{ended['id']}").json()  # the whole record
             if query["state"] == "success":
                 page = api.get(f"/v1/queries/{query['id']}/result")
                 query["rows"] = page.json()["rows"] if page.status_code == 200 else None

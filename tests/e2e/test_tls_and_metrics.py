@@ -9,7 +9,6 @@ import datetime
 import ipaddress
 import os
 import shutil
-import signal
 import socket
 import ssl
 import struct
@@ -36,6 +35,7 @@ from sparkgate_dev import (
     free_port,
     kill_engines,
     local_test_settings,
+    stop_group,
 )
 
 
@@ -285,12 +285,7 @@ def test_password_auth_off_loopback_without_tls_is_refused_unless_insecure(
     try:
         _wait_for_sasl_login(settings, started)
     finally:
-        os.killpg(started.pid, signal.SIGTERM)
-        try:
-            started.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(started.pid, signal.SIGKILL)
-            started.wait(timeout=10)
+        stop_group(started)
         kill_engines(settings)  # none should have started: in case one did
 
 

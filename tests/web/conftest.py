@@ -11,8 +11,6 @@ a test whose pages broke the policy fails, whatever else it checked.
 
 from __future__ import annotations
 
-import os
-import shutil
 import signal
 import time
 from collections.abc import Callable, Iterator
@@ -33,13 +31,6 @@ rules:
   - {users: ["*"], allow: [sql, code, streams, jobs]}
 """
 SCREENSHOTS = Path(__file__).resolve().parents[2] / "build" / "screenshots"
-
-
-def chromium() -> str | None:
-    for candidate in (os.environ.get("SPARKGATE_CHROMIUM"), "chromium", "chromium-browser"):
-        if candidate and (found := shutil.which(candidate)):
-            return found
-    return None
 
 
 class Dashboard:
@@ -109,28 +100,6 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> I
     finally:
         server.stop()
         kill_engines(settings, signal.SIGKILL)
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    path = chromium()
-    if path is None:
-        pytest.skip(
-            "Debian's chromium is not installed (scripts/install --test installs it with "
-            "apt-get when run as root); the dashboard's browser tests need it"
-        )
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        browser = playwright.chromium.launch(
-            executable_path=path,
-            # Root in a container has no user namespaces for Chromium's sandbox.
-            args=["--no-sandbox"] if os.geteuid() == 0 else [],
-        )
-        try:
-            yield browser
-        finally:
-            browser.close()
 
 
 # Runs in each page before its own scripts (Playwright's init script is not the page's, so the
