@@ -32,7 +32,6 @@ from sparkgate_dev import (
     kill_engines,
     local_test_settings,
 )
-from sparkgate_dev.browser import chromium, launched
 
 PG_URL = os.environ.get(
     "SPARKGATE_TEST_PG_URL", "postgresql+psycopg://postgres@127.0.0.1:5432/test"
@@ -51,19 +50,6 @@ def _pg_reachable() -> str | None:
         )
     finally:
         engine.dispose()
-
-
-@pytest.fixture(scope="session")
-def browser() -> Iterator[Any]:
-    """One chromium for every browser test of the run (a fresh context per user or page)."""
-    path = chromium()
-    if path is None:
-        pytest.skip(
-            "Debian's chromium is not installed (scripts/install --test installs it with "
-            "apt-get when run as root); the browser tests need it"
-        )
-    with launched(path) as started:
-        yield started
 
 
 @contextlib.contextmanager

@@ -20,6 +20,7 @@ from fastapi import FastAPI
 
 from sparkgate.web import docs_site
 from sparkgate_dev import ServerProcess, kill_engines, local_test_settings, user_files
+from sparkgate_dev.browser import chromium, launched
 from tests.web.conftest import watch_csp
 
 PASSWORDS = {"alice": "alice-secret"}
@@ -97,6 +98,20 @@ def test_an_unbuilt_site_says_how_to_build_it(tmp_path: Path) -> None:
     assert answer.status_code == 404
     assert "scripts/docs build" in answer.text
     assert asyncio.run(ask("/docs/how-to/queries/")).status_code == 404
+
+
+@pytest.fixture(scope="module")
+def browser() -> Iterator[Any]:
+    # This module's own: a browser left open keeps Playwright's event loop running, which
+    # later tests' asyncio.run() refuses (tests/web/conftest.py).
+    path = chromium()
+    if path is None:
+        pytest.skip(
+            "Debian's chromium is not installed (scripts/install --test installs it with "
+            "apt-get when run as root); the site's browser test needs it"
+        )
+    with launched(path) as started:
+        yield started
 
 
 def test_its_search_works_in_a_browser_under_its_policy(

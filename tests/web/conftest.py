@@ -21,6 +21,7 @@ import httpx
 import pytest
 
 from sparkgate_dev import ServerProcess, kill_engines, local_test_settings, user_files
+from sparkgate_dev.browser import chromium, launched
 
 pytestmark = pytest.mark.spark
 
@@ -100,6 +101,21 @@ def dashboard(tmp_path_factory: pytest.TempPathFactory, metastore_uri: str) -> I
     finally:
         server.stop()
         kill_engines(settings, signal.SIGKILL)
+
+
+# Session-wide, for the web suite (the last of the run): Playwright's sync API keeps an event
+# loop running in this thread while a browser is open, and asyncio.run() refuses to start
+# beside it, so a browser must not outlive the tests that use it elsewhere in the run.
+@pytest.fixture(scope="session")
+def browser() -> Iterator[Any]:
+    path = chromium()
+    if path is None:
+        pytest.skip(
+            "Debian's chromium is not installed (scripts/install --test installs it with "
+            "apt-get when run as root); the dashboard's browser tests need it"
+        )
+    with launched(path) as started:
+        yield started
 
 
 # Runs in each page before its own scripts (Playwright's init script is not the page's, so the
